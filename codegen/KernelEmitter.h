@@ -1,0 +1,25 @@
+// Generates one specialized CUDA C++ kernel per plan op (shapes, dtypes and
+// buffer indices as compile-time constants), compiles the module with NVRTC to
+// a cubin per architecture plus PTX, and records each op's launches.
+#pragma once
+
+#include "ninfer/Status.h"
+#include "plan_generated.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ninfer {
+
+struct KernelOptions {
+  std::vector<std::string> archs; // "sm_90", "sm_89", ...
+  bool embedPtx = true;
+  // Called with (done, total) while compiling, for progress display.
+  std::function<void(int, int)> progress;
+};
+
+// Builds without LLVM/MLIR: the GPU op tests use it on the GPU machine.
+Status emitKernels(plan::PlanT& plan, const KernelOptions& options);
+
+} // namespace ninfer

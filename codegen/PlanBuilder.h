@@ -1,0 +1,28 @@
+// Lowers the ninfer dialect module (after the pass pipeline) to the plan's
+// object form: buffers (weights with their segment offsets, activations at
+// the arena offsets memory planning chose, KV caches, tokens, logits) and the
+// op list. Kernels are added afterwards by the kernel emitter.
+#pragma once
+
+#include "plan_generated.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+
+namespace ninfer {
+
+class WeightStore;
+struct ModelConfig;
+
+struct PlanOptions {
+  int context = 4096;
+  int maxStepTokens = 512;
+};
+
+llvm::Expected<std::unique_ptr<plan::PlanT>> buildPlan(mlir::ModuleOp module, const ModelConfig& config,
+                                                       const WeightStore& weights,
+                                                       const PlanOptions& options);
+
+} // namespace ninfer

@@ -1,0 +1,69 @@
+// What the compiler needs to know about a checkpoint's architecture, read from
+// a Hugging Face config.json (plus generation_config.json for EOS ids).
+#pragma once
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace ninfer {
+
+struct RopeScaling {
+  enum class Type { Default, Linear, Dynamic, Llama3, Yarn };
+  Type type = Type::Default;
+  double factor = 1.0;
+  int originalMaxPositions = 0; // llama3/yarn/dynamic: original_max_position_embeddings
+  double lowFreqFactor = 1.0;   // llama3
+  double highFreqFactor = 4.0;  // llama3
+  double betaFast = 32.0;       // yarn
+  double betaSlow = 1.0;        // yarn
+  double mscale = 0.0;          // yarn (0: unset)
+  double mscaleAllDim = 0.0;    // yarn (0: unset)
+  double attentionFactor = 0.0; // yarn (0: unset -> derived as transformers does)
+  bool truncate = true;         // yarn
+};
+
+struct ModelConfig {
+  std::string family; // model_type: llama, mistral, qwen2, qwen3
+  int vocabSize = 0;
+  int hiddenSize = 0;
+  int intermediateSize = 0;
+  int layers = 0;
+  int heads = 0;
+  int kvHeads = 0;
+  int headDim = 0;
+  int maxPositions = 0;
+  double rmsEps = 1e-6;
+  double ropeTheta = 10000.0;
+  RopeScaling rope;
+  bool tieWordEmbeddings = false;
+  bool qkvBias = false;   // qwen2 (always), llama attention_bias
+  bool outputBias = false; // llama attention_bias also biases o_proj
+  bool mlpBias = false;
+  bool qkNorm = false;    // qwen3: per-head RMSNorm on q and k
+  int slidingWindow = 0;  // 0: full attention
+  // Per-layer attention window (0: full), as transformers resolves it (qwen2/qwen3
+  // layer_types / max_window_layers). Empty: every layer uses slidingWindow.
+  std::vector<int> layerWindows;
+  int bosId = -1;
+  std::vector<int> eosIds;
+  std::string torchDtype;
+};
+
+// Reads `path` (a config.json, or a directory holding one). Unsupported
+// architectures, missing fields and unknown rope_scaling types are errors that
+// name the field.
+llvm::Expected<ModelConfig> loadModelConfig(const std::string& path);
+
+// RoPE as transformers computes it for the config: inv_freq (head_dim/2
+// values, scaling applied) and the factor cos/sin are multiplied by.
+struct RopeTables {
+  std::vector<float> invFreq;
+  float attentionFactor = 1.0f;
+  float dynamicFactor = 0.0f; // > 0: dynamic NTK, recomputed per step by the executor
+  int originalMaxPositions = 0;
+};
+RopeTables computeRopeTables(const ModelConfig& config);
+
+} // namespace ninfer

@@ -1,0 +1,57 @@
+// The weight store: every tensor of the checkpoint, memory-mapped, never
+// copied, plus tensors the compiler makes (RoPE tables). IR ops refer to
+// entries by name; bytes only move when the plan writer copies them out.
+#pragma once
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ninfer {
+
+enum class WeightDType { F32, F16, BF16, I32 };
+size_t dtypeSize(WeightDType dtype);
+const char* dtypeName(WeightDType dtype);
+
+struct TensorRef {
+  std::string name;
+  WeightDType dtype = WeightDType::F32;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr; // nullptr for dummy tensors
+  uint64_t bytes = 0;
+  uint64_t elements() const;
+};
+
+class WeightStore {
+public:
+  // A directory with model.safetensors or model.safetensors.index.json (shards).
+  static llvm::Expected<std::unique_ptr<WeightStore>> openCheckpoint(const std::string& dir);
+  // A store without bytes: tensors are declared with addDummy (--dummy-weights).
+  static std::unique_ptr<WeightStore> createDummy();
+  ~WeightStore();
+
+  bool isDummy() const { return dummy_; }
+  const TensorRef* find(const std::string& name) const;
+  // Shape and dtype checked lookup: the error names the tensor, the expected
+  // and the found shape.
+  llvm::Expected<const TensorRef*> get(const std::string& name,
+                                       const std::vector<int64_t>& shape) const;
+  const TensorRef& addOwned(const std::string& name, WeightDType dtype,
+                            std::vector<int64_t> shape, std::vector<uint8_t> bytes);
+  const TensorRef& addDummy(const std::string& name, WeightDType dtype, std::vector<int64_t> shape);
+  const std::map<std::string, TensorRef>& tensors() const { return tensors_; }
+
+private:
+  WeightStore() = default;
+  struct Mapping;
+  bool dummy_ = false;
+  std::map<std::string, TensorRef> tensors_;
+  std::vector<std::unique_ptr<Mapping>> mappings_;
+  std::vector<std::vector<uint8_t>> owned_;
+};
+
+} // namespace ninfer
