@@ -1,0 +1,244 @@
+// The weight store: memory-maps the checkpoint's safetensors files (single file
+// or sharded with an index) so tensors are read in place, and holds the few
+// tensors the compiler creates itself.
+#include "WeightStore.h"
+
+#include "Safetensors.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <set>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ninfer {
+namespace {
+
+llvm::Error makeError(const llvm::Twine& message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+std::string joinPath(const std::string& dir, llvm::StringRef name) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, name);
+  return path.str().str();
+}
+
+std::string shapeString(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+} // namespace
+
+// A read-only mapping of one checkpoint file; unmapped when the store dies.
+struct WeightStore::Mapping {
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+  ~Mapping() {
+    if (data && size)
+      munmap(const_cast<uint8_t*>(data), size);
+  }
+
+  static llvm::Expected<std::unique_ptr<Mapping>> open(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return makeError("cannot open " + path + ": " + std::strerror(errno));
+    struct stat info;
+    if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+      ::close(fd);
+      return makeError("cannot read " + path + ": not a regular file");
+    }
+    auto mapping = std::make_unique<Mapping>();
+    mapping->size = static_cast<uint64_t>(info.st_size);
+    if (mapping->size > 0) {
+      void* address = mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (address == MAP_FAILED) {
+        int error = errno;
+        ::close(fd);
+        mapping->size = 0;
+        return makeError("cannot map " + path + ": " + std::strerror(error));
+      }
+      mapping->data = static_cast<const uint8_t*>(address);
+    }
+    ::close(fd); // the mapping stays valid without the descriptor
+    return mapping;
+  }
+};
+
+size_t dtypeSize(WeightDType dtype) {
+  switch (dtype) {
+  case WeightDType::F32:
+  case WeightDType::I32:
+    return 4;
+  case WeightDType::F16:
+  case WeightDType::BF16:
+    return 2;
+  }
+  return 0;
+}
+
+const char* dtypeName(WeightDType dtype) {
+  switch (dtype) {
+  case WeightDType::F32:
+    return "F32";
+  case WeightDType::F16:
+    return "F16";
+  case WeightDType::BF16:
+    return "BF16";
+  case WeightDType::I32:
+    return "I32";
+  }
+  return "?";
+}
+
+uint64_t TensorRef::elements() const {
+  uint64_t count = 1;
+  for (int64_t dim : shape)
+    count *= static_cast<uint64_t>(dim);
+  return count;
+}
+
+WeightStore::~WeightStore() = default;
+
+std::unique_ptr<WeightStore> WeightStore::createDummy() {
+  std::unique_ptr<WeightStore> store(new WeightStore());
+  store->dummy_ = true;
+  return store;
+}
+
+llvm::Expected<std::unique_ptr<WeightStore>> WeightStore::openCheckpoint(const std::string& dir) {
+  if (!llvm::sys::fs::is_directory(dir))
+    return makeError("checkpoint directory " + dir + " does not exist");
+  std::unique_ptr<WeightStore> store(new WeightStore());
+
+  // Maps one safetensors file and adds its tensors; returns their names.
+  auto addFile = [&](const std::string& path) -> llvm::Expected<std::set<std::string>> {
+    llvm::Expected<std::unique_ptr<Mapping>> mapping = Mapping::open(path);
+    if (!mapping)
+      return mapping.takeError();
+    llvm::Expected<std::vector<TensorRef>> tensors =
+        parseSafetensors(path, (*mapping)->data, (*mapping)->size);
+    if (!tensors)
+      return tensors.takeError();
+    std::set<std::string> names;
+    for (TensorRef& ref : *tensors) {
+      if (store->tensors_.count(ref.name))
+        return makeError(path + ": tensor '" + ref.name + "' appears in more than one file");
+      names.insert(ref.name);
+      std::string name = ref.name;
+      store->tensors_.emplace(std::move(name), std::move(ref));
+    }
+    store->mappings_.push_back(std::move(*mapping));
+    return names;
+  };
+
+  const std::string single = joinPath(dir, "model.safetensors");
+  const std::string indexPath = joinPath(dir, "model.safetensors.index.json");
+  if (llvm::sys::fs::exists(single)) {
+    llvm::Expected<std::set<std::string>> names = addFile(single);
+    if (!names)
+      return names.takeError();
+    return store;
+  }
+  if (!llvm::sys::fs::exists(indexPath))
+    return makeError("no model.safetensors or model.safetensors.index.json in " + dir);
+
+  auto indexBuffer = llvm::MemoryBuffer::getFile(indexPath, /*IsText=*/true);
+  if (!indexBuffer)
+    return makeError("cannot read " + indexPath + ": " + indexBuffer.getError().message());
+  llvm::Expected<llvm::json::Value> index = llvm::json::parse((*indexBuffer)->getBuffer());
+  if (!index)
+    return makeError(indexPath + ": invalid JSON: " + llvm::toString(index.takeError()));
+  const llvm::json::Object* top = index->getAsObject();
+  const llvm::json::Object* weightMap = top ? top->getObject("weight_map") : nullptr;
+  if (!weightMap)
+    return makeError(indexPath + ": missing 'weight_map' object");
+
+  // Shard name -> tensors the index says it holds, in a stable order.
+  std::map<std::string, std::vector<std::string>> shards;
+  for (const auto& entry : *weightMap) {
+    std::optional<llvm::StringRef> shard = entry.second.getAsString();
+    if (!shard || shard->empty())
+      return makeError(indexPath + ": weight_map entry '" + llvm::StringRef(entry.first) +
+                       "' must name a shard file");
+    // Shards live next to the index; a path would let a checkpoint read elsewhere.
+    if (shard->contains('/') || shard->contains('\\') || *shard == "." || *shard == "..")
+      return makeError(indexPath + ": shard name '" + *shard + "' for tensor '" +
+                       llvm::StringRef(entry.first) +
+                       "' must be a file name in the checkpoint directory");
+    shards[shard->str()].push_back(entry.first.str());
+  }
+  if (shards.empty())
+    return makeError(indexPath + ": 'weight_map' is empty");
+  for (const auto& [shard, expected] : shards) {
+    const std::string path = joinPath(dir, shard);
+    llvm::Expected<std::set<std::string>> names = addFile(path);
+    if (!names)
+      return names.takeError();
+    for (const std::string& name : expected)
+      if (!names->count(name))
+        return makeError(indexPath + ": tensor '" + name + "' is mapped to " + shard +
+                         " but that file does not contain it");
+  }
+  return store;
+}
+
+const TensorRef* WeightStore::find(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+llvm::Expected<const TensorRef*> WeightStore::get(const std::string& name,
+                                                  const std::vector<int64_t>& shape) const {
+  const TensorRef* ref = find(name);
+  if (!ref)
+    return makeError("tensor '" + name + "' (expected shape " + shapeString(shape) +
+                     ") is missing from the checkpoint");
+  if (ref->shape != shape)
+    return makeError("tensor '" + name + "' has shape " + shapeString(ref->shape) + ", expected " +
+                     shapeString(shape));
+  if (ref->dtype == WeightDType::I32)
+    return makeError("tensor '" + name +
+                     "' has dtype I32, expected a floating-point dtype "
+                     "(F32, F16 or BF16)");
+  return ref;
+}
+
+const TensorRef& WeightStore::addOwned(const std::string& name, WeightDType dtype,
+                                       std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+  TensorRef ref;
+  ref.name = name;
+  ref.dtype = dtype;
+  ref.shape = std::move(shape);
+  ref.bytes = bytes.size();
+  // Moving the vector keeps its heap buffer, so the pointer stays valid.
+  owned_.push_back(std::move(bytes));
+  ref.data = owned_.back().data();
+  TensorRef& slot = tensors_[name];
+  slot = std::move(ref);
+  return slot;
+}
+
+const TensorRef& WeightStore::addDummy(const std::string& name, WeightDType dtype,
+                                       std::vector<int64_t> shape) {
+  TensorRef ref;
+  ref.name = name;
+  ref.dtype = dtype;
+  ref.shape = std::move(shape);
+  ref.bytes = ref.elements() * dtypeSize(dtype);
+  TensorRef& slot = tensors_[name];
+  slot = std::move(ref);
+  return slot;
+}
+
+} // namespace ninfer
