@@ -1,0 +1,174 @@
+// Golden file parsing and shared fixtures for tokenizer_tests.
+#include "TestSupport.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace ninfer {
+namespace test {
+namespace {
+
+bool fromHex(const std::string& hex, std::string& out) {
+  if (hex.size() % 2 != 0)
+    return false;
+  out.clear();
+  for (size_t i = 0; i < hex.size(); i += 2)
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return true;
+}
+
+template <typename T> std::string hashValues(const std::vector<T>& values) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (T value : values) {
+    uint32_t v = static_cast<uint32_t>(value);
+    for (int k = 0; k < 4; ++k) {
+      h ^= (v >> (8 * k)) & 0xFF;
+      h *= 0x100000001B3ull;
+    }
+  }
+  char buf[17];
+  snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+void appendUtf8(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+} // namespace
+
+std::string fnv1a64(const std::vector<int64_t>& values) { return hashValues(values); }
+std::string fnv1a64(const std::vector<int32_t>& values) { return hashValues(values); }
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::string sharedPath(const std::string& relative) {
+  return std::string(NINFER_SHARED_DIR) + "/" + relative;
+}
+
+bool loadGoldens(Goldens& goldens, std::string& error) {
+  std::string path = std::string(NINFER_TOKENIZER_TEST_DIR) + "/tokenizer_goldens.txt";
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot read " + path;
+    return false;
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string tag;
+    fields >> tag;
+    if (tag.empty() || tag[0] == '#')
+      continue;
+    if (tag == "case") {
+      GoldenCase c;
+      std::string hex;
+      fields >> c.name >> hex;
+      if (!fromHex(hex, c.text)) {
+        error = "bad hex in " + line;
+        return false;
+      }
+      goldens.cases.push_back(std::move(c));
+    } else if (tag == "ids" && !goldens.cases.empty()) {
+      int32_t id;
+      while (fields >> id)
+        goldens.cases.back().ids.push_back(id);
+    } else if (tag == "pieces" && !goldens.cases.empty()) {
+      std::string kind;
+      fields >> kind;
+      auto& lengths = goldens.cases.back().pieceLengths[kind];
+      int64_t length;
+      while (fields >> length)
+        lengths.push_back(length);
+    } else if (tag == "chunk") {
+      GoldenChunk chunk;
+      fields >> chunk.offset >> chunk.length >> chunk.count >> chunk.hash;
+      goldens.chunks.push_back(chunk);
+    } else if (tag == "sweep") {
+      fields >> goldens.sweepCount >> goldens.sweepHash;
+    } else if (tag == "sweeppieces") {
+      std::string kind;
+      size_t count;
+      std::string hash;
+      fields >> kind >> count >> hash;
+      goldens.sweepPieces[kind] = {count, hash};
+    } else {
+      error = "unexpected line in " + path + ": " + line.substr(0, 40);
+      return false;
+    }
+  }
+  if (goldens.cases.empty() || goldens.chunks.empty() || goldens.sweepHash.empty()) {
+    error = path + " is incomplete";
+    return false;
+  }
+  return true;
+}
+
+std::string sweepText() {
+  static const char* const separators[] = {"", " ", "a", "", "1", "  ", "\n", "'s", "\r\n "};
+  const size_t count = sizeof(separators) / sizeof(separators[0]);
+  std::string out;
+  size_t k = 0;
+  for (char32_t cp = 0; cp < 0x110000; cp += 13, ++k) {
+    if (cp >= 0xD800 && cp < 0xE000)
+      continue;
+    appendUtf8(out, cp);
+    out += separators[k % count];
+  }
+  return out;
+}
+
+plan::TokenizerT tinyTable(bool addBos) {
+  // bytes_to_unicode written out independently of the runtime's version.
+  std::vector<char32_t> byteCodePoints(256);
+  char32_t next = 0x100;
+  for (unsigned b = 0; b < 256; ++b) {
+    bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+    byteCodePoints[b] = printable ? b : next++;
+  }
+  plan::TokenizerT table;
+  table.kind = plan::TokenizerKind::ByteLevelBpe;
+  table.pretokenizer = "gpt2";
+  for (unsigned b = 0; b < 256; ++b) {
+    std::string text;
+    appendUtf8(text, byteCodePoints[b]);
+    table.tokens.push_back(text);
+  }
+  table.tokens.push_back("ab");  // 256
+  table.tokens.push_back("abc"); // 257
+  table.tokens.push_back("<s>"); // 258
+  table.merges = {'a', 'b', 256, 'c'};
+  table.special_ids = {258};
+  table.bos_id = 258;
+  table.add_bos = addBos;
+  table.eos_ids = {258};
+  return table;
+}
+
+Result<std::unique_ptr<Tokenizer>> tokenizerFrom(const plan::TokenizerT& table) {
+  flatbuffers::FlatBufferBuilder builder;
+  builder.Finish(plan::Tokenizer::Pack(builder, &table));
+  return Tokenizer::fromPlan(flatbuffers::GetRoot<plan::Tokenizer>(builder.GetBufferPointer()));
+}
+
+} // namespace test
+} // namespace ninfer
