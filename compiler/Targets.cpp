@@ -1,0 +1,81 @@
+// The table of known cards. Memory sizes are what the driver reports as total
+// memory (the marketing figure in GiB), architectures are compute capabilities.
+#include "Targets.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace ninfer {
+namespace {
+
+struct KnownCard {
+  const char* name;
+  const char* arch;
+  double gib;
+};
+
+constexpr uint64_t kGiB = 1ull << 30;
+
+const KnownCard kCards[] = {
+    {"h200", "sm_90", 140.4},         {"h100", "sm_90", 79.6},
+    {"a100-80g", "sm_80", 79.2},      {"a100-40g", "sm_80", 39.4},
+    {"l40s", "sm_89", 44.4},          {"l4", "sm_89", 22.0},
+    {"rtx5090", "sm_120", 31.4},      {"rtx4090", "sm_89", 23.6},
+    {"rtx4080-16g", "sm_89", 15.6},   {"rtx4070-12g", "sm_89", 11.6},
+    {"rtx4060-8g", "sm_89", 7.6},     {"rtx3090", "sm_86", 23.6},
+    {"rtx3080-10g", "sm_86", 9.8},    {"rtx3060-12g", "sm_86", 11.6},
+    {"rtx3060-laptop", "sm_86", 5.8}, {"t4", "sm_75", 14.6},
+};
+
+// Architectures NVRTC 13 can target (TOOLCHAIN.md).
+const char* const kArchs[] = {"sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90",
+                              "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"};
+
+llvm::Expected<Target> parseOne(llvm::StringRef spec) {
+  std::string lower = spec.trim().lower();
+  for (const KnownCard& card : kCards)
+    if (lower == card.name)
+      return Target{lower, card.arch, static_cast<uint64_t>(card.gib * kGiB)};
+  for (const char* arch : kArchs)
+    if (lower == arch)
+      return Target{lower, arch, 0};
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      llvm::formatv("unknown target '{0}' (known: {1}, or an architecture {2})", spec.trim(),
+                    [] {
+                      std::string names;
+                      for (const KnownCard& card : kCards)
+                        names += (names.empty() ? "" : ", ") + std::string(card.name);
+                      return names;
+                    }(),
+                    "sm_75 ... sm_121")
+          .str());
+}
+
+} // namespace
+
+llvm::Expected<std::vector<Target>> parseTargets(const std::string& spec) {
+  std::vector<Target> targets;
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(spec).split(parts, ',', -1, /*KeepEmpty=*/false);
+  if (parts.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "--target is empty");
+  for (llvm::StringRef part : parts) {
+    auto target = parseOne(part);
+    if (!target)
+      return target.takeError();
+    targets.push_back(*target);
+  }
+  return targets;
+}
+
+std::string knownTargetsHelp() {
+  std::string text;
+  for (const KnownCard& card : kCards)
+    text += llvm::formatv("    {0,-16} {1,-7} {2:F1} GiB\n", card.name, card.arch, card.gib).str();
+  text += "    sm_XX            any architecture NVRTC supports (sm_75 ... sm_121), no memory check\n";
+  return text;
+}
+
+} // namespace ninfer

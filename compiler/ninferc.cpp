@@ -1,0 +1,306 @@
+// ninferc: compiles a Hugging Face checkpoint (or a config.json with
+// --dummy-weights) into one .nplan file for a GPU target and context length.
+//
+//   checkpoint -> ModelConfig + WeightStore -> importer (ninfer dialect)
+//   -> pass pipeline -> PlanBuilder -> tokenizer tables -> memory check
+//   -> kernel emission (NVRTC) -> plan writer (temp file, rename)
+#include "Importer.h"
+#include "ModelConfig.h"
+#include "Targets.h"
+#include "TokenizerImport.h"
+#include "WeightStore.h"
+
+#include "KernelEmitter.h"
+#include "PlanBuilder.h"
+#include "PlanWriter.h"
+#include "ir/NinferDialect.h"
+#include "passes/Passes.h"
+
+#include "ninfer/Progress.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace ninfer;
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+// CUDA context, module images and allocator slack the runtime needs beyond the plan's buffers.
+constexpr uint64_t kRuntimeReserveBytes = 512ull << 20;
+
+struct Options {
+  std::string input;
+  std::string output;
+  std::vector<std::string> targetSpecs;
+  int context = 4096;
+  int maxStepTokens = 512;
+  bool dummyWeights = false;
+  bool embedPtx = true;
+  bool quiet = false;
+  std::string emitMlir;
+};
+
+void printHelp() {
+  std::printf(R"(ninferc %s - ahead-of-time compiler for LLM inference plans
+
+usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
+
+  <model-dir>            Hugging Face checkpoint: config.json + model.safetensors (or a sharded
+                         model.safetensors.index.json); tokenizer.json when present
+  config.json            with --dummy-weights: compile the shape alone
+  -o, --output FILE      the plan to write (written to a temporary name, renamed when complete)
+  --target T             card or architecture; repeat or comma-separate for several (a cubin each)
+  --ctx N                context length the KV cache is sized for (default 4096)
+  --max-step-tokens N    tokens per prefill step (default 512)
+  --dummy-weights        no weights needed: the runtime fills deterministic pseudo-random weights
+                         (fp16) on the device; for checking fit and speed before downloading
+  --no-ptx               do not embed PTX (the plan then runs only on the listed architectures)
+  --emit-mlir FILE       also write the ninfer dialect program after the pass pipeline
+  -q, --quiet            no progress display or memory report
+  -h, --help             this text
+  --version              print the version
+
+families: llama, mistral, qwen2, qwen3 (bf16, f16, f32 weights)
+targets:
+%s
+example:
+  ninferc examples/pycode-llama-3m --target h200 --ctx 2048 -o pycode.nplan
+)",
+              kVersion, knownTargetsHelp().c_str());
+}
+
+[[noreturn]] void fail(const std::string& message, int code = 1) {
+  std::fprintf(stderr, "ninferc: error: %s\n", message.c_str());
+  std::exit(code);
+}
+
+void failOn(llvm::Error error) {
+  if (error)
+    fail(llvm::toString(std::move(error)));
+}
+
+int parseInt(const std::string& flag, const std::string& value, int low, int high) {
+  long long parsed = 0;
+  if (llvm::StringRef(value).getAsInteger(10, parsed) || parsed < low || parsed > high)
+    fail(llvm::formatv("{0} expects an integer in [{1}, {2}], got '{3}'", flag, low, high, value)
+             .str(),
+         2);
+  return static_cast<int>(parsed);
+}
+
+Options parseArgs(int argc, char** argv) {
+  Options options;
+  auto next = [&](int& i, const std::string& flag) -> std::string {
+    if (i + 1 >= argc)
+      fail(flag + " needs a value", 2);
+    return argv[++i];
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      printHelp();
+      std::exit(0);
+    } else if (arg == "--version") {
+      std::printf("ninferc %s\n", kVersion);
+      std::exit(0);
+    } else if (arg == "-o" || arg == "--output") {
+      options.output = next(i, arg);
+    } else if (arg == "--target") {
+      options.targetSpecs.push_back(next(i, arg));
+    } else if (arg == "--ctx") {
+      options.context = parseInt(arg, next(i, arg), 1, 1 << 22);
+    } else if (arg == "--max-step-tokens") {
+      options.maxStepTokens = parseInt(arg, next(i, arg), 1, 65536);
+    } else if (arg == "--dummy-weights") {
+      options.dummyWeights = true;
+    } else if (arg == "--no-ptx") {
+      options.embedPtx = false;
+    } else if (arg == "--emit-mlir") {
+      options.emitMlir = next(i, arg);
+    } else if (arg == "-q" || arg == "--quiet") {
+      options.quiet = true;
+    } else if (!arg.empty() && arg[0] == '-') {
+      fail("unknown option '" + arg + "' (see ninferc --help)", 2);
+    } else if (options.input.empty()) {
+      options.input = arg;
+    } else {
+      fail("more than one input given ('" + options.input + "' and '" + arg + "')", 2);
+    }
+  }
+  if (options.input.empty())
+    fail("no model given (see ninferc --help)", 2);
+  if (options.output.empty())
+    fail("no output file given: use -o FILE.nplan", 2);
+  if (options.targetSpecs.empty())
+    fail("no target given: use --target <card or sm_XX> (see ninferc --help)", 2);
+  options.maxStepTokens = std::min(options.maxStepTokens, options.context);
+  return options;
+}
+
+std::string mib(uint64_t bytes) {
+  return llvm::formatv("{0,10:F1} MiB", static_cast<double>(bytes) / (1 << 20)).str();
+}
+
+// Prints the memory report and refuses plans that do not fit a target's VRAM.
+void checkMemory(const plan::PlanT& plan, const std::vector<Target>& targets, bool quiet) {
+  const plan::MemoryPlanT& memory = *plan.memory;
+  uint64_t total = memory.weight_bytes + memory.kv_bytes + memory.activation_bytes +
+                   memory.workspace_bytes + kRuntimeReserveBytes;
+  const plan::ModelInfoT& model = *plan.model;
+  if (!quiet) {
+    std::fprintf(stderr, "memory plan (context %d, %d-token steps):\n", plan.context,
+                 plan.max_step_tokens);
+    double params = static_cast<double>(model.parameters);
+    std::fprintf(stderr, "  weights     %s  (%.2f%s parameters%s)\n", mib(memory.weight_bytes).c_str(),
+                 params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M",
+                 plan.dummy_weights ? ", dummy fp16" : "");
+    std::fprintf(stderr, "  KV cache    %s  (fp16, %d layers x %d KV heads x %d x %d positions)\n",
+                 mib(memory.kv_bytes).c_str(), model.layers, model.kv_heads, model.head_dim,
+                 plan.context);
+    std::fprintf(stderr, "  activations %s\n", mib(memory.activation_bytes).c_str());
+    std::fprintf(stderr, "  workspace   %s\n", mib(memory.workspace_bytes).c_str());
+    std::fprintf(stderr, "  runtime     %s  (CUDA context and module reserve)\n",
+                 mib(kRuntimeReserveBytes).c_str());
+    std::fprintf(stderr, "  total       %s\n", mib(total).c_str());
+  }
+  for (const Target& target : targets) {
+    if (target.vramBytes == 0)
+      continue;
+    if (total > target.vramBytes) {
+      double kvPerPosition = plan.context ? static_cast<double>(memory.kv_bytes) / plan.context : 0;
+      int fittingContext = 0;
+      if (kvPerPosition > 0 && total - memory.kv_bytes < target.vramBytes)
+        fittingContext =
+            static_cast<int>((target.vramBytes - (total - memory.kv_bytes)) / kvPerPosition);
+      fail(llvm::formatv("the plan needs {0:F2} GiB but {1} has {2:F2} GiB{3}", total / 1073741824.0,
+                         target.name, target.vramBytes / 1073741824.0,
+                         fittingContext > 0
+                             ? llvm::formatv(": lower --ctx to at most {0}", fittingContext).str()
+                             : ": the weights alone do not fit")
+               .str());
+    }
+  }
+}
+
+// Resolves the checkpoint directory and whether the input names config.json itself.
+std::string modelDirectory(const std::string& input) {
+  if (llvm::sys::fs::is_directory(input))
+    return input;
+  std::string parent = llvm::sys::path::parent_path(input).str();
+  return parent.empty() ? "." : parent;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  Options options = parseArgs(argc, argv);
+  Progress total("", 0, false);
+
+  auto targets = parseTargets(llvm::join(options.targetSpecs, ","));
+  failOn(targets.takeError());
+
+  auto config = loadModelConfig(options.input);
+  failOn(config.takeError());
+
+  std::string modelDir = modelDirectory(options.input);
+  std::unique_ptr<WeightStore> weights;
+  if (options.dummyWeights) {
+    weights = WeightStore::createDummy();
+  } else {
+    if (!llvm::sys::fs::is_directory(options.input))
+      fail("'" + options.input +
+           "' is a file: give the checkpoint directory, or add --dummy-weights to compile the shape "
+           "alone");
+    auto opened = WeightStore::openCheckpoint(modelDir);
+    failOn(opened.takeError());
+    weights = std::move(*opened);
+  }
+
+  mlir::DialectRegistry registry;
+  registry.insert<ninfer::NinferDialect, mlir::func::FuncDialect>();
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  auto module = importModel(context, *config, *weights);
+  failOn(module.takeError());
+
+  mlir::PassManager passManager(&context);
+  PipelineOptions pipelineOptions;
+  pipelineOptions.maxStepTokens = options.maxStepTokens;
+  buildNinferPipeline(passManager, pipelineOptions);
+  if (mlir::failed(passManager.run(**module)))
+    fail("the pass pipeline failed (see the diagnostics above)");
+
+  if (!options.emitMlir.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(options.emitMlir, ec);
+    if (ec)
+      fail("cannot write '" + options.emitMlir + "': " + ec.message());
+    (*module)->print(out);
+  }
+
+  PlanOptions planOptions;
+  planOptions.context = options.context;
+  planOptions.maxStepTokens = options.maxStepTokens;
+  auto plan = buildPlan(**module, *config, *weights, planOptions);
+  failOn(plan.takeError());
+  plan::PlanT& planT = **plan;
+  planT.compiler = std::string("ninferc ") + kVersion;
+  planT.target = llvm::join(options.targetSpecs, ",");
+  planT.dummy_weights = options.dummyWeights;
+  planT.model->source = options.input;
+
+  auto tokenizer = importTokenizer(modelDir, *config);
+  failOn(tokenizer.takeError());
+  planT.tokenizer = std::move(*tokenizer);
+
+  checkMemory(planT, *targets, options.quiet);
+
+  KernelOptions kernelOptions;
+  for (const Target& target : *targets)
+    if (std::find(kernelOptions.archs.begin(), kernelOptions.archs.end(), target.arch) ==
+        kernelOptions.archs.end())
+      kernelOptions.archs.push_back(target.arch);
+  kernelOptions.embedPtx = options.embedPtx;
+  std::optional<Progress> nvrtcProgress;
+  kernelOptions.progress = [&](int done, int count) {
+    if (!nvrtcProgress)
+      nvrtcProgress.emplace("compiling kernels", count, !options.quiet);
+    nvrtcProgress->update(done);
+  };
+  Status emitted = emitKernels(planT, kernelOptions);
+  if (nvrtcProgress)
+    nvrtcProgress->finish();
+  if (!emitted)
+    fail(emitted.message());
+
+  Status written = writePlan(options.output, planT, [&](const plan::BufferT& buffer) {
+    const TensorRef* tensor = weights->find(buffer.name);
+    return tensor ? tensor->data : nullptr;
+  });
+  if (!written)
+    fail(written.message());
+
+  if (!options.quiet) {
+    uint64_t size = 0;
+    llvm::sys::fs::file_size(options.output, size);
+    std::fprintf(stderr, "wrote %s: %.1f MiB, %zu ops, %zu kernels, archs %s%s, %.2f s\n",
+                 options.output.c_str(), size / 1048576.0, planT.ops.size(),
+                 planT.kernels ? planT.kernels->functions.size() : 0,
+                 llvm::join(kernelOptions.archs, ",").c_str(), options.embedPtx ? " + PTX" : "",
+                 total.seconds());
+  }
+  return 0;
+}
