@@ -1,0 +1,128 @@
+// Helpers shared by every device source: f16/bf16 <-> f32 conversions done
+// with PTX cvt and bit tricks (so NVRTC needs no CUDA headers and no -I), typed
+// element loads, 16-byte vector unpacking and warp/block reductions. The
+// conversions round to nearest even, bit for bit like runtime/src/Half.h.
+#pragma once
+
+#include "StepAbi.h"
+
+namespace ninfer {
+namespace dev {
+
+// Values of plan.fbs DType (never renumbered).
+constexpr int kF32 = 0;
+constexpr int kF16 = 1;
+constexpr int kBF16 = 2;
+
+constexpr int kWarpSize = 32;
+
+template <int DT> __host__ __device__ constexpr int elemBytes() { return DT == kF32 ? 4 : 2; }
+
+__device__ __forceinline__ float f16ToF32(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+
+__device__ __forceinline__ unsigned short f32ToF16(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+
+__device__ __forceinline__ float bf16ToF32(unsigned short b) {
+  return __uint_as_float(static_cast<unsigned int>(b) << 16);
+}
+
+// Bit trick instead of cvt.rn.bf16.f32, which needs sm_80 (sm_75 is a target).
+__device__ __forceinline__ unsigned short f32ToBf16(float f) {
+  unsigned int u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) // nan stays a quiet nan
+    return static_cast<unsigned short>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<unsigned short>(u >> 16);
+}
+
+// Element i of an array of dtype DT, as f32.
+template <int DT> __device__ __forceinline__ float loadAsFloat(const void *base, long long i) {
+  if constexpr (DT == kF32) {
+    return static_cast<const float *>(base)[i];
+  } else if constexpr (DT == kF16) {
+    return f16ToF32(static_cast<const unsigned short *>(base)[i]);
+  } else {
+    return bf16ToF32(static_cast<const unsigned short *>(base)[i]);
+  }
+}
+
+// Stores f32 as dtype DT with round-to-nearest-even.
+template <int DT> __device__ __forceinline__ void storeFromFloat(void *base, long long i, float v) {
+  if constexpr (DT == kF32) {
+    static_cast<float *>(base)[i] = v;
+  } else if constexpr (DT == kF16) {
+    static_cast<unsigned short *>(base)[i] = f32ToF16(v);
+  } else {
+    static_cast<unsigned short *>(base)[i] = f32ToBf16(v);
+  }
+}
+
+// Elements of dtype DT in 16 bytes.
+template <int DT> __host__ __device__ constexpr int elemsPer16() { return 16 / elemBytes<DT>(); }
+
+// Unpacks one 16-byte load into elemsPer16<DT>() floats.
+template <int DT> __device__ __forceinline__ void unpack16(const uint4 &v, float *out) {
+  if constexpr (DT == kF32) {
+    out[0] = __uint_as_float(v.x);
+    out[1] = __uint_as_float(v.y);
+    out[2] = __uint_as_float(v.z);
+    out[3] = __uint_as_float(v.w);
+  } else {
+    const unsigned int words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const unsigned short lo = static_cast<unsigned short>(words[i] & 0xffffu);
+      const unsigned short hi = static_cast<unsigned short>(words[i] >> 16);
+      if constexpr (DT == kF16) {
+        out[2 * i] = f16ToF32(lo);
+        out[2 * i + 1] = f16ToF32(hi);
+      } else {
+        out[2 * i] = bf16ToF32(lo);
+        out[2 * i + 1] = bf16ToF32(hi);
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ float warpSum(float v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ float warpMax(float v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// Sum over a block of THREADS threads (a multiple of 32); every thread gets the
+// result. `scratch` holds THREADS / 32 floats.
+template <int THREADS> __device__ __forceinline__ float blockSum(float v, float *scratch) {
+  constexpr int kWarps = THREADS / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  v = warpSum(v);
+  __syncthreads(); // scratch may still be read from a previous call
+  if (lane == 0)
+    scratch[warp] = v;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w)
+    total += scratch[w];
+  return total;
+}
+
+} // namespace dev
+} // namespace ninfer

@@ -1,0 +1,459 @@
+// The CUDA executor: loads the plan's kernels (the cubin that matches the GPU,
+// else the PTX through the driver's JIT), allocates one weight allocation, the
+// activation and KV arenas, tokens, logits, the device pointer table and the
+// device StepState, fills or uploads the weights, and runs a step as: one
+// tokens copy, one StepState copy, the plan's launches in order on one stream,
+// one logits copy, one synchronize. Every driver call is checked and its error
+// names the op and kernel involved. Set NINFER_CUDA_SYNC=1 to synchronize after
+// every op, so an asynchronous fault is attributed to the op that caused it.
+#include "ninfer/Executor.h"
+#include "ninfer/Plan.h"
+#include "ninfer/StepAbi.h"
+
+#include "CudaDriver.h"
+#include "plan_generated.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace ninfer {
+namespace {
+
+using plan::BufferKind;
+using plan::DType;
+
+constexpr int kFillBlocks = 1024;
+constexpr int kFillThreads = 256;
+constexpr uint64_t kAllocationAlignment = 256;
+
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f GiB", double(bytes) / double(1ull << 30));
+  return text;
+}
+
+int archNumberOf(const std::string &arch, const char *prefix) {
+  const size_t len = std::strlen(prefix);
+  if (arch.compare(0, len, prefix) != 0)
+    return -1;
+  int value = 0;
+  size_t i = len;
+  for (; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i)
+    value = value * 10 + (arch[i] - '0');
+  return i == len ? -1 : value;
+}
+
+class CudaExecutor final : public Executor {
+public:
+  CudaExecutor(const PlanFile &file, const CudaDriver &cu) : file_(file), cu_(cu) {}
+  ~CudaExecutor() override;
+
+  Status init(int ordinal);
+  Status forward(const int32_t *tokens, int n, int pos, float *logits) override;
+  std::string name() const override { return "CUDA (" + deviceName_ + ", " + codeArch_ + ")"; }
+
+private:
+  struct LaunchInfo {
+    CUfunction function;
+    uint32_t gridBase[3];
+    uint32_t gridPerToken[3];
+    uint32_t block[3];
+    uint32_t sharedBytes;
+    uint32_t op;
+    uint32_t functionIndex;
+  };
+
+  Status selectCode(int ccMajor, int ccMinor, std::vector<char> &image, bool &isPtx);
+  Status loadModule(const std::vector<char> &image, bool isPtx);
+  Status allocate(CUdeviceptr &ptr, uint64_t bytes, const char *what);
+  Status uploadWeights();
+  std::string opLabel(uint32_t op) const;
+  std::string kernelName(uint32_t function) const;
+
+  const PlanFile &file_;
+  const CudaDriver &cu_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  bool contextRetained_ = false;
+  CUmodule module_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUfunction fill_ = nullptr;
+  std::vector<LaunchInfo> launches_;
+  std::vector<CUdeviceptr> allocations_;
+  CUdeviceptr weights_ = 0, activations_ = 0, kv_ = 0, tokens_ = 0, logits_ = 0, table_ = 0,
+              state_ = 0;
+  void *hostStaging_ = nullptr; // pinned: StepState, tokens, logits
+  StepState *hostState_ = nullptr;
+  int32_t *hostTokens_ = nullptr;
+  float *hostLogits_ = nullptr;
+  uint64_t logitsBytes_ = 0;
+  int embeddingVocab_ = 0;
+  bool syncEachOp_ = false;
+  std::string deviceName_;
+  std::string codeArch_;
+};
+
+CudaExecutor::~CudaExecutor() {
+  if (context_)
+    cu_.ctxSetCurrent(context_);
+  if (stream_) {
+    cu_.streamSynchronize(stream_);
+    cu_.streamDestroy(stream_);
+  }
+  for (CUdeviceptr ptr : allocations_)
+    cu_.memFree(ptr);
+  if (hostStaging_)
+    cu_.memFreeHost(hostStaging_);
+  if (module_)
+    cu_.moduleUnload(module_);
+  if (contextRetained_)
+    cu_.primaryCtxRelease(device_);
+}
+
+std::string CudaExecutor::opLabel(uint32_t op) const {
+  const plan::Op *o = file_.plan().ops()->Get(op);
+  return "op " + std::to_string(op) + " '" + (o->name() ? o->name()->str() : std::string()) + "'";
+}
+
+std::string CudaExecutor::kernelName(uint32_t function) const {
+  const auto *functions = file_.plan().kernels()->functions();
+  return functions && function < functions->size() ? functions->Get(function)->str() : "?";
+}
+
+Status CudaExecutor::selectCode(int ccMajor, int ccMinor, std::vector<char> &image, bool &isPtx) {
+  const plan::KernelModule *kernels = file_.plan().kernels();
+  const int cc = ccMajor * 10 + ccMinor;
+  const std::string deviceArch = "sm_" + std::to_string(cc);
+  if (!kernels)
+    return Status::error("this plan carries no GPU kernels: recompile with --target " + deviceArch);
+  std::string archs;
+  if (kernels->cubins()) {
+    for (const plan::CodeObject *object : *kernels->cubins()) {
+      const std::string arch = object->arch() ? object->arch()->str() : std::string();
+      archs += (archs.empty() ? "" : ", ") + arch;
+      // sm_90 and sm_90a code both run on a 9.0 device; cubins never run on another.
+      if (archNumberOf(arch, "sm_") == cc && object->cubin() && object->cubin()->size() > 0) {
+        image.assign(object->cubin()->begin(), object->cubin()->end());
+        isPtx = false;
+        codeArch_ = arch;
+        return Status::ok();
+      }
+    }
+  }
+  const std::string ptxArch = kernels->ptx_arch() ? kernels->ptx_arch()->str() : std::string();
+  const int ptxNumber = archNumberOf(ptxArch, "compute_");
+  const bool archSpecific = !ptxArch.empty() && ptxArch.back() == 'a';
+  if (kernels->ptx() && kernels->ptx()->size() > 0 && ptxNumber > 0 &&
+      (archSpecific ? ptxNumber == cc : ptxNumber <= cc)) {
+    image.assign(kernels->ptx()->begin(), kernels->ptx()->end());
+    image.push_back('\0');
+    isPtx = true;
+    codeArch_ = ptxArch + " PTX";
+    return Status::ok();
+  }
+  std::string message = "this plan was compiled for " + (archs.empty() ? "no GPU" : archs) +
+                        "; this GPU is " + deviceArch + " (" + deviceName_ + ")";
+  if (kernels->ptx() && kernels->ptx()->size() > 0)
+    message += " and the plan's PTX (" + ptxArch + ") cannot run on it";
+  else
+    message += " and the plan carries no PTX";
+  return Status::error(message + ": recompile with --target " + deviceArch);
+}
+
+Status CudaExecutor::loadModule(const std::vector<char> &image, bool isPtx) {
+  char errorLog[8192] = {0};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {errorLog, reinterpret_cast<void *>(static_cast<uintptr_t>(sizeof(errorLog)))};
+  const CUresult rc = cu_.moduleLoadDataEx(&module_, image.data(), 2, options, values);
+  if (rc != CUDA_SUCCESS) {
+    module_ = nullptr;
+    std::string message = std::string("cannot load the plan's kernels (") +
+                          (isPtx ? "JIT from PTX" : "cubin " + codeArch_) +
+                          "): " + cu_.errorText(rc);
+    if (errorLog[0])
+      message += "\n" + std::string(errorLog);
+    return Status::error(message);
+  }
+  return Status::ok();
+}
+
+Status CudaExecutor::allocate(CUdeviceptr &ptr, uint64_t bytes, const char *what) {
+  bytes = std::max<uint64_t>(bytes, kAllocationAlignment);
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.memAlloc(&ptr, bytes),
+                                   std::string("cannot allocate ") + gib(bytes) + " for " + what));
+  allocations_.push_back(ptr);
+  return Status::ok();
+}
+
+Status CudaExecutor::uploadWeights() {
+  const auto &buffers = *file_.plan().buffers();
+  for (uint32_t i = 0; i < buffers.size(); ++i) {
+    const plan::Buffer *b = buffers.Get(i);
+    if (b->kind() != BufferKind::Weight || b->size_bytes() == 0)
+      continue;
+    const CUdeviceptr dst = weights_ + b->offset();
+    const std::string label =
+        "weight " + std::to_string(i) + " '" + (b->name() ? b->name()->str() : std::string()) + "'";
+    if (const plan::DummyFill *fill = b->dummy()) {
+      if (!fill_)
+        return Status::error("the plan's kernels lack ninfer_fill_dummy, needed for " + label);
+      unsigned long long count = b->size_bytes() / (b->dtype() == DType::F32 ? 4 : 2);
+      int dtype = static_cast<int>(b->dtype());
+      unsigned int seed = fill->seed();
+      float scale = fill->scale(), offset = fill->offset();
+      CUdeviceptr target = dst;
+      void *params[] = {&target, &count, &dtype, &seed, &scale, &offset};
+      const unsigned int blocks = static_cast<unsigned int>(
+          std::min<unsigned long long>(kFillBlocks, (count + kFillThreads - 1) / kFillThreads));
+      NINFER_RETURN_IF_ERROR(
+          cu_.check(cu_.launchKernel(fill_, std::max(1u, blocks), 1, 1, kFillThreads, 1, 1, 0,
+                                     stream_, params, nullptr),
+                    "cannot launch the dummy fill of " + label));
+      continue;
+    }
+    const uint8_t *data = file_.weightData(i);
+    if (!data)
+      return Status::error(label + " has no data in the plan file");
+    NINFER_RETURN_IF_ERROR(
+        cu_.check(cu_.memcpyHtoD(dst, data, b->size_bytes()), "cannot upload " + label));
+  }
+  return cu_.check(cu_.streamSynchronize(stream_), "filling dummy weights failed");
+}
+
+Status CudaExecutor::init(int ordinal) {
+  const plan::Plan &p = file_.plan();
+  syncEachOp_ =
+      std::getenv("NINFER_CUDA_SYNC") && std::string(std::getenv("NINFER_CUDA_SYNC")) != "0";
+  int count = 0;
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.deviceGetCount(&count), "cannot count CUDA devices"));
+  if (count == 0)
+    return Status::error("no CUDA device found");
+  if (ordinal < 0 || ordinal >= count)
+    return Status::error("CUDA device " + std::to_string(ordinal) + " does not exist (" +
+                         std::to_string(count) + " device" + (count == 1 ? "" : "s") + ")");
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.deviceGet(&device_, ordinal), "cannot open CUDA device"));
+  char nameBuffer[256] = {0};
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.deviceGetName(nameBuffer, sizeof(nameBuffer) - 1, device_),
+                                   "cannot read the device name"));
+  deviceName_ = nameBuffer;
+  int ccMajor = 0, ccMinor = 0;
+  NINFER_RETURN_IF_ERROR(cu_.check(
+      cu_.deviceGetAttribute(&ccMajor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_),
+      "cannot read the compute capability"));
+  NINFER_RETURN_IF_ERROR(cu_.check(
+      cu_.deviceGetAttribute(&ccMinor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_),
+      "cannot read the compute capability"));
+
+  std::vector<char> image;
+  bool isPtx = false;
+  NINFER_RETURN_IF_ERROR(selectCode(ccMajor, ccMinor, image, isPtx));
+
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.primaryCtxRetain(&context_, device_),
+                                   "cannot create a CUDA context on " + deviceName_));
+  contextRetained_ = true;
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
+  NINFER_RETURN_IF_ERROR(loadModule(image, isPtx));
+  NINFER_RETURN_IF_ERROR(
+      cu_.check(cu_.streamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cannot create a CUDA stream"));
+
+  // Kernels and launches.
+  const auto *functions = p.kernels()->functions();
+  const uint32_t functionCount = functions ? functions->size() : 0;
+  std::vector<CUfunction> handles(functionCount, nullptr);
+  for (uint32_t i = 0; i < functionCount; ++i)
+    NINFER_RETURN_IF_ERROR(
+        cu_.check(cu_.moduleGetFunction(&handles[i], module_, functions->Get(i)->c_str()),
+                  "the plan's kernels lack function '" + functions->Get(i)->str() + "'"));
+  for (uint32_t opIndex = 0; opIndex < p.ops()->size(); ++opIndex) {
+    const plan::Op *op = p.ops()->Get(opIndex);
+    if (const auto *a = op->attrs_as_EmbeddingAttrs())
+      embeddingVocab_ = embeddingVocab_ ? std::min(embeddingVocab_, a->vocab()) : a->vocab();
+    if (!op->launches() || op->launches()->size() == 0)
+      return Status::error(opLabel(opIndex) + " has no CUDA kernels: recompile the plan with a GPU "
+                                              "target");
+    for (const plan::Launch *launch : *op->launches()) {
+      LaunchInfo info{};
+      if (launch->function() >= functionCount)
+        return Status::error(opLabel(opIndex) + " calls a kernel that does not exist");
+      info.function = handles[launch->function()];
+      info.functionIndex = launch->function();
+      for (int d = 0; d < 3; ++d) {
+        info.gridBase[d] = launch->grid_base()->Get(d);
+        info.gridPerToken[d] = launch->grid_per_token()->Get(d);
+        info.block[d] = launch->block()->Get(d);
+      }
+      info.sharedBytes = launch->shared_bytes();
+      info.op = opIndex;
+      if (info.sharedBytes > 48 * 1024)
+        NINFER_RETURN_IF_ERROR(cu_.check(
+            cu_.funcSetAttribute(info.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 static_cast<int>(info.sharedBytes)),
+            opLabel(opIndex) + ": kernel " + kernelName(info.functionIndex) + " cannot get " +
+                std::to_string(info.sharedBytes) + " bytes of shared memory"));
+      launches_.push_back(info);
+    }
+  }
+
+  // Memory: one allocation per arena; buffers sit at base + offset.
+  uint64_t weightBytes = 0, activationBytes = p.memory()->activation_bytes(),
+           kvBytes = p.memory()->kv_bytes(), tokenBytes = uint64_t(p.max_step_tokens()) * 4;
+  bool anyDummy = false;
+  const auto &buffers = *p.buffers();
+  for (const plan::Buffer *b : buffers) {
+    const uint64_t end = b->offset() + b->size_bytes();
+    switch (b->kind()) {
+    case BufferKind::Weight:
+      weightBytes = std::max(weightBytes, end);
+      anyDummy = anyDummy || b->dummy();
+      break;
+    case BufferKind::Activation:
+      activationBytes = std::max(activationBytes, end);
+      break;
+    case BufferKind::KvCache:
+      kvBytes = std::max(kvBytes, end);
+      break;
+    case BufferKind::Tokens:
+      tokenBytes = std::max(tokenBytes, b->size_bytes());
+      break;
+    case BufferKind::Logits:
+      logitsBytes_ = std::max(logitsBytes_, b->size_bytes());
+      break;
+    }
+  }
+  logitsBytes_ = std::max(logitsBytes_, uint64_t(p.model()->vocab_size()) * 4);
+  if (anyDummy) {
+    CUresult rc = cu_.moduleGetFunction(&fill_, module_, "ninfer_fill_dummy");
+    if (rc != CUDA_SUCCESS)
+      return Status::error("this plan has dummy weights but its kernels lack ninfer_fill_dummy");
+  }
+  size_t freeBytes = 0, totalBytes = 0;
+  NINFER_RETURN_IF_ERROR(
+      cu_.check(cu_.memGetInfo(&freeBytes, &totalBytes), "cannot query free GPU memory"));
+  const uint64_t needed = weightBytes + activationBytes + kvBytes + tokenBytes + logitsBytes_ +
+                          buffers.size() * 8 + 6 * kAllocationAlignment;
+  if (needed > freeBytes)
+    return Status::error("the plan needs " + gib(needed) + " of GPU memory (weights " +
+                         gib(weightBytes) + ", activations " + gib(activationBytes) +
+                         ", KV cache " + gib(kvBytes) + ") but " + deviceName_ + " has " +
+                         gib(freeBytes) + " free of " + gib(totalBytes) +
+                         ": use a smaller --ctx or a smaller quantization");
+  NINFER_RETURN_IF_ERROR(allocate(weights_, weightBytes, "weights"));
+  NINFER_RETURN_IF_ERROR(allocate(activations_, activationBytes, "activations"));
+  NINFER_RETURN_IF_ERROR(allocate(kv_, kvBytes, "the KV cache"));
+  NINFER_RETURN_IF_ERROR(allocate(tokens_, tokenBytes, "tokens"));
+  NINFER_RETURN_IF_ERROR(allocate(logits_, logitsBytes_, "logits"));
+  NINFER_RETURN_IF_ERROR(allocate(table_, buffers.size() * 8, "the buffer table"));
+  NINFER_RETURN_IF_ERROR(allocate(state_, sizeof(StepState), "the step state"));
+  // Zeroed like the CPU executor's arenas, so unwritten rows compare equal.
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(activations_, 0, activationBytes), "memset"));
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(kv_, 0, kvBytes), "memset"));
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(logits_, 0, logitsBytes_), "memset"));
+
+  std::vector<CUdeviceptr> table(buffers.size(), 0);
+  for (uint32_t i = 0; i < buffers.size(); ++i) {
+    const plan::Buffer *b = buffers.Get(i);
+    switch (b->kind()) {
+    case BufferKind::Weight:
+      table[i] = weights_ + b->offset();
+      break;
+    case BufferKind::Activation:
+      table[i] = activations_ + b->offset();
+      break;
+    case BufferKind::KvCache:
+      table[i] = kv_ + b->offset();
+      break;
+    case BufferKind::Tokens:
+      table[i] = tokens_;
+      break;
+    case BufferKind::Logits:
+      table[i] = logits_;
+      break;
+    }
+  }
+  NINFER_RETURN_IF_ERROR(cu_.check(
+      cu_.memcpyHtoD(table_, table.data(), table.size() * sizeof(CUdeviceptr)), "buffer table"));
+
+  const size_t stagingBytes = 64 + tokenBytes + logitsBytes_;
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.memAllocHost(&hostStaging_, stagingBytes),
+                                   "cannot allocate " + gib(stagingBytes) + " of pinned memory"));
+  hostState_ = static_cast<StepState *>(hostStaging_);
+  hostTokens_ = reinterpret_cast<int32_t *>(static_cast<char *>(hostStaging_) + 64);
+  hostLogits_ = reinterpret_cast<float *>(static_cast<char *>(hostStaging_) + 64 + tokenBytes);
+  return uploadWeights();
+}
+
+Status CudaExecutor::forward(const int32_t *tokens, int n, int pos, float *logits) {
+  const plan::Plan &p = file_.plan();
+  if (!tokens || !logits)
+    return Status::error("forward: tokens and logits must not be null");
+  if (n < 1 || n > p.max_step_tokens())
+    return Status::error("a step takes 1 to " + std::to_string(p.max_step_tokens()) +
+                         " tokens, got " + std::to_string(n));
+  if (pos < 0 || pos > p.context() - n)
+    return Status::error("positions " + std::to_string(pos) + ".." + std::to_string(pos + n - 1) +
+                         " exceed the plan's context of " + std::to_string(p.context()));
+  for (int t = 0; t < n; ++t)
+    if (tokens[t] < 0 || (embeddingVocab_ > 0 && tokens[t] >= embeddingVocab_))
+      return Status::error("token id " + std::to_string(tokens[t]) +
+                           " is outside the vocabulary (" + std::to_string(embeddingVocab_) + ")");
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
+  const std::string step =
+      " (step at position " + std::to_string(pos) + ", " + std::to_string(n) + " tokens)";
+  hostState_->pos = pos;
+  hostState_->nTokens = n;
+  std::memcpy(hostTokens_, tokens, size_t(n) * sizeof(int32_t));
+  NINFER_RETURN_IF_ERROR(
+      cu_.check(cu_.memcpyHtoDAsync(tokens_, hostTokens_, size_t(n) * sizeof(int32_t), stream_),
+                "cannot copy tokens to the GPU" + step));
+  NINFER_RETURN_IF_ERROR(
+      cu_.check(cu_.memcpyHtoDAsync(state_, hostState_, sizeof(StepState), stream_),
+                "cannot copy the step state to the GPU" + step));
+  CUdeviceptr table = table_, state = state_;
+  void *params[] = {&table, &state};
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    const LaunchInfo &l = launches_[i];
+    unsigned int grid[3];
+    for (int d = 0; d < 3; ++d)
+      grid[d] = l.gridBase[d] + l.gridPerToken[d] * static_cast<unsigned int>(n);
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+      continue; // nothing to do at this token count
+    const CUresult rc =
+        cu_.launchKernel(l.function, grid[0], grid[1], grid[2], l.block[0], l.block[1], l.block[2],
+                         l.sharedBytes, stream_, params, nullptr);
+    if (rc != CUDA_SUCCESS)
+      return Status::error(opLabel(l.op) + ": launching kernel " + kernelName(l.functionIndex) +
+                           " failed: " + cu_.errorText(rc) + step);
+    const bool lastOfOp = i + 1 == launches_.size() || launches_[i + 1].op != l.op;
+    if (syncEachOp_ && lastOfOp) {
+      const CUresult sync = cu_.streamSynchronize(stream_);
+      if (sync != CUDA_SUCCESS)
+        return Status::error(opLabel(l.op) + ": kernel " + kernelName(l.functionIndex) +
+                             " failed: " + cu_.errorText(sync) + step);
+    }
+  }
+  const uint64_t vocabBytes = uint64_t(p.model()->vocab_size()) * 4;
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.memcpyDtoHAsync(hostLogits_, logits_, vocabBytes, stream_),
+                                   "cannot copy logits from the GPU" + step));
+  const CUresult rc = cu_.streamSynchronize(stream_);
+  if (rc != CUDA_SUCCESS)
+    return Status::error("a kernel failed while running the step" + step + ": " +
+                         cu_.errorText(rc) + " (set NINFER_CUDA_SYNC=1 to find the op)");
+  std::memcpy(logits, hostLogits_, vocabBytes);
+  return Status::ok();
+}
+
+} // namespace
+
+Result<std::unique_ptr<Executor>> createCudaExecutor(const PlanFile &plan, int deviceOrdinal) {
+  Result<const CudaDriver *> driver = CudaDriver::get();
+  if (!driver)
+    return driver.status();
+  auto executor = std::make_unique<CudaExecutor>(plan, **driver);
+  NINFER_RETURN_IF_ERROR(executor->init(deviceOrdinal));
+  return std::unique_ptr<Executor>(std::move(executor));
+}
+
+} // namespace ninfer

@@ -1,0 +1,203 @@
+// Kernel emission and NVRTC without a GPU (runs in CPU-only CI): a small plan
+// compiles for sm_80/86/89/90 plus PTX, compile errors carry NVRTC's log, and
+// invalid ops are refused with a message naming the op.
+#include "Nvrtc.h"
+#include "TestPlan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace ninfer {
+namespace {
+
+using plan::DType;
+using test::TestPlan;
+
+// embedding -> rmsnorm -> linear -> rope -> attention -> swiglu/add -> lm_head.
+TestPlan smallModel(DType weightType) {
+  std::mt19937 rng(7);
+  const int hidden = 64, heads = 4, kvHeads = 2, headDim = 16, vocab = 50, context = 32;
+  TestPlan t(8, context);
+  const uint32_t table = t.addWeight("embed", weightType, {vocab, hidden},
+                                     test::randomValues(size_t(vocab) * hidden, 1.0f, rng));
+  const uint32_t x = t.addActivation("x", hidden);
+  const uint32_t h = t.addActivation("h", hidden);
+  const uint32_t q = t.addActivation("q", heads * headDim);
+  const uint32_t k = t.addActivation("k", kvHeads * headDim);
+  const uint32_t v = t.addActivation("v", kvHeads * headDim);
+  const uint32_t o = t.addActivation("o", heads * headDim);
+  const uint32_t kc = t.addKvCache("k_cache", context, kvHeads, headDim);
+  const uint32_t vc = t.addKvCache("v_cache", context, kvHeads, headDim);
+  const uint32_t norm =
+      t.addWeight("norm", weightType, {hidden}, test::randomValues(hidden, 1.0f, rng));
+  auto linearWeight = [&](const char *name, int out, int in) {
+    return t.addWeight(name, weightType, {out, in},
+                       test::randomValues(size_t(out) * in, 0.2f, rng));
+  };
+  const uint32_t wq = linearWeight("wq", heads * headDim, hidden);
+  const uint32_t wk = linearWeight("wk", kvHeads * headDim, hidden);
+  const uint32_t wv = linearWeight("wv", kvHeads * headDim, hidden);
+  const uint32_t wo = linearWeight("wo", hidden, heads * headDim);
+  const uint32_t lm = linearWeight("lm_head", vocab, hidden);
+  std::vector<float> inv(headDim / 2);
+  for (int i = 0; i < headDim / 2; ++i)
+    inv[i] = 1.0f / std::pow(10000.0f, float(2 * i) / headDim);
+  const uint32_t invFreq = t.addWeight("inv_freq", DType::F32, {headDim / 2}, inv);
+  t.addLogits(1, vocab);
+
+  plan::EmbeddingAttrsT embed;
+  embed.dim = hidden;
+  embed.vocab = vocab;
+  t.addOp("embed", embed, {t.tokens, table}, {x});
+  plan::RmsNormAttrsT rms;
+  rms.dim = hidden;
+  rms.eps = 1e-5f;
+  t.addOp("norm", rms, {x, norm}, {h});
+  auto linear = [&](const char *name, uint32_t in, uint32_t w, uint32_t out, int inF, int outF,
+                    bool last) {
+    plan::LinearAttrsT a;
+    a.in_features = inF;
+    a.out_features = outF;
+    a.last_row_only = last;
+    t.addOp(name, a, {in, w}, {out});
+  };
+  linear("q", h, wq, q, hidden, heads * headDim, false);
+  linear("k", h, wk, k, hidden, kvHeads * headDim, false);
+  linear("v", h, wv, v, hidden, kvHeads * headDim, false);
+  plan::RopeAttrsT rope;
+  rope.heads = heads;
+  rope.head_dim = headDim;
+  rope.theta = 10000.0f;
+  t.addOp("rope_q", rope, {q, invFreq}, {q});
+  rope.heads = kvHeads;
+  t.addOp("rope_k", rope, {k, invFreq}, {k});
+  plan::AttentionAttrsT att;
+  att.heads = heads;
+  att.kv_heads = kvHeads;
+  att.head_dim = headDim;
+  att.scale = 0.25f;
+  att.context = context;
+  t.addOp("attn", att, {q, k, v, kc, vc}, {o});
+  linear("o", o, wo, h, heads * headDim, hidden, false);
+  plan::AddAttrsT add;
+  add.dim = hidden;
+  t.addOp("residual", add, {x, h}, {x});
+  plan::SwiGluAttrsT swi;
+  swi.dim = hidden;
+  t.addOp("swiglu", swi, {x, h}, {h});
+  linear("lm_head", h, lm, t.logits, hidden, vocab, true);
+  return t;
+}
+
+TEST(Nvrtc, EmitsCubinsForAllArchsAndPtx) {
+  TestPlan t = smallModel(DType::BF16);
+  KernelOptions options;
+  options.archs = {"sm_80", "sm_86", "sm_89", "sm_90"};
+  options.embedPtx = true;
+  int calls = 0;
+  options.progress = [&](int done, int total) {
+    ++calls;
+    EXPECT_LE(done, total);
+  };
+  Status status = emitKernels(t.plan, options);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  ASSERT_TRUE(t.plan.kernels);
+  EXPECT_EQ(calls, 5);
+  ASSERT_EQ(t.plan.kernels->cubins.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(t.plan.kernels->cubins[i]->arch, options.archs[i]);
+    ASSERT_GT(t.plan.kernels->cubins[i]->cubin.size(), 4u);
+    EXPECT_EQ(std::memcmp(t.plan.kernels->cubins[i]->cubin.data(),
+                          "\x7f"
+                          "ELF",
+                          4),
+              0);
+  }
+  EXPECT_EQ(t.plan.kernels->ptx_arch, "compute_80");
+  EXPECT_NE(t.plan.kernels->ptx.find(".entry op0_embedding"), std::string::npos);
+  EXPECT_NE(t.plan.kernels->ptx.find("ninfer_fill_dummy"), std::string::npos);
+  // Every op got launches; attention gets two (cache append, then attend).
+  for (const auto &op : t.plan.ops) {
+    ASSERT_FALSE(op->launches.empty()) << op->name;
+    for (const auto &launch : op->launches) {
+      EXPECT_LT(launch->function, t.plan.kernels->functions.size());
+      EXPECT_EQ(launch->grid_base.size(), 3u);
+      EXPECT_EQ(launch->grid_per_token.size(), 3u);
+      EXPECT_EQ(launch->block.size(), 3u);
+    }
+  }
+  EXPECT_EQ(t.plan.ops[7]->launches.size(), 2u);
+  // The plan with kernels still writes (and the source is kept for inspection).
+  EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::attention<4, 2, 16"), std::string::npos);
+  const std::string path = test::tempPlanPath("nvrtc");
+  Status written = t.write(path);
+  EXPECT_TRUE(written.isOk()) << written.message();
+  std::remove(path.c_str());
+}
+
+TEST(Nvrtc, AllWeightTypesCompile) {
+  for (DType type : {DType::F32, DType::F16}) {
+    TestPlan t = smallModel(type);
+    KernelOptions options;
+    options.archs = {"sm_90"};
+    options.embedPtx = false;
+    Status status = emitKernels(t.plan, options);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    EXPECT_TRUE(t.plan.kernels->ptx.empty());
+    EXPECT_EQ(t.plan.kernels->cubins.size(), 1u);
+  }
+}
+
+TEST(Nvrtc, SyntaxErrorCarriesLog) {
+  Result<std::string> result =
+      nvrtc::compile("extern \"C\" __global__ void broken() { int x = ; }\n", "broken.cu", "sm_90");
+  ASSERT_FALSE(result.isOk());
+  const std::string &message = result.status().message();
+  EXPECT_NE(message.find("broken.cu"), std::string::npos) << message;
+  EXPECT_NE(message.find("error"), std::string::npos) << message;
+  EXPECT_NE(message.find("expected an expression"), std::string::npos) << message;
+}
+
+TEST(Nvrtc, RejectsBadArch) {
+  Result<std::string> result = nvrtc::compile("", "x.cu", "sm_x");
+  ASSERT_FALSE(result.isOk());
+  EXPECT_NE(result.status().message().find("sm_x"), std::string::npos);
+  TestPlan t = smallModel(DType::F32);
+  KernelOptions options;
+  options.archs = {"gfx90a"};
+  Status status = emitKernels(t.plan, options);
+  EXPECT_FALSE(status.isOk());
+  options.archs.clear();
+  EXPECT_FALSE(emitKernels(t.plan, options).isOk());
+}
+
+TEST(Nvrtc, RejectsInvalidOpNamingIt) {
+  TestPlan t = smallModel(DType::F32);
+  t.plan.ops[2]->attrs.AsLinearAttrs()->in_features = 65; // weight is [64, 64]
+  KernelOptions options;
+  options.archs = {"sm_90"};
+  Status status = emitKernels(t.plan, options);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("op 2 'q' (LinearAttrs)"), std::string::npos) << status.message();
+
+  TestPlan u = smallModel(DType::F32);
+  u.plan.ops[7]->attrs.AsAttentionAttrs()->kv_heads = 3;
+  status = emitKernels(u.plan, options);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("not a multiple of kv_heads"), std::string::npos)
+      << status.message();
+}
+
+TEST(Nvrtc, ArchNumbers) {
+  EXPECT_EQ(nvrtc::archNumber("sm_90"), 90);
+  EXPECT_EQ(nvrtc::archNumber("sm_90a"), 90);
+  EXPECT_EQ(nvrtc::archNumber("compute_80"), 80);
+  EXPECT_EQ(nvrtc::archNumber("sm_"), -1);
+  EXPECT_EQ(nvrtc::archNumber("sm_90x"), -1);
+  EXPECT_EQ(nvrtc::archNumber("gfx"), -1);
+}
+
+} // namespace
+} // namespace ninfer

@@ -1,0 +1,501 @@
+// Op parity: every op kind, swept over shapes, dtypes and step sizes, run by the
+// CUDA executor and by the CPU reference executor on the same plan file and the
+// same tokens over several steps (prefill, then decode); outputs are compared
+// with a normalized MSE, sum((gpu - cpu)^2) / sum(cpu^2), against a bound per op.
+// Inputs enter through Embedding ops from random f32 tables; an f32 identity
+// Linear copies the op's output rows into an all-rows logits buffer (exact), so
+// every row of every step is compared, not only the last one.
+// Skips (GTEST_SKIP) when libcuda.so.1 cannot be loaded or there is no GPU.
+#include "CudaDriver.h"
+#include "TestPlan.h"
+#include "ninfer/Executor.h"
+#include "ninfer/Plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace ninfer {
+namespace {
+
+using plan::DType;
+using test::TestPlan;
+
+struct Gpu {
+  bool usable = false;
+  std::string why;
+  std::string arch;
+  std::string name;
+};
+
+const Gpu &gpu() {
+  static const Gpu info = [] {
+    Gpu g;
+    Result<const CudaDriver *> driver = CudaDriver::get();
+    if (!driver) {
+      g.why = driver.status().message();
+      return g;
+    }
+    const CudaDriver &cu = **driver;
+    int count = 0;
+    if (cu.deviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+      g.why = "no CUDA device";
+      return g;
+    }
+    CUdevice device;
+    int major = 0, minor = 0;
+    char name[256] = {0};
+    if (cu.deviceGet(&device, 0) != CUDA_SUCCESS ||
+        cu.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) !=
+            CUDA_SUCCESS ||
+        cu.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) !=
+            CUDA_SUCCESS) {
+      g.why = "cannot query CUDA device 0";
+      return g;
+    }
+    cu.deviceGetName(name, sizeof(name) - 1, device);
+    g.usable = true;
+    g.arch = "sm_" + std::to_string(major * 10 + minor);
+    g.name = name;
+    return g;
+  }();
+  return info;
+}
+
+#define REQUIRE_GPU()                                                                              \
+  do {                                                                                             \
+    if (!gpu().usable)                                                                             \
+      GTEST_SKIP() << "no usable GPU: " << gpu().why;                                              \
+  } while (0)
+
+constexpr int kTokenVocab = 37;
+
+// Emits kernels for the GPU, writes and opens the plan, runs both executors
+// over `steps` and checks every step's compared values. Returns the worst nMSE.
+double expectParity(TestPlan &t, const std::vector<int> &steps, double bound,
+                    const std::string &what, KernelOptions options = {}) {
+  if (options.archs.empty()) {
+    options.archs = {gpu().arch};
+    options.embedPtx = false;
+  }
+  Status emitted = emitKernels(t.plan, options);
+  EXPECT_TRUE(emitted.isOk()) << what << ": " << emitted.message();
+  if (!emitted.isOk())
+    return INFINITY;
+  const std::string path = test::tempPlanPath("parity");
+  Status written = t.write(path);
+  EXPECT_TRUE(written.isOk()) << what << ": " << written.message();
+  if (!written.isOk())
+    return INFINITY;
+  Result<std::unique_ptr<PlanFile>> file = PlanFile::open(path);
+  std::remove(path.c_str()); // the mapping stays valid
+  EXPECT_TRUE(file.isOk()) << what << ": " << file.status().message();
+  if (!file.isOk())
+    return INFINITY;
+  Result<std::unique_ptr<Executor>> cpu = createCpuExecutor(**file, 0);
+  EXPECT_TRUE(cpu.isOk()) << what << ": " << cpu.status().message();
+  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(**file, 0);
+  EXPECT_TRUE(cuda.isOk()) << what << ": " << cuda.status().message();
+  if (!cpu.isOk() || !cuda.isOk())
+    return INFINITY;
+
+  const size_t vocab = size_t(t.plan.model->vocab_size);
+  std::vector<float> expected(vocab), actual(vocab);
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int> token(0, kTokenVocab - 1);
+  int pos = 0;
+  double worst = 0.0;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const int n = steps[s];
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    for (int32_t &id : ids)
+      id = token(rng);
+    std::fill(actual.begin(), actual.end(), NAN);
+    Status a = (*cpu)->forward(ids.data(), n, pos, expected.data());
+    Status b = (*cuda)->forward(ids.data(), n, pos, actual.data());
+    EXPECT_TRUE(a.isOk()) << what << ": cpu: " << a.message();
+    EXPECT_TRUE(b.isOk()) << what << ": cuda: " << b.message();
+    if (!a.isOk() || !b.isOk())
+      return INFINITY;
+    const size_t count = t.comparedValues(n);
+    double err = 0.0, ref = 0.0;
+    bool finite = true;
+    for (size_t i = 0; i < count; ++i) {
+      finite = finite && std::isfinite(actual[i]) && std::isfinite(expected[i]);
+      err += double(actual[i] - expected[i]) * double(actual[i] - expected[i]);
+      ref += double(expected[i]) * double(expected[i]);
+    }
+    const double nmse = finite ? err / std::max(ref, 1e-30) : INFINITY;
+    EXPECT_TRUE(finite) << what << ": step " << s << " has non-finite values";
+    EXPECT_LE(nmse, bound) << what << ": step " << s << " (pos " << pos << ", n " << n << ")";
+    worst = std::max(worst, nmse);
+    pos += n;
+  }
+  std::printf("[parity] %-60s max nMSE %.3g (bound %.0e)\n", what.c_str(), worst, bound);
+  return worst;
+}
+
+const char *typeName(DType d) { return plan::EnumNameDType(d); }
+
+// An f32 activation of `width` filled from a random table through an Embedding op.
+uint32_t inputRows(TestPlan &t, const std::string &name, int width, std::mt19937 &rng,
+                   float scale = 1.0f) {
+  const uint32_t table = t.addWeight(name + ".table", DType::F32, {kTokenVocab, width},
+                                     test::randomValues(size_t(kTokenVocab) * width, scale, rng));
+  const uint32_t x = t.addActivation(name, width);
+  plan::EmbeddingAttrsT a;
+  a.dim = width;
+  a.vocab = kTokenVocab;
+  t.addOp("embed_" + name, a, {t.tokens, table}, {x});
+  return x;
+}
+
+const std::vector<int> kSteps = {7, 1, 1, 64, 1, 9};
+
+TEST(OpParity, Embedding) {
+  REQUIRE_GPU();
+  for (DType type : {DType::F32, DType::F16, DType::BF16})
+    for (int dim : {64, 200, 2048}) {
+      std::mt19937 rng(dim);
+      TestPlan t(64, 128);
+      const uint32_t table = t.addWeight("table", type, {kTokenVocab, dim},
+                                         test::randomValues(size_t(kTokenVocab) * dim, 1.0f, rng));
+      const uint32_t x = t.addActivation("x", dim);
+      plan::EmbeddingAttrsT a;
+      a.dim = dim;
+      a.vocab = kTokenVocab;
+      t.addOp("embed", a, {t.tokens, table}, {x});
+      t.addReadout(x, dim);
+      expectParity(t, kSteps, 0.0,
+                   std::string("Embedding ") + typeName(type) + " dim " + std::to_string(dim));
+    }
+}
+
+// Dummy weights are generated on each executor; an embedding of a dummy table
+// shows them bit for bit, so the device fill must equal the host fill exactly.
+TEST(OpParity, DummyFillIsBitExact) {
+  REQUIRE_GPU();
+  for (DType type : {DType::F32, DType::F16, DType::BF16}) {
+    TestPlan t(64, 128);
+    const int dim = 333;
+    const uint32_t table = t.addDummyWeight("table", type, {kTokenVocab, dim}, 77, 0.7f, 0.1f);
+    const uint32_t x = t.addActivation("x", dim);
+    plan::EmbeddingAttrsT a;
+    a.dim = dim;
+    a.vocab = kTokenVocab;
+    t.addOp("embed", a, {t.tokens, table}, {x});
+    t.addReadout(x, dim);
+    expectParity(t, {64, 32, 1}, 0.0, std::string("Dummy fill ") + typeName(type));
+  }
+}
+
+TEST(OpParity, RmsNorm) {
+  REQUIRE_GPU();
+  struct Case {
+    int width, dim;
+    bool inPlace;
+  };
+  for (DType type : {DType::F32, DType::F16, DType::BF16})
+    for (Case c : {Case{1024, 1024, false}, Case{512, 64, false}, Case{96, 96, true},
+                   Case{640, 128, true}}) {
+      std::mt19937 rng(c.width + c.dim);
+      TestPlan t(64, 128);
+      const uint32_t x = inputRows(t, "x", c.width, rng, 3.0f);
+      const uint32_t w = t.addWeight("w", type, {c.dim}, test::randomValues(c.dim, 1.0f, rng));
+      const uint32_t y = c.inPlace ? x : t.addActivation("y", c.width);
+      plan::RmsNormAttrsT a;
+      a.dim = c.dim;
+      a.eps = 1e-6f;
+      t.addOp("norm", a, {x, w}, {y});
+      t.addReadout(y, c.width);
+      expectParity(t, kSteps, 1e-10,
+                   std::string("RmsNorm ") + typeName(type) + " width " + std::to_string(c.width) +
+                       " dim " + std::to_string(c.dim) + (c.inPlace ? " in place" : ""));
+    }
+}
+
+TEST(OpParity, Linear) {
+  REQUIRE_GPU();
+  struct Case {
+    int in, out;
+  };
+  for (DType type : {DType::F32, DType::F16, DType::BF16})
+    for (Case c : {Case{256, 384}, Case{100, 72}, Case{64, 1000}, Case{1030, 33}})
+      for (bool bias : {false, true})
+        for (bool lastRow : {false, true}) {
+          std::mt19937 rng(c.in * 7 + c.out);
+          TestPlan t(64, 128);
+          const uint32_t x = inputRows(t, "x", c.in, rng);
+          const uint32_t w = t.addWeight("w", type, {c.out, c.in},
+                                         test::randomValues(size_t(c.out) * c.in, 0.1f, rng));
+          std::vector<uint32_t> inputs = {x, w};
+          if (bias)
+            inputs.push_back(t.addWeight("b", type, {c.out}, test::randomValues(c.out, 1.0f, rng)));
+          t.addLogits(lastRow ? 1 : 64, c.out);
+          plan::LinearAttrsT a;
+          a.in_features = c.in;
+          a.out_features = c.out;
+          a.has_bias = bias;
+          a.last_row_only = lastRow;
+          t.addOp("linear", a, inputs, {t.logits});
+          expectParity(t, kSteps, 1e-9,
+                       std::string("Linear ") + typeName(type) + " " + std::to_string(c.in) + "->" +
+                           std::to_string(c.out) + (bias ? " bias" : "") +
+                           (lastRow ? " last_row_only" : ""));
+        }
+}
+
+TEST(OpParity, Rope) {
+  REQUIRE_GPU();
+  struct Case {
+    int heads, headDim;
+    float factor, dynamic;
+  };
+  for (Case c : {Case{4, 64, 1.0f, 0.0f}, Case{2, 128, 1.25f, 0.0f}, Case{4, 64, 1.0f, 2.0f},
+                 Case{3, 32, 1.1f, 4.0f}}) {
+    std::mt19937 rng(c.headDim);
+    TestPlan t(64, 128);
+    const int width = c.heads * c.headDim;
+    const uint32_t x = inputRows(t, "x", width, rng);
+    std::vector<float> inv(size_t(c.headDim / 2));
+    for (int i = 0; i < c.headDim / 2; ++i)
+      inv[size_t(i)] = 1.0f / std::pow(10000.0f, float(2 * i) / float(c.headDim));
+    const uint32_t invFreq = t.addWeight("inv_freq", DType::F32, {c.headDim / 2}, inv);
+    plan::RopeAttrsT a;
+    a.heads = c.heads;
+    a.head_dim = c.headDim;
+    a.attention_factor = c.factor;
+    a.theta = 10000.0f;
+    a.dynamic_factor = c.dynamic;
+    a.original_max_positions = 16;
+    t.addOp("rope", a, {x, invFreq}, {x});
+    t.addReadout(x, width);
+    char what[128];
+    std::snprintf(what, sizeof(what), "Rope heads %d head_dim %d factor %.2f dynamic %.1f", c.heads,
+                  c.headDim, c.factor, c.dynamic);
+    expectParity(t, kSteps, 1e-8, what);
+  }
+}
+
+TEST(OpParity, Attention) {
+  REQUIRE_GPU();
+  struct Case {
+    int heads, kvHeads, headDim, window;
+  };
+  for (Case c : {Case{4, 4, 64, 0}, Case{8, 2, 64, 0}, Case{8, 1, 128, 0}, Case{4, 2, 64, 5},
+                 Case{2, 2, 48, 0}, Case{4, 1, 256, 20}, Case{6, 3, 96, 0}}) {
+    std::mt19937 rng(c.heads * 100 + c.headDim);
+    const int context = 96;
+    TestPlan t(64, context);
+    const uint32_t q = inputRows(t, "q", c.heads * c.headDim, rng, 2.0f);
+    const uint32_t k = inputRows(t, "k", c.kvHeads * c.headDim, rng, 2.0f);
+    const uint32_t v = inputRows(t, "v", c.kvHeads * c.headDim, rng);
+    const uint32_t kc = t.addKvCache("k_cache", context, c.kvHeads, c.headDim);
+    const uint32_t vc = t.addKvCache("v_cache", context, c.kvHeads, c.headDim);
+    const uint32_t o = t.addActivation("o", c.heads * c.headDim);
+    plan::AttentionAttrsT a;
+    a.heads = c.heads;
+    a.kv_heads = c.kvHeads;
+    a.head_dim = c.headDim;
+    a.window = c.window;
+    a.scale = 1.0f / std::sqrt(float(c.headDim));
+    a.context = context;
+    t.addOp("attention", a, {q, k, v, kc, vc}, {o});
+    t.addReadout(o, c.heads * c.headDim);
+    char what[128];
+    std::snprintf(what, sizeof(what), "Attention heads %d kv_heads %d head_dim %d window %d",
+                  c.heads, c.kvHeads, c.headDim, c.window);
+    expectParity(t, kSteps, 1e-8, what);
+  }
+}
+
+TEST(OpParity, SwiGluAndAdd) {
+  REQUIRE_GPU();
+  for (bool swiglu : {true, false})
+    for (int dim : {256, 1000})
+      for (bool inPlace : {false, true}) {
+        std::mt19937 rng(dim);
+        TestPlan t(64, 128);
+        const uint32_t a = inputRows(t, "a", dim, rng, 4.0f);
+        const uint32_t b = inputRows(t, "b", dim, rng);
+        const uint32_t y = inPlace ? a : t.addActivation("y", dim);
+        if (swiglu) {
+          plan::SwiGluAttrsT attrs;
+          attrs.dim = dim;
+          t.addOp("swiglu", attrs, {a, b}, {y});
+        } else {
+          plan::AddAttrsT attrs;
+          attrs.dim = dim;
+          t.addOp("add", attrs, {a, b}, {y});
+        }
+        t.addReadout(y, dim);
+        expectParity(t, kSteps, 1e-10,
+                     std::string(swiglu ? "SwiGlu" : "Add") + " dim " + std::to_string(dim) +
+                         (inPlace ? " in place" : ""));
+      }
+}
+
+// A two-layer llama-shaped model: real random weights, or dummy weights filled
+// on each executor (which also checks that both fills agree).
+TestPlan tinyModel(DType type, bool dummy) {
+  std::mt19937 rng(99);
+  const int hidden = 256, heads = 8, kvHeads = 2, headDim = 32, ffn = 512, vocab = 300,
+            context = 128, layers = 2;
+  TestPlan t(64, context);
+  uint32_t seed = 1;
+  auto weight = [&](const std::string &name, std::vector<int64_t> shape, float scale,
+                    float offset = 0.0f) {
+    size_t count = 1;
+    for (int64_t d : shape)
+      count *= size_t(d);
+    if (dummy)
+      return t.addDummyWeight(name, type, shape, seed++, scale, offset);
+    std::vector<float> values = test::randomValues(count, scale, rng);
+    for (float &v : values)
+      v += offset;
+    return t.addWeight(name, type, shape, values);
+  };
+  const uint32_t table = weight("embed", {kTokenVocab, hidden}, 1.0f);
+  const uint32_t x = t.addActivation("x", hidden);
+  const uint32_t h = t.addActivation("h", hidden);
+  const uint32_t q = t.addActivation("q", heads * headDim);
+  const uint32_t k = t.addActivation("k", kvHeads * headDim);
+  const uint32_t v = t.addActivation("v", kvHeads * headDim);
+  const uint32_t o = t.addActivation("o", heads * headDim);
+  const uint32_t g = t.addActivation("g", ffn);
+  const uint32_t u = t.addActivation("u", ffn);
+  std::vector<float> inv(headDim / 2);
+  for (int i = 0; i < headDim / 2; ++i)
+    inv[size_t(i)] = 1.0f / std::pow(10000.0f, float(2 * i) / headDim);
+  const uint32_t invFreq = t.addWeight("inv_freq", DType::F32, {headDim / 2}, inv);
+  plan::EmbeddingAttrsT embed;
+  embed.dim = hidden;
+  embed.vocab = kTokenVocab;
+  t.addOp("embed", embed, {t.tokens, table}, {x});
+  auto norm = [&](const std::string &name, uint32_t in, uint32_t out) {
+    plan::RmsNormAttrsT a;
+    a.dim = hidden;
+    a.eps = 1e-5f;
+    t.addOp(name, a, {in, weight(name + ".w", {hidden}, 0.1f, 1.0f)}, {out});
+  };
+  auto linear = [&](const std::string &name, uint32_t in, uint32_t out, int inF, int outF,
+                    bool last = false) {
+    plan::LinearAttrsT a;
+    a.in_features = inF;
+    a.out_features = outF;
+    a.last_row_only = last;
+    t.addOp(name, a, {in, weight(name + ".w", {outF, inF}, 1.0f / std::sqrt(float(inF)))}, {out});
+  };
+  for (int l = 0; l < layers; ++l) {
+    const std::string p = "l" + std::to_string(l) + ".";
+    norm(p + "attn_norm", x, h);
+    linear(p + "q", h, q, hidden, heads * headDim);
+    linear(p + "k", h, k, hidden, kvHeads * headDim);
+    linear(p + "v", h, v, hidden, kvHeads * headDim);
+    plan::RopeAttrsT rope;
+    rope.head_dim = headDim;
+    rope.theta = 10000.0f;
+    rope.heads = heads;
+    t.addOp(p + "rope_q", rope, {q, invFreq}, {q});
+    rope.heads = kvHeads;
+    t.addOp(p + "rope_k", rope, {k, invFreq}, {k});
+    plan::AttentionAttrsT att;
+    att.heads = heads;
+    att.kv_heads = kvHeads;
+    att.head_dim = headDim;
+    att.scale = 1.0f / std::sqrt(float(headDim));
+    att.context = context;
+    t.addOp(p + "attn", att,
+            {q, k, v, t.addKvCache(p + "k_cache", context, kvHeads, headDim),
+             t.addKvCache(p + "v_cache", context, kvHeads, headDim)},
+            {o});
+    linear(p + "o", o, h, heads * headDim, hidden);
+    plan::AddAttrsT add;
+    add.dim = hidden;
+    t.addOp(p + "attn_residual", add, {x, h}, {x});
+    norm(p + "ffn_norm", x, h);
+    linear(p + "gate", h, g, hidden, ffn);
+    linear(p + "up", h, u, hidden, ffn);
+    plan::SwiGluAttrsT swi;
+    swi.dim = ffn;
+    t.addOp(p + "swiglu", swi, {g, u}, {g});
+    linear(p + "down", g, h, ffn, hidden);
+    t.addOp(p + "ffn_residual", add, {x, h}, {x});
+  }
+  norm("final_norm", x, h);
+  t.addLogits(1, vocab);
+  linear("lm_head", h, t.logits, hidden, vocab, true);
+  return t;
+}
+
+TEST(OpParity, TinyModel) {
+  REQUIRE_GPU();
+  for (DType type : {DType::F32, DType::F16, DType::BF16})
+    for (bool dummy : {false, true}) {
+      TestPlan t = tinyModel(type, dummy);
+      expectParity(t, {7, 1, 1, 1, 64, 1, 30, 1}, 1e-7,
+                   std::string("TinyModel ") + typeName(type) + (dummy ? " dummy weights" : ""));
+    }
+}
+
+TEST(OpParity, PtxFallbackAndArchMismatch) {
+  REQUIRE_GPU();
+  const std::string other = gpu().arch == "sm_80" ? "sm_86" : "sm_80";
+  {
+    // Only a foreign cubin plus compute_80 PTX: the driver JIT-compiles the PTX.
+    TestPlan t = tinyModel(DType::BF16, false);
+    KernelOptions options;
+    options.archs = {other};
+    options.embedPtx = true;
+    expectParity(t, {7, 1}, 1e-7, "TinyModel via PTX JIT (" + other + " cubin only)", options);
+  }
+  {
+    TestPlan t = tinyModel(DType::BF16, false);
+    KernelOptions options;
+    options.archs = {other};
+    options.embedPtx = false;
+    ASSERT_TRUE(emitKernels(t.plan, options).isOk());
+    const std::string path = test::tempPlanPath("foreign");
+    ASSERT_TRUE(t.write(path).isOk());
+    Result<std::unique_ptr<PlanFile>> file = PlanFile::open(path);
+    std::remove(path.c_str());
+    ASSERT_TRUE(file.isOk()) << file.status().message();
+    Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(**file, 0);
+    ASSERT_FALSE(cuda.isOk());
+    const std::string &message = cuda.status().message();
+    EXPECT_NE(message.find("this plan was compiled for " + other), std::string::npos) << message;
+    EXPECT_NE(message.find("carries no PTX: recompile with --target " + gpu().arch),
+              std::string::npos)
+        << message;
+    std::printf("[parity] arch mismatch message: %s\n", message.c_str());
+  }
+}
+
+TEST(OpParity, ForwardRejectsBadSteps) {
+  REQUIRE_GPU();
+  TestPlan t = tinyModel(DType::F16, true);
+  KernelOptions options;
+  options.archs = {gpu().arch};
+  options.embedPtx = false;
+  ASSERT_TRUE(emitKernels(t.plan, options).isOk());
+  const std::string path = test::tempPlanPath("bad_steps");
+  ASSERT_TRUE(t.write(path).isOk());
+  Result<std::unique_ptr<PlanFile>> file = PlanFile::open(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(file.isOk()) << file.status().message();
+  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(**file, 0);
+  ASSERT_TRUE(cuda.isOk()) << cuda.status().message();
+  std::vector<float> logits(size_t(t.plan.model->vocab_size));
+  std::vector<int32_t> ids(65, 1);
+  EXPECT_FALSE((*cuda)->forward(ids.data(), 65, 0, logits.data()).isOk());  // > max_step_tokens
+  EXPECT_FALSE((*cuda)->forward(ids.data(), 1, 128, logits.data()).isOk()); // past context
+  ids[0] = kTokenVocab;
+  EXPECT_FALSE((*cuda)->forward(ids.data(), 1, 0, logits.data()).isOk()); // bad id
+  ids[0] = 3;
+  EXPECT_TRUE((*cuda)->forward(ids.data(), 1, 0, logits.data()).isOk());
+  EXPECT_FALSE(createCudaExecutor(**file, 1000).isOk());
+}
+
+} // namespace
+} // namespace ninfer

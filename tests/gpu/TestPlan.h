@@ -1,0 +1,196 @@
+// Builds small plans by hand for the GPU op tests: buffers with random or dummy
+// weights (rounded to their dtype on the host), activations in an arena, KV
+// caches, tokens and logits, ops with their attributes; then writes the plan
+// with the real plan writer. Also: "is there a usable GPU, and which arch".
+#pragma once
+
+#include "Half.h"
+#include "KernelEmitter.h"
+#include "PlanWriter.h"
+#include "ninfer/Format.h"
+#include "plan_generated.h"
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace ninfer {
+namespace test {
+
+using plan::BufferKind;
+using plan::DType;
+
+inline std::vector<float> randomValues(size_t count, float scale, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float &v : values)
+    v = dist(rng) * scale;
+  return values;
+}
+
+inline std::vector<uint8_t> encode(const std::vector<float> &values, DType dtype) {
+  std::vector<uint8_t> bytes;
+  if (dtype == DType::F32) {
+    bytes.resize(values.size() * 4);
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return bytes;
+  }
+  bytes.resize(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t bits = dtype == DType::F16 ? floatToHalf(values[i]) : floatToBf16(values[i]);
+    std::memcpy(bytes.data() + 2 * i, &bits, 2);
+  }
+  return bytes;
+}
+
+class TestPlan {
+public:
+  TestPlan(int maxStepTokens, int context) {
+    plan.format_version = kFormatVersion;
+    plan.compiler = "gpu_tests";
+    plan.target = "test";
+    plan.context = context;
+    plan.max_step_tokens = maxStepTokens;
+    plan.model = std::make_unique<plan::ModelInfoT>();
+    plan.model->family = "test";
+    plan.memory = std::make_unique<plan::MemoryPlanT>();
+    plan.tokenizer = std::make_unique<plan::TokenizerT>();
+    tokens = addBuffer("tokens", BufferKind::Tokens, DType::I32, {maxStepTokens}, 0);
+    plan.tokens_buffer = tokens;
+  }
+
+  uint32_t addWeight(const std::string &name, DType dtype, std::vector<int64_t> shape,
+                     const std::vector<float> &values) {
+    const uint32_t index = addWeightSlot(name, dtype, shape);
+    data[index] = encode(values, dtype);
+    return index;
+  }
+
+  uint32_t addDummyWeight(const std::string &name, DType dtype, std::vector<int64_t> shape,
+                          uint32_t seed, float scale, float offset) {
+    const uint32_t index = addWeightSlot(name, dtype, shape);
+    plan.buffers[index]->dummy = std::make_unique<plan::DummyFill>(seed, scale, offset);
+    plan.dummy_weights = true;
+    return index;
+  }
+
+  uint32_t addActivation(const std::string &name, int64_t width) {
+    const uint64_t offset = activationBytes_;
+    const uint32_t index =
+        addBuffer(name, BufferKind::Activation, DType::F32, {plan.max_step_tokens, width}, offset);
+    activationBytes_ = alignUp(offset + plan.buffers[index]->size_bytes, 256);
+    plan.memory->activation_bytes = activationBytes_;
+    return index;
+  }
+
+  uint32_t addKvCache(const std::string &name, int context, int kvHeads, int headDim) {
+    const uint64_t offset = kvBytes_;
+    const uint32_t index =
+        addBuffer(name, BufferKind::KvCache, DType::F16, {context, kvHeads, headDim}, offset);
+    kvBytes_ = alignUp(offset + plan.buffers[index]->size_bytes, 256);
+    plan.memory->kv_bytes = kvBytes_;
+    return index;
+  }
+
+  // The logits buffer: [rows, width]; rows = max_step_tokens lets a plain
+  // Linear write every row of the step there, so all rows are compared.
+  uint32_t addLogits(int64_t rows, int64_t width) {
+    logits = addBuffer("logits", BufferKind::Logits, DType::F32, {rows, width}, 0);
+    plan.logits_buffer = logits;
+    plan.model->vocab_size = static_cast<int32_t>(rows * width);
+    logitsWidth = width;
+    logitsAllRows = rows > 1;
+    return logits;
+  }
+
+  template <typename Attrs>
+  void addOp(const std::string &name, Attrs attrs, std::vector<uint32_t> inputs,
+             std::vector<uint32_t> outputs) {
+    auto op = std::make_unique<plan::OpT>();
+    op->name = name;
+    op->attrs.Set(std::move(attrs));
+    op->inputs = std::move(inputs);
+    op->outputs = std::move(outputs);
+    plan.ops.push_back(std::move(op));
+  }
+
+  // Copies `activation` [rows, width] into an all-rows logits buffer through
+  // an f32 identity Linear (exact on both executors).
+  void addReadout(uint32_t activation, int64_t width) {
+    std::vector<float> identity(size_t(width * width), 0.0f);
+    for (int64_t i = 0; i < width; ++i)
+      identity[size_t(i * width + i)] = 1.0f;
+    const uint32_t w = addWeight("readout.weight", DType::F32, {width, width}, identity);
+    addLogits(plan.max_step_tokens, width);
+    plan::LinearAttrsT attrs;
+    attrs.in_features = static_cast<int32_t>(width);
+    attrs.out_features = static_cast<int32_t>(width);
+    addOp("readout", attrs, {activation, w}, {logits});
+  }
+
+  // Values of a step's logits that both executors must agree on.
+  size_t comparedValues(int nTokens) const {
+    return logitsAllRows ? size_t(nTokens) * size_t(logitsWidth) : size_t(logitsWidth);
+  }
+
+  Status write(const std::string &path) {
+    plan.weights_size = 0;
+    return writePlan(path, plan, [this](const plan::BufferT &b) -> const uint8_t * {
+      for (size_t i = 0; i < plan.buffers.size(); ++i)
+        if (plan.buffers[i].get() == &b && data.count(uint32_t(i)))
+          return data[uint32_t(i)].data();
+      return nullptr;
+    });
+  }
+
+  plan::PlanT plan;
+  std::map<uint32_t, std::vector<uint8_t>> data;
+  uint32_t tokens = 0;
+  uint32_t logits = 0;
+  int64_t logitsWidth = 0;
+  bool logitsAllRows = false;
+
+private:
+  uint32_t addWeightSlot(const std::string &name, DType dtype, const std::vector<int64_t> &shape) {
+    const uint64_t offset = weightBytes_;
+    const uint32_t index = addBuffer(name, BufferKind::Weight, dtype, shape, offset);
+    weightBytes_ = alignUp(offset + plan.buffers[index]->size_bytes, kWeightAlignment);
+    plan.memory->weight_bytes = weightBytes_;
+    return index;
+  }
+
+  uint32_t addBuffer(const std::string &name, BufferKind kind, DType dtype,
+                     std::vector<int64_t> shape, uint64_t offset) {
+    auto b = std::make_unique<plan::BufferT>();
+    b->name = name;
+    b->kind = kind;
+    b->dtype = dtype;
+    uint64_t elements = 1;
+    for (int64_t d : shape)
+      elements *= uint64_t(d);
+    b->shape = std::move(shape);
+    b->size_bytes = elements * (dtype == DType::F32 || dtype == DType::I32 ? 4 : 2);
+    b->offset = offset;
+    plan.buffers.push_back(std::move(b));
+    return static_cast<uint32_t>(plan.buffers.size() - 1);
+  }
+
+  uint64_t weightBytes_ = 0;
+  uint64_t activationBytes_ = 0;
+  uint64_t kvBytes_ = 0;
+};
+
+// A unique temporary path for a plan file.
+inline std::string tempPlanPath(const std::string &stem) {
+  static int counter = 0;
+  const char *dir = std::getenv("TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/ninfer_gpu_test_" + std::to_string(getpid()) + "_" +
+         std::to_string(counter++) + "_" + stem + ".nplan";
+}
+
+} // namespace test
+} // namespace ninfer
