@@ -363,29 +363,32 @@ bool VerifyOpAttrsVector(flatbuffers::Verifier &verifier, const flatbuffers::Vec
 enum class TokenizerKind : uint8_t {
   None = 0,
   ByteLevelBpe = 1,
+  SentencePieceBpe = 2,
   MIN = None,
-  MAX = ByteLevelBpe
+  MAX = SentencePieceBpe
 };
 
-inline const TokenizerKind (&EnumValuesTokenizerKind())[2] {
+inline const TokenizerKind (&EnumValuesTokenizerKind())[3] {
   static const TokenizerKind values[] = {
     TokenizerKind::None,
-    TokenizerKind::ByteLevelBpe
+    TokenizerKind::ByteLevelBpe,
+    TokenizerKind::SentencePieceBpe
   };
   return values;
 }
 
 inline const char * const *EnumNamesTokenizerKind() {
-  static const char * const names[3] = {
+  static const char * const names[4] = {
     "None",
     "ByteLevelBpe",
+    "SentencePieceBpe",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameTokenizerKind(TokenizerKind e) {
-  if (flatbuffers::IsOutRange(e, TokenizerKind::None, TokenizerKind::ByteLevelBpe)) return "";
+  if (flatbuffers::IsOutRange(e, TokenizerKind::None, TokenizerKind::SentencePieceBpe)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesTokenizerKind()[index];
 }
@@ -1615,6 +1618,15 @@ struct TokenizerT : public flatbuffers::NativeTable {
   bool add_bos = false;
   std::vector<int32_t> eos_ids{};
   std::string pretokenizer{};
+  bool ignore_merges = false;
+  std::string normalizer{};
+  std::vector<float> scores{};
+  bool byte_fallback = false;
+  bool add_dummy_prefix = false;
+  int32_t unk_id = -1;
+  std::string chat_template{};
+  std::string bos_text{};
+  std::string eos_text{};
 };
 
 struct Tokenizer FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
@@ -1628,7 +1640,16 @@ struct Tokenizer FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_BOS_ID = 12,
     VT_ADD_BOS = 14,
     VT_EOS_IDS = 16,
-    VT_PRETOKENIZER = 18
+    VT_PRETOKENIZER = 18,
+    VT_IGNORE_MERGES = 20,
+    VT_NORMALIZER = 22,
+    VT_SCORES = 24,
+    VT_BYTE_FALLBACK = 26,
+    VT_ADD_DUMMY_PREFIX = 28,
+    VT_UNK_ID = 30,
+    VT_CHAT_TEMPLATE = 32,
+    VT_BOS_TEXT = 34,
+    VT_EOS_TEXT = 36
   };
   ninfer::plan::TokenizerKind kind() const {
     return static_cast<ninfer::plan::TokenizerKind>(GetField<uint8_t>(VT_KIND, 0));
@@ -1654,6 +1675,33 @@ struct Tokenizer FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   const flatbuffers::String *pretokenizer() const {
     return GetPointer<const flatbuffers::String *>(VT_PRETOKENIZER);
   }
+  bool ignore_merges() const {
+    return GetField<uint8_t>(VT_IGNORE_MERGES, 0) != 0;
+  }
+  const flatbuffers::String *normalizer() const {
+    return GetPointer<const flatbuffers::String *>(VT_NORMALIZER);
+  }
+  const flatbuffers::Vector<float> *scores() const {
+    return GetPointer<const flatbuffers::Vector<float> *>(VT_SCORES);
+  }
+  bool byte_fallback() const {
+    return GetField<uint8_t>(VT_BYTE_FALLBACK, 0) != 0;
+  }
+  bool add_dummy_prefix() const {
+    return GetField<uint8_t>(VT_ADD_DUMMY_PREFIX, 0) != 0;
+  }
+  int32_t unk_id() const {
+    return GetField<int32_t>(VT_UNK_ID, -1);
+  }
+  const flatbuffers::String *chat_template() const {
+    return GetPointer<const flatbuffers::String *>(VT_CHAT_TEMPLATE);
+  }
+  const flatbuffers::String *bos_text() const {
+    return GetPointer<const flatbuffers::String *>(VT_BOS_TEXT);
+  }
+  const flatbuffers::String *eos_text() const {
+    return GetPointer<const flatbuffers::String *>(VT_EOS_TEXT);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<uint8_t>(verifier, VT_KIND, 1) &&
@@ -1670,6 +1718,20 @@ struct Tokenizer FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            verifier.VerifyVector(eos_ids()) &&
            VerifyOffset(verifier, VT_PRETOKENIZER) &&
            verifier.VerifyString(pretokenizer()) &&
+           VerifyField<uint8_t>(verifier, VT_IGNORE_MERGES, 1) &&
+           VerifyOffset(verifier, VT_NORMALIZER) &&
+           verifier.VerifyString(normalizer()) &&
+           VerifyOffset(verifier, VT_SCORES) &&
+           verifier.VerifyVector(scores()) &&
+           VerifyField<uint8_t>(verifier, VT_BYTE_FALLBACK, 1) &&
+           VerifyField<uint8_t>(verifier, VT_ADD_DUMMY_PREFIX, 1) &&
+           VerifyField<int32_t>(verifier, VT_UNK_ID, 4) &&
+           VerifyOffset(verifier, VT_CHAT_TEMPLATE) &&
+           verifier.VerifyString(chat_template()) &&
+           VerifyOffset(verifier, VT_BOS_TEXT) &&
+           verifier.VerifyString(bos_text()) &&
+           VerifyOffset(verifier, VT_EOS_TEXT) &&
+           verifier.VerifyString(eos_text()) &&
            verifier.EndTable();
   }
   TokenizerT *UnPack(const flatbuffers::resolver_function_t *_resolver = nullptr) const;
@@ -1705,6 +1767,33 @@ struct TokenizerBuilder {
   void add_pretokenizer(flatbuffers::Offset<flatbuffers::String> pretokenizer) {
     fbb_.AddOffset(Tokenizer::VT_PRETOKENIZER, pretokenizer);
   }
+  void add_ignore_merges(bool ignore_merges) {
+    fbb_.AddElement<uint8_t>(Tokenizer::VT_IGNORE_MERGES, static_cast<uint8_t>(ignore_merges), 0);
+  }
+  void add_normalizer(flatbuffers::Offset<flatbuffers::String> normalizer) {
+    fbb_.AddOffset(Tokenizer::VT_NORMALIZER, normalizer);
+  }
+  void add_scores(flatbuffers::Offset<flatbuffers::Vector<float>> scores) {
+    fbb_.AddOffset(Tokenizer::VT_SCORES, scores);
+  }
+  void add_byte_fallback(bool byte_fallback) {
+    fbb_.AddElement<uint8_t>(Tokenizer::VT_BYTE_FALLBACK, static_cast<uint8_t>(byte_fallback), 0);
+  }
+  void add_add_dummy_prefix(bool add_dummy_prefix) {
+    fbb_.AddElement<uint8_t>(Tokenizer::VT_ADD_DUMMY_PREFIX, static_cast<uint8_t>(add_dummy_prefix), 0);
+  }
+  void add_unk_id(int32_t unk_id) {
+    fbb_.AddElement<int32_t>(Tokenizer::VT_UNK_ID, unk_id, -1);
+  }
+  void add_chat_template(flatbuffers::Offset<flatbuffers::String> chat_template) {
+    fbb_.AddOffset(Tokenizer::VT_CHAT_TEMPLATE, chat_template);
+  }
+  void add_bos_text(flatbuffers::Offset<flatbuffers::String> bos_text) {
+    fbb_.AddOffset(Tokenizer::VT_BOS_TEXT, bos_text);
+  }
+  void add_eos_text(flatbuffers::Offset<flatbuffers::String> eos_text) {
+    fbb_.AddOffset(Tokenizer::VT_EOS_TEXT, eos_text);
+  }
   explicit TokenizerBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -1725,14 +1814,32 @@ inline flatbuffers::Offset<Tokenizer> CreateTokenizer(
     int32_t bos_id = -1,
     bool add_bos = false,
     flatbuffers::Offset<flatbuffers::Vector<int32_t>> eos_ids = 0,
-    flatbuffers::Offset<flatbuffers::String> pretokenizer = 0) {
+    flatbuffers::Offset<flatbuffers::String> pretokenizer = 0,
+    bool ignore_merges = false,
+    flatbuffers::Offset<flatbuffers::String> normalizer = 0,
+    flatbuffers::Offset<flatbuffers::Vector<float>> scores = 0,
+    bool byte_fallback = false,
+    bool add_dummy_prefix = false,
+    int32_t unk_id = -1,
+    flatbuffers::Offset<flatbuffers::String> chat_template = 0,
+    flatbuffers::Offset<flatbuffers::String> bos_text = 0,
+    flatbuffers::Offset<flatbuffers::String> eos_text = 0) {
   TokenizerBuilder builder_(_fbb);
+  builder_.add_eos_text(eos_text);
+  builder_.add_bos_text(bos_text);
+  builder_.add_chat_template(chat_template);
+  builder_.add_unk_id(unk_id);
+  builder_.add_scores(scores);
+  builder_.add_normalizer(normalizer);
   builder_.add_pretokenizer(pretokenizer);
   builder_.add_eos_ids(eos_ids);
   builder_.add_bos_id(bos_id);
   builder_.add_special_ids(special_ids);
   builder_.add_merges(merges);
   builder_.add_tokens(tokens);
+  builder_.add_add_dummy_prefix(add_dummy_prefix);
+  builder_.add_byte_fallback(byte_fallback);
+  builder_.add_ignore_merges(ignore_merges);
   builder_.add_add_bos(add_bos);
   builder_.add_kind(kind);
   return builder_.Finish();
@@ -1747,12 +1854,26 @@ inline flatbuffers::Offset<Tokenizer> CreateTokenizerDirect(
     int32_t bos_id = -1,
     bool add_bos = false,
     const std::vector<int32_t> *eos_ids = nullptr,
-    const char *pretokenizer = nullptr) {
+    const char *pretokenizer = nullptr,
+    bool ignore_merges = false,
+    const char *normalizer = nullptr,
+    const std::vector<float> *scores = nullptr,
+    bool byte_fallback = false,
+    bool add_dummy_prefix = false,
+    int32_t unk_id = -1,
+    const char *chat_template = nullptr,
+    const char *bos_text = nullptr,
+    const char *eos_text = nullptr) {
   auto tokens__ = tokens ? _fbb.CreateVector<flatbuffers::Offset<flatbuffers::String>>(*tokens) : 0;
   auto merges__ = merges ? _fbb.CreateVector<uint32_t>(*merges) : 0;
   auto special_ids__ = special_ids ? _fbb.CreateVector<uint32_t>(*special_ids) : 0;
   auto eos_ids__ = eos_ids ? _fbb.CreateVector<int32_t>(*eos_ids) : 0;
   auto pretokenizer__ = pretokenizer ? _fbb.CreateString(pretokenizer) : 0;
+  auto normalizer__ = normalizer ? _fbb.CreateString(normalizer) : 0;
+  auto scores__ = scores ? _fbb.CreateVector<float>(*scores) : 0;
+  auto chat_template__ = chat_template ? _fbb.CreateString(chat_template) : 0;
+  auto bos_text__ = bos_text ? _fbb.CreateString(bos_text) : 0;
+  auto eos_text__ = eos_text ? _fbb.CreateString(eos_text) : 0;
   return ninfer::plan::CreateTokenizer(
       _fbb,
       kind,
@@ -1762,7 +1883,16 @@ inline flatbuffers::Offset<Tokenizer> CreateTokenizerDirect(
       bos_id,
       add_bos,
       eos_ids__,
-      pretokenizer__);
+      pretokenizer__,
+      ignore_merges,
+      normalizer__,
+      scores__,
+      byte_fallback,
+      add_dummy_prefix,
+      unk_id,
+      chat_template__,
+      bos_text__,
+      eos_text__);
 }
 
 flatbuffers::Offset<Tokenizer> CreateTokenizer(flatbuffers::FlatBufferBuilder &_fbb, const TokenizerT *_o, const flatbuffers::rehasher_function_t *_rehasher = nullptr);
@@ -2797,6 +2927,15 @@ inline void Tokenizer::UnPackTo(TokenizerT *_o, const flatbuffers::resolver_func
   { auto _e = add_bos(); _o->add_bos = _e; }
   { auto _e = eos_ids(); if (_e) { _o->eos_ids.resize(_e->size()); for (flatbuffers::uoffset_t _i = 0; _i < _e->size(); _i++) { _o->eos_ids[_i] = _e->Get(_i); } } }
   { auto _e = pretokenizer(); if (_e) _o->pretokenizer = _e->str(); }
+  { auto _e = ignore_merges(); _o->ignore_merges = _e; }
+  { auto _e = normalizer(); if (_e) _o->normalizer = _e->str(); }
+  { auto _e = scores(); if (_e) { _o->scores.resize(_e->size()); for (flatbuffers::uoffset_t _i = 0; _i < _e->size(); _i++) { _o->scores[_i] = _e->Get(_i); } } }
+  { auto _e = byte_fallback(); _o->byte_fallback = _e; }
+  { auto _e = add_dummy_prefix(); _o->add_dummy_prefix = _e; }
+  { auto _e = unk_id(); _o->unk_id = _e; }
+  { auto _e = chat_template(); if (_e) _o->chat_template = _e->str(); }
+  { auto _e = bos_text(); if (_e) _o->bos_text = _e->str(); }
+  { auto _e = eos_text(); if (_e) _o->eos_text = _e->str(); }
 }
 
 inline flatbuffers::Offset<Tokenizer> Tokenizer::Pack(flatbuffers::FlatBufferBuilder &_fbb, const TokenizerT* _o, const flatbuffers::rehasher_function_t *_rehasher) {
@@ -2815,6 +2954,15 @@ inline flatbuffers::Offset<Tokenizer> CreateTokenizer(flatbuffers::FlatBufferBui
   auto _add_bos = _o->add_bos;
   auto _eos_ids = _o->eos_ids.size() ? _fbb.CreateVector(_o->eos_ids) : 0;
   auto _pretokenizer = _o->pretokenizer.empty() ? 0 : _fbb.CreateString(_o->pretokenizer);
+  auto _ignore_merges = _o->ignore_merges;
+  auto _normalizer = _o->normalizer.empty() ? 0 : _fbb.CreateString(_o->normalizer);
+  auto _scores = _o->scores.size() ? _fbb.CreateVector(_o->scores) : 0;
+  auto _byte_fallback = _o->byte_fallback;
+  auto _add_dummy_prefix = _o->add_dummy_prefix;
+  auto _unk_id = _o->unk_id;
+  auto _chat_template = _o->chat_template.empty() ? 0 : _fbb.CreateString(_o->chat_template);
+  auto _bos_text = _o->bos_text.empty() ? 0 : _fbb.CreateString(_o->bos_text);
+  auto _eos_text = _o->eos_text.empty() ? 0 : _fbb.CreateString(_o->eos_text);
   return ninfer::plan::CreateTokenizer(
       _fbb,
       _kind,
@@ -2824,7 +2972,16 @@ inline flatbuffers::Offset<Tokenizer> CreateTokenizer(flatbuffers::FlatBufferBui
       _bos_id,
       _add_bos,
       _eos_ids,
-      _pretokenizer);
+      _pretokenizer,
+      _ignore_merges,
+      _normalizer,
+      _scores,
+      _byte_fallback,
+      _add_dummy_prefix,
+      _unk_id,
+      _chat_template,
+      _bos_text,
+      _eos_text);
 }
 
 inline ModelInfoT *ModelInfo::UnPack(const flatbuffers::resolver_function_t *_resolver) const {
