@@ -1,0 +1,284 @@
+// The CPU executor: the reference implementation of a plan. Weights become f32
+// once at load (dummy weights are generated and rounded through their dtype, as
+// the GPU fill does); arenas, scratch and the thread pool are allocated once,
+// so a step allocates nothing. Ops run in plan order through cpu:: kernels.
+#include "CpuOps.h"
+#include "CpuThreadPool.h"
+#include "Half.h"
+
+#include "ninfer/DummyFill.h"
+#include "ninfer/Executor.h"
+#include "ninfer/Plan.h"
+#include "plan_generated.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace ninfer {
+namespace {
+
+using plan::BufferKind;
+using plan::DType;
+using plan::OpAttrs;
+
+// An op with its buffers resolved to host pointers.
+struct PreparedOp {
+  const plan::Op* op = nullptr;
+  OpAttrs kind = OpAttrs::NONE;
+  void* in[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  void* out = nullptr;
+  int64_t outWidth = 0;
+};
+
+float* asF32(void* p) { return static_cast<float*>(p); }
+
+class CpuExecutor final : public Executor {
+public:
+  CpuExecutor(const PlanFile& file, int threads) : file_(file), pool_(threads) {}
+
+  Status init();
+  Status forward(const int32_t* tokens, int n, int pos, float* logits) override;
+  std::string name() const override { return "cpu (" + std::to_string(pool_.size()) + " threads)"; }
+
+private:
+  Status loadWeight(uint32_t index, const plan::Buffer& buffer);
+  void* bufferPointer(uint32_t index);
+  Status runOp(const PreparedOp& p, int n, int pos);
+
+  const PlanFile& file_;
+  CpuThreadPool pool_;
+  std::vector<float> activations_;
+  std::vector<uint16_t> kv_;
+  std::vector<int32_t> tokens_;
+  std::vector<float> logits_;
+  // Per buffer: f32 weights owned here (empty when used straight from the mapping).
+  std::vector<std::vector<float>> ownedWeights_;
+  std::vector<const float*> weights_;
+  std::vector<PreparedOp> ops_;
+  std::vector<float> attentionScratch_;
+  int64_t attentionStride_ = 0;
+  std::vector<float> ropeScratch_; // cos/sin table, then dynamic inv_freq
+  int maxHeadDim_ = 0;
+  int embeddingVocab_ = 0; // smallest table of any Embedding op
+};
+
+Status CpuExecutor::loadWeight(uint32_t index, const plan::Buffer& b) {
+  const uint64_t count =
+      b.size_bytes() / (b.dtype() == DType::F32 || b.dtype() == DType::I32 ? 4 : 2);
+  const DType dtype = b.dtype();
+  if (const plan::DummyFill* fill = b.dummy()) {
+    std::vector<float>& w = ownedWeights_[index];
+    w.resize(count);
+    const uint32_t seed = fill->seed();
+    const float scale = fill->scale(), offset = fill->offset();
+    pool_.parallelFor(int64_t(count), 1 << 16, [&](int64_t begin, int64_t end, int) {
+      for (int64_t i = begin; i < end; ++i) {
+        const float value = dummyUniform(seed, uint64_t(i)) * scale + offset;
+        w[i] = dtype == DType::F16    ? roundThroughHalf(value)
+               : dtype == DType::BF16 ? roundThroughBf16(value)
+                                      : value;
+      }
+    });
+    weights_[index] = w.data();
+    return Status::ok();
+  }
+  const uint8_t* data = file_.weightData(index);
+  if (!data)
+    return Status::error("weight buffer " + std::to_string(index) + " has no data");
+  if (dtype == DType::F32 && reinterpret_cast<uintptr_t>(data) % alignof(float) == 0) {
+    weights_[index] = reinterpret_cast<const float*>(data);
+    return Status::ok();
+  }
+  std::vector<float>& w = ownedWeights_[index];
+  w.resize(count);
+  pool_.parallelFor(int64_t(count), 1 << 16, [&](int64_t begin, int64_t end, int) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (dtype == DType::F32) {
+        std::memcpy(&w[i], data + 4 * i, 4);
+      } else {
+        uint16_t bits;
+        std::memcpy(&bits, data + 2 * i, 2);
+        w[i] = dtype == DType::F16 ? halfToFloat(bits) : bf16ToFloat(bits);
+      }
+    }
+  });
+  weights_[index] = w.data();
+  return Status::ok();
+}
+
+void* CpuExecutor::bufferPointer(uint32_t index) {
+  const plan::Buffer* b = file_.plan().buffers()->Get(index);
+  switch (b->kind()) {
+  case BufferKind::Weight:
+    return const_cast<float*>(weights_[index]);
+  case BufferKind::Activation:
+    return activations_.data() + b->offset() / sizeof(float);
+  case BufferKind::KvCache:
+    return kv_.data() + b->offset() / sizeof(uint16_t);
+  case BufferKind::Tokens:
+    return tokens_.data();
+  case BufferKind::Logits:
+    return logits_.data();
+  }
+  return nullptr;
+}
+
+Status CpuExecutor::init() {
+  const plan::Plan& p = file_.plan();
+  const auto& buffers = *p.buffers();
+  // The arenas cover what the buffers use (the loader checked that this lies
+  // within the memory plan's sizes).
+  uint64_t activationEnd = 0, kvEnd = 0;
+  for (const plan::Buffer* b : buffers) {
+    if (b->kind() == BufferKind::Activation)
+      activationEnd = std::max(activationEnd, b->offset() + b->size_bytes());
+    else if (b->kind() == BufferKind::KvCache)
+      kvEnd = std::max(kvEnd, b->offset() + b->size_bytes());
+  }
+  activations_.assign((activationEnd + 3) / 4, 0.0f);
+  kv_.assign((kvEnd + 1) / 2, 0);
+  tokens_.assign(size_t(p.max_step_tokens()), 0);
+  logits_.assign(size_t(p.model()->vocab_size()), 0.0f);
+  ownedWeights_.resize(buffers.size());
+  weights_.assign(buffers.size(), nullptr);
+  for (uint32_t i = 0; i < buffers.size(); ++i)
+    if (buffers.Get(i)->kind() == BufferKind::Weight && buffers.Get(i)->dtype() != DType::I32)
+      NINFER_RETURN_IF_ERROR(loadWeight(i, *buffers.Get(i)));
+
+  int maxAttentionHeads = 0;
+  for (const plan::Op* op : *p.ops()) {
+    PreparedOp prepared;
+    prepared.op = op;
+    prepared.kind = op->attrs_type();
+    for (uint32_t k = 0; k < op->inputs()->size() && k < 5; ++k)
+      prepared.in[k] = bufferPointer(op->inputs()->Get(k));
+    prepared.out = bufferPointer(op->outputs()->Get(0));
+    const plan::Buffer* out = buffers.Get(op->outputs()->Get(0));
+    prepared.outWidth = int64_t(out->size_bytes() / 4 / uint64_t(out->shape()->Get(0)));
+    if (const auto* a = op->attrs_as_RopeAttrs())
+      maxHeadDim_ = std::max(maxHeadDim_, a->head_dim());
+    if (op->attrs_as_AttentionAttrs())
+      maxAttentionHeads = 1;
+    if (const auto* a = op->attrs_as_EmbeddingAttrs())
+      embeddingVocab_ = embeddingVocab_ ? std::min(embeddingVocab_, a->vocab()) : a->vocab();
+    ops_.push_back(prepared);
+  }
+  ropeScratch_.assign(size_t(p.max_step_tokens()) * maxHeadDim_ + maxHeadDim_, 0.0f);
+  if (maxAttentionHeads) {
+    attentionStride_ = p.context();
+    attentionScratch_.assign(size_t(pool_.size()) * size_t(attentionStride_), 0.0f);
+  }
+  return Status::ok();
+}
+
+Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
+  const plan::Op& op = *p.op;
+  switch (p.kind) {
+  case OpAttrs::EmbeddingAttrs: {
+    const auto* a = op.attrs_as_EmbeddingAttrs();
+    // forward() checked the ids against every table before anything ran.
+    cpu::embedding(static_cast<const int32_t*>(p.in[0]), n, asF32(p.in[1]), a->dim(), asF32(p.out));
+    return Status::ok();
+  }
+  case OpAttrs::RmsNormAttrs: {
+    const auto* a = op.attrs_as_RmsNormAttrs();
+    cpu::rmsNorm(pool_, asF32(p.in[0]), asF32(p.in[1]), asF32(p.out), n, p.outWidth, a->dim(),
+                 a->eps());
+    return Status::ok();
+  }
+  case OpAttrs::LinearAttrs: {
+    const auto* a = op.attrs_as_LinearAttrs();
+    const int rows = a->last_row_only() ? 1 : n;
+    const float* x = asF32(p.in[0]) + (a->last_row_only() ? int64_t(n - 1) * a->in_features() : 0);
+    cpu::linear(pool_, x, rows, asF32(p.in[1]), a->has_bias() ? asF32(p.in[2]) : nullptr,
+                a->in_features(), a->out_features(), asF32(p.out));
+    return Status::ok();
+  }
+  case OpAttrs::RopeAttrs: {
+    const auto* a = op.attrs_as_RopeAttrs();
+    const float* invFreq = asF32(p.in[1]);
+    float* cosSin = ropeScratch_.data() + maxHeadDim_;
+    if (a->dynamic_factor() > 0 && pos + n > a->original_max_positions()) {
+      cpu::dynamicNtkInvFreq(a->theta(), a->dynamic_factor(), a->original_max_positions(),
+                             a->head_dim(), pos + n, ropeScratch_.data());
+      invFreq = ropeScratch_.data();
+    }
+    cpu::rope(asF32(p.in[0]), asF32(p.out), n, pos, a->heads(), a->head_dim(), invFreq,
+              a->attention_factor(), cosSin);
+    return Status::ok();
+  }
+  case OpAttrs::AttentionAttrs: {
+    const auto* a = op.attrs_as_AttentionAttrs();
+    const int kvWidth = a->kv_heads() * a->head_dim();
+    uint16_t* kCache = static_cast<uint16_t*>(p.in[3]);
+    uint16_t* vCache = static_cast<uint16_t*>(p.in[4]);
+    cpu::appendKv(asF32(p.in[1]), asF32(p.in[2]), n, pos, kvWidth, kCache, vCache);
+    const cpu::AttentionShape shape{a->heads(), a->kv_heads(), a->head_dim(), a->window(),
+                                    a->scale()};
+    cpu::attention(pool_, asF32(p.in[0]), n, pos, kCache, vCache, shape, attentionScratch_.data(),
+                   attentionStride_, asF32(p.out));
+    return Status::ok();
+  }
+  case OpAttrs::SwiGluAttrs:
+    cpu::swiGlu(asF32(p.in[0]), asF32(p.in[1]), asF32(p.out),
+                int64_t(n) * op.attrs_as_SwiGluAttrs()->dim());
+    return Status::ok();
+  case OpAttrs::AddAttrs:
+    cpu::add(asF32(p.in[0]), asF32(p.in[1]), asF32(p.out),
+             int64_t(n) * op.attrs_as_AddAttrs()->dim());
+    return Status::ok();
+  case OpAttrs::NONE:
+    break;
+  }
+  return Status::error("op kind not supported by the CPU executor");
+}
+
+Status CpuExecutor::forward(const int32_t* tokens, int n, int pos, float* logits) {
+  const plan::Plan& p = file_.plan();
+  if (!tokens || !logits)
+    return Status::error("forward: tokens and logits must not be null");
+  if (n < 1 || n > p.max_step_tokens())
+    return Status::error("a step takes 1 to " + std::to_string(p.max_step_tokens()) +
+                         " tokens, got " + std::to_string(n));
+  if (pos < 0 || pos > p.context() - n)
+    return Status::error("positions " + std::to_string(pos) + ".." + std::to_string(pos + n - 1) +
+                         " exceed the plan's context of " + std::to_string(p.context()));
+  for (int t = 0; t < n; ++t)
+    if (tokens[t] < 0 || (embeddingVocab_ > 0 && tokens[t] >= embeddingVocab_))
+      return Status::error("token id " + std::to_string(tokens[t]) +
+                           " is outside the vocabulary (" + std::to_string(embeddingVocab_) + ")");
+  std::copy(tokens, tokens + n, tokens_.begin());
+  for (const PreparedOp& op : ops_) {
+    Status status = runOp(op, n, pos);
+    if (!status.isOk()) {
+      const std::string opName = op.op->name() ? op.op->name()->str() : std::string();
+      return Status::error("op " + opName + ": " + status.message());
+    }
+  }
+  std::copy(logits_.begin(), logits_.end(), logits);
+  return Status::ok();
+}
+
+} // namespace
+
+Result<std::unique_ptr<Executor>> createCpuExecutor(const PlanFile& plan, int threads) {
+  if (threads <= 0)
+    threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  try {
+    auto executor = std::make_unique<CpuExecutor>(plan, threads);
+    NINFER_RETURN_IF_ERROR(executor->init());
+    return std::unique_ptr<Executor>(std::move(executor));
+  } catch (const std::bad_alloc&) {
+    return Status::error("not enough memory for the CPU executor (it keeps all weights as f32)");
+  } catch (const std::system_error& e) {
+    return Status::error(std::string("cannot start CPU worker threads: ") + e.what());
+  } catch (const std::exception& e) {
+    return Status::error(std::string("cannot create the CPU executor: ") + e.what());
+  }
+}
+
+} // namespace ninfer

@@ -1,0 +1,205 @@
+// CPU reference kernels. Plain loops in f32 (the semantics live in plan.fbs);
+// dot products use eight partial sums so the compiler can vectorize them
+// without -ffast-math, and each output element is computed by exactly one
+// task, so results do not depend on the thread count.
+#include "CpuOps.h"
+
+#include "Half.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace ninfer {
+namespace cpu {
+namespace {
+
+float dot(const float* a, const float* b, int64_t count) {
+  float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    for (int l = 0; l < 8; ++l)
+      partial[l] += a[i + l] * b[i + l];
+  for (int l = 0; i < count; ++i, ++l)
+    partial[l] += a[i] * b[i];
+  return ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
+         ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+}
+
+const std::vector<float>& halfTable() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t i = 0; i < 65536; ++i)
+      t[i] = halfToFloat(uint16_t(i));
+    return t;
+  }();
+  return table;
+}
+
+float dotHalf(const float* a, const uint16_t* b, const float* table, int count) {
+  float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int i = 0;
+  for (; i + 8 <= count; i += 8)
+    for (int l = 0; l < 8; ++l)
+      partial[l] += a[i + l] * table[b[i + l]];
+  for (int l = 0; i < count; ++i, ++l)
+    partial[l] += a[i] * table[b[i]];
+  return ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
+         ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+}
+
+} // namespace
+
+float halfLookup(uint16_t h) { return halfTable()[h]; }
+
+void embedding(const int32_t* tokens, int n, const float* table, int dim, float* out) {
+  for (int t = 0; t < n; ++t)
+    std::memcpy(out + int64_t(t) * dim, table + int64_t(tokens[t]) * dim, sizeof(float) * dim);
+}
+
+void rmsNorm(CpuThreadPool& pool, const float* x, const float* weight, float* y, int rows,
+             int64_t width, int dim, float eps) {
+  const int64_t groups = int64_t(rows) * (width / dim);
+  pool.parallelFor(groups, 64, [&](int64_t begin, int64_t end, int) {
+    for (int64_t g = begin; g < end; ++g) {
+      const float* xg = x + g * dim;
+      float* yg = y + g * dim;
+      // The mean in double, then f32 as transformers does: x * rsqrt(var + eps) * w.
+      double sumSquares = 0;
+      for (int i = 0; i < dim; ++i)
+        sumSquares += double(xg[i]) * xg[i];
+      const float variance = float(sumSquares / dim);
+      const float inverse = 1.0f / std::sqrt(variance + eps);
+      for (int i = 0; i < dim; ++i)
+        yg[i] = weight[i] * (xg[i] * inverse);
+    }
+  });
+}
+
+void linear(CpuThreadPool& pool, const float* x, int rows, const float* w, const float* bias,
+            int in, int out, float* y) {
+  // Split over output features: each task streams its weight rows once and
+  // reuses them for every token row.
+  const int64_t minChunk = std::max<int64_t>(1, 16384 / std::max(in, 1));
+  pool.parallelFor(out, minChunk, [&](int64_t begin, int64_t end, int) {
+    for (int64_t o = begin; o < end; ++o) {
+      const float* wRow = w + o * int64_t(in);
+      const float b = bias ? bias[o] : 0.0f;
+      for (int t = 0; t < rows; ++t)
+        y[int64_t(t) * out + o] = dot(x + int64_t(t) * in, wRow, in) + b;
+    }
+  });
+}
+
+void dynamicNtkInvFreq(float theta, float factor, int originalMaxPositions, int headDim, int seqLen,
+                       float* invFreq) {
+  // transformers computes this with f32 tensors and Python scalars:
+  //   base = theta * ((factor * seq_len / max_pos) - (factor - 1)) ** (dim / (dim - 2))
+  //   inv_freq = 1 / base ** (arange(0, dim, 2) / dim)
+  // so every step rounds to f32 here too, except where a Python float stays double.
+  const int len = std::max(seqLen, originalMaxPositions);
+  float scaled = factor * float(len);
+  scaled = scaled / float(originalMaxPositions);
+  scaled = scaled - float(double(factor) - 1.0);
+  // The Python-float exponent stays double inside torch's pow.
+  const float power = float(std::pow(double(scaled), double(headDim) / double(headDim - 2)));
+  const float base = float(double(theta) * double(power));
+  for (int i = 0; i < headDim / 2; ++i) {
+    const float e = float(2 * i) / float(headDim);
+    invFreq[i] = 1.0f / float(std::pow(double(base), double(e)));
+  }
+}
+
+void rope(const float* x, float* y, int n, int pos, int heads, int headDim, const float* invFreq,
+          float attentionFactor, float* cosSin) {
+  const int half = headDim / 2;
+  // The angle is an f32 product as in transformers (inv_freq @ position_ids in
+  // f32); cos/sin are then evaluated accurately and scaled.
+  for (int t = 0; t < n; ++t) {
+    float* c = cosSin + int64_t(t) * headDim;
+    for (int i = 0; i < half; ++i) {
+      const float angle = float(pos + t) * invFreq[i];
+      c[i] = float(std::cos(double(angle))) * attentionFactor;
+      c[half + i] = float(std::sin(double(angle))) * attentionFactor;
+    }
+  }
+  for (int t = 0; t < n; ++t) {
+    const float* c = cosSin + int64_t(t) * headDim;
+    for (int h = 0; h < heads; ++h) {
+      const int64_t base = (int64_t(t) * heads + h) * headDim;
+      for (int i = 0; i < half; ++i) {
+        const float x1 = x[base + i];
+        const float x2 = x[base + half + i];
+        y[base + i] = x1 * c[i] - x2 * c[half + i];
+        y[base + half + i] = x2 * c[i] + x1 * c[half + i];
+      }
+    }
+  }
+}
+
+void appendKv(const float* k, const float* v, int n, int pos, int kvWidth, uint16_t* kCache,
+              uint16_t* vCache) {
+  const int64_t start = int64_t(pos) * kvWidth;
+  for (int64_t i = 0; i < int64_t(n) * kvWidth; ++i) {
+    kCache[start + i] = floatToHalf(k[i]);
+    vCache[start + i] = floatToHalf(v[i]);
+  }
+}
+
+void attention(CpuThreadPool& pool, const float* q, int n, int pos, const uint16_t* kCache,
+               const uint16_t* vCache, const AttentionShape& shape, float* scratch,
+               int64_t scratchStride, float* out) {
+  const float* table = halfTable().data();
+  const int headDim = shape.headDim;
+  const int group = shape.heads / shape.kvHeads;
+  const int64_t qWidth = int64_t(shape.heads) * headDim;
+  const int64_t kvWidth = int64_t(shape.kvHeads) * headDim;
+  // One task per (token, head) pair.
+  pool.parallelFor(int64_t(n) * shape.heads, 1, [&](int64_t begin, int64_t end, int worker) {
+    float* scores = scratch + worker * scratchStride;
+    for (int64_t task = begin; task < end; ++task) {
+      const int t = int(task / shape.heads);
+      const int h = int(task % shape.heads);
+      const int p = pos + t;
+      const int first = shape.window > 0 ? std::max(0, p - shape.window + 1) : 0;
+      const float* qh = q + t * qWidth + int64_t(h) * headDim;
+      const int64_t kvOffset = int64_t(h / group) * headDim;
+      float maxScore = -INFINITY;
+      for (int j = first; j <= p; ++j) {
+        const float s = shape.scale * dotHalf(qh, kCache + j * kvWidth + kvOffset, table, headDim);
+        scores[j - first] = s;
+        maxScore = std::max(maxScore, s);
+      }
+      float sum = 0;
+      for (int j = first; j <= p; ++j) {
+        const float e = std::exp(scores[j - first] - maxScore);
+        scores[j - first] = e;
+        sum += e;
+      }
+      float* oh = out + t * qWidth + int64_t(h) * headDim;
+      std::fill(oh, oh + headDim, 0.0f);
+      for (int j = first; j <= p; ++j) {
+        const float weight = scores[j - first] / sum;
+        const uint16_t* vj = vCache + j * kvWidth + kvOffset;
+        for (int d = 0; d < headDim; ++d)
+          oh[d] += weight * table[vj[d]];
+      }
+    }
+  });
+}
+
+void swiGlu(const float* gate, const float* up, float* y, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float g = gate[i];
+    y[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void add(const float* a, const float* b, float* y, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = a[i] + b[i];
+}
+
+} // namespace cpu
+} // namespace ninfer

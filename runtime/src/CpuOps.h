@@ -1,0 +1,65 @@
+// The CPU reference kernels, one function per plan op, on f32 activations with
+// the exact semantics written in runtime/schema/plan.fbs. The CPU executor wires
+// them to plan buffers; the unit tests call them directly.
+#pragma once
+
+#include "CpuThreadPool.h"
+
+#include <cstdint>
+
+namespace ninfer {
+namespace cpu {
+
+// out[t, :] = table[tokens[t], :]; ids must already be checked against the vocab.
+void embedding(const int32_t* tokens, int n, const float* table, int dim, float* out);
+
+// y = x / sqrt(mean(x^2) + eps) * weight over consecutive groups of `dim` values
+// of every row (rows of `width` values). y may equal x.
+void rmsNorm(CpuThreadPool& pool, const float* x, const float* weight, float* y, int rows,
+             int64_t width, int dim, float eps);
+
+// y[t, o] = sum_i x[t, i] * w[o, i] (+ bias[o]); w is [out, in]. bias may be null.
+void linear(CpuThreadPool& pool, const float* x, int rows, const float* w, const float* bias,
+            int in, int out, float* y);
+
+// Dynamic NTK inverse frequencies for a step ending at seqLen, computed in f32
+// step by step as transformers' _compute_dynamic_ntk_parameters does.
+void dynamicNtkInvFreq(float theta, float factor, int originalMaxPositions, int headDim, int seqLen,
+                       float* invFreq);
+
+// Rotate-half RoPE on [n, heads, headDim] at positions pos..pos+n-1. cosSin is
+// scratch of n * headDim floats. y may equal x.
+void rope(const float* x, float* y, int n, int pos, int heads, int headDim, const float* invFreq,
+          float attentionFactor, float* cosSin);
+
+struct AttentionShape {
+  int heads;
+  int kvHeads;
+  int headDim;
+  int window; // 0: no sliding window
+  float scale;
+};
+
+// Writes n rows of k and v (f32 [n, kvHeads * headDim]) as f16 into the caches at
+// rows pos..pos+n-1.
+void appendKv(const float* k, const float* v, int n, int pos, int kvWidth, uint16_t* kCache,
+              uint16_t* vCache);
+
+// Causal (optionally sliding-window) GQA attention of q [n, heads * headDim] at
+// positions pos..pos+n-1 over the f16 caches. scratch: pool.size() blocks of
+// scratchStride >= pos + n floats, one per worker.
+void attention(CpuThreadPool& pool, const float* q, int n, int pos, const uint16_t* kCache,
+               const uint16_t* vCache, const AttentionShape& shape, float* scratch,
+               int64_t scratchStride, float* out);
+
+// y = silu(gate) * up, silu(x) = x / (1 + exp(-x)).
+void swiGlu(const float* gate, const float* up, float* y, int64_t count);
+
+// y = a + b.
+void add(const float* a, const float* b, float* y, int64_t count);
+
+// f16 -> f32 through a table (the attention inner loops read the cache a lot).
+float halfLookup(uint16_t h);
+
+} // namespace cpu
+} // namespace ninfer

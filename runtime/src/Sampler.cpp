@@ -1,0 +1,100 @@
+// Token sampling. Greedy is a plain argmax. Otherwise: top-k, softmax with
+// temperature, top-p nucleus, then one draw. The draw uses our own uniform from
+// raw mt19937_64 bits (whose sequence the standard fixes) rather than
+// std::*_distribution (whose algorithms differ between standard libraries), so
+// a seed gives the same tokens on every machine.
+#include "ninfer/Sampler.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ninfer {
+namespace {
+
+int32_t argmax(const float* logits, int vocab) {
+  int32_t best = 0;
+  float bestValue = -INFINITY;
+  bool found = false;
+  for (int i = 0; i < vocab; ++i) {
+    // Strict comparison keeps the lowest index on ties; NaN never wins.
+    if (!found ? !std::isnan(logits[i]) : logits[i] > bestValue) {
+      best = i;
+      bestValue = logits[i];
+      found = true;
+    }
+  }
+  return best;
+}
+
+// Higher logit first; equal logits by lower id, so the order is total.
+bool before(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+
+} // namespace
+
+Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
+
+int32_t Sampler::sample(const float* logits, int vocab) {
+  if (vocab <= 0)
+    return 0;
+  if (!(params_.temperature > 0.0f) || params_.topK == 1)
+    return argmax(logits, vocab);
+
+  scratch_.clear();
+  for (int i = 0; i < vocab; ++i)
+    if (!std::isnan(logits[i]))
+      scratch_.emplace_back(logits[i], i);
+  if (scratch_.empty())
+    return 0;
+  bool sorted = false; // descending, so the first entry is the max
+  if (params_.topK > 0 && size_t(params_.topK) < scratch_.size()) {
+    const size_t keep = size_t(params_.topK);
+    std::partial_sort(scratch_.begin(), scratch_.begin() + keep, scratch_.end(), before);
+    scratch_.resize(keep);
+    sorted = true;
+  } else if (params_.topP < 1.0f) {
+    std::sort(scratch_.begin(), scratch_.end(), before);
+    sorted = true;
+  }
+  float maxLogit = scratch_[0].first;
+  if (!sorted)
+    for (const auto& entry : scratch_)
+      maxLogit = std::max(maxLogit, entry.first);
+  if (!std::isfinite(maxLogit)) // all -inf, or +inf present: no distribution to draw from
+    return argmax(logits, vocab);
+
+  // Probabilities (unnormalized) replace the logits in place.
+  double total = 0;
+  for (auto& entry : scratch_) {
+    entry.first = float(std::exp(double(entry.first - maxLogit) / params_.temperature));
+    total += entry.first;
+  }
+  if (params_.topP < 1.0f) {
+    // The smallest prefix whose mass reaches top_p (always at least one token).
+    const double target = double(params_.topP) * total;
+    double cumulative = 0;
+    size_t cut = 0;
+    while (cut < scratch_.size()) {
+      cumulative += scratch_[cut].first;
+      ++cut;
+      if (cumulative >= target)
+        break;
+    }
+    scratch_.resize(cut);
+    total = cumulative;
+  }
+
+  // 53 random bits -> uniform double in [0, 1).
+  const double u = double(rng_() >> 11) * (1.0 / 9007199254740992.0);
+  const double threshold = u * total;
+  double cumulative = 0;
+  for (const auto& entry : scratch_) {
+    cumulative += entry.first;
+    if (threshold < cumulative)
+      return entry.second;
+  }
+  return scratch_.back().second;
+}
+
+} // namespace ninfer

@@ -1,0 +1,414 @@
+// The `ninfer` command line: generate text from a plan (CUDA or CPU executor),
+// and `ninfer inspect` to show what a plan holds. Arguments are parsed by hand;
+// every failure ends in one `ninfer: error: ...` line and a non-zero exit.
+#include "CliCommon.h"
+
+#include "ninfer/Executor.h"
+#include "ninfer/Format.h"
+#include "ninfer/Generator.h"
+#include "ninfer/Plan.h"
+#include "ninfer/Sampler.h"
+#include "ninfer/Tokenizer.h"
+#include "plan_generated.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#ifndef NINFER_VERSION
+#define NINFER_VERSION "0.1.0"
+#endif
+
+namespace {
+
+using namespace ninfer;
+using namespace ninfer::cli;
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+const char* const kHelp =
+    R"(ninfer: run a compiled .nplan model
+
+usage:
+  ninfer PLAN [prompt] [options]      generate text (or ids) from a prompt
+  ninfer inspect PLAN [--json]        describe what a plan holds
+  ninfer --help | --version
+
+prompt (one of):
+  -p TEXT               the prompt text ("-p -" reads it from stdin)
+  -f FILE               read the prompt text from FILE
+  --prompt-ids 1,2,3    the prompt as token ids (plans without a tokenizer need this)
+
+options:
+  -n N                  generate at most N tokens (default 128)
+  --temp T              sampling temperature (default 0 = greedy)
+  --top-k K             keep the K most likely tokens (default 0 = off)
+  --top-p P             keep the smallest set of tokens with probability >= P (default 1 = off)
+  --seed S              random seed for sampling (default 0)
+  --device D            cuda, cpu or auto (default auto: cuda when a usable GPU and a matching
+                        cubin or PTX exist, else cpu; the choice is reported on stderr)
+  --threads N           CPU executor threads (default: all hardware threads)
+  --print-ids           print the generated ids as one comma-separated line instead of text
+  --dump-logits FILE    write the vocab_size f32 little-endian logits of the last prompt
+                        position to FILE
+  --ignore-eos          keep generating past end-of-sequence tokens
+  --no-bos              do not add the beginning-of-sequence token to a text prompt
+
+Generation stops at an end-of-sequence token (not printed), after N tokens, or at the plan's
+context. A summary line (prompt tokens, generated tokens, prefill and decode tok/s, executor) goes
+to stderr.
+)";
+
+long long parseInteger(const std::string& option, const std::string& text, long long lo,
+                       long long hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < lo || value > hi)
+    usage(option + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+          "], got '" + text + "'");
+  return value;
+}
+
+unsigned long long parseUnsigned(const std::string& option, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || text[0] == '-' || *end != '\0' || errno == ERANGE)
+    usage(option + " expects a non-negative integer, got '" + text + "'");
+  return value;
+}
+
+float parseFloat(const std::string& option, const std::string& text, float lo, float hi) {
+  errno = 0;
+  char* end = nullptr;
+  const float value = std::strtof(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value) || value < lo ||
+      value > hi) {
+    std::ostringstream os;
+    os << option << " expects a number in [" << lo << ", " << hi << "], got '" << text << "'";
+    usage(os.str());
+  }
+  return value;
+}
+
+std::vector<int32_t> parseIds(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ','))
+    ids.push_back(int32_t(parseInteger("--prompt-ids", item, 0, INT32_MAX)));
+  if (ids.empty())
+    usage("--prompt-ids needs at least one id");
+  return ids;
+}
+
+std::string readStream(std::istream& in) {
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    failWith("cannot read prompt file " + path + ": " + std::strerror(errno));
+  return readStream(in);
+}
+
+// ---- generation ----
+
+struct GenerateOptions {
+  std::string planPath;
+  enum class PromptSource { None, Text, File, Ids } source = PromptSource::None;
+  std::string promptArg;
+  std::vector<int32_t> promptIds;
+  int maxNewTokens = 128;
+  SamplingParams sampling;
+  std::string device = "auto";
+  int threads = 0;
+  bool printIds = false;
+  std::string dumpLogits;
+  bool ignoreEos = false;
+  bool noBos = false;
+};
+
+// Splits "--opt=value" and fetches the value of options that take one.
+class ArgReader {
+public:
+  ArgReader(int argc, char** argv, int first) : args_(argv + first, argv + argc) {}
+  bool done() const { return index_ >= args_.size(); }
+  std::string next() {
+    std::string arg = args_[index_++];
+    pendingValue_.reset();
+    if (arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
+      const size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        pendingValue_ = arg.substr(eq + 1);
+        arg.resize(eq);
+      }
+    }
+    return arg;
+  }
+  std::string value(const std::string& option) {
+    if (pendingValue_) {
+      std::string v = *pendingValue_;
+      pendingValue_.reset();
+      return v;
+    }
+    if (done())
+      usage(option + " needs a value");
+    return args_[index_++];
+  }
+  void noValue(const std::string& option) {
+    if (pendingValue_)
+      usage(option + " takes no value");
+  }
+
+private:
+  std::vector<std::string> args_;
+  size_t index_ = 0;
+  std::optional<std::string> pendingValue_;
+};
+
+GenerateOptions parseGenerate(int argc, char** argv) {
+  GenerateOptions o;
+  ArgReader args(argc, argv, 1);
+  auto setPrompt = [&](GenerateOptions::PromptSource source, const std::string& value) {
+    if (o.source != GenerateOptions::PromptSource::None)
+      usage("give only one of -p, -f and --prompt-ids");
+    o.source = source;
+    o.promptArg = value;
+  };
+  while (!args.done()) {
+    const std::string arg = args.next();
+    if (arg == "-p" || arg == "--prompt") {
+      setPrompt(GenerateOptions::PromptSource::Text, args.value(arg));
+    } else if (arg == "-f" || arg == "--file") {
+      setPrompt(GenerateOptions::PromptSource::File, args.value(arg));
+    } else if (arg == "--prompt-ids") {
+      setPrompt(GenerateOptions::PromptSource::Ids, args.value(arg));
+      o.promptIds = parseIds(o.promptArg);
+    } else if (arg == "-n") {
+      o.maxNewTokens = int(parseInteger(arg, args.value(arg), 0, 1 << 30));
+    } else if (arg == "--temp") {
+      o.sampling.temperature = parseFloat(arg, args.value(arg), 0.0f, 1000.0f);
+    } else if (arg == "--top-k") {
+      o.sampling.topK = int(parseInteger(arg, args.value(arg), 0, INT32_MAX));
+    } else if (arg == "--top-p") {
+      o.sampling.topP = parseFloat(arg, args.value(arg), 0.0f, 1.0f);
+    } else if (arg == "--seed") {
+      o.sampling.seed = parseUnsigned(arg, args.value(arg));
+    } else if (arg == "--device") {
+      o.device = args.value(arg);
+      if (o.device != "cuda" && o.device != "cpu" && o.device != "auto")
+        usage("--device expects cuda, cpu or auto, got '" + o.device + "'");
+    } else if (arg == "--threads") {
+      o.threads = int(parseInteger(arg, args.value(arg), 1, 4096));
+    } else if (arg == "--print-ids") {
+      args.noValue(arg);
+      o.printIds = true;
+    } else if (arg == "--dump-logits") {
+      o.dumpLogits = args.value(arg);
+    } else if (arg == "--ignore-eos") {
+      args.noValue(arg);
+      o.ignoreEos = true;
+    } else if (arg == "--no-bos") {
+      args.noValue(arg);
+      o.noBos = true;
+    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
+      usage("unknown option '" + arg + "' (see ninfer --help)");
+    } else if (o.planPath.empty()) {
+      o.planPath = arg;
+    } else {
+      usage("unexpected argument '" + arg + "' (one plan per run)");
+    }
+  }
+  if (o.planPath.empty())
+    usage("no plan given (see ninfer --help)");
+  if (o.source == GenerateOptions::PromptSource::None)
+    usage("no prompt: give -p TEXT, -f FILE or --prompt-ids IDS");
+  return o;
+}
+
+bool planHasGpuCode(const plan::Plan& p) {
+  const plan::KernelModule* k = p.kernels();
+  return k && k->functions() && k->functions()->size() > 0 &&
+         ((k->cubins() && k->cubins()->size() > 0) || (k->ptx() && k->ptx()->size() > 0));
+}
+
+std::unique_ptr<Executor> makeExecutor(const PlanFile& file, const GenerateOptions& o) {
+  if (o.device == "cpu")
+    return take(createCpuExecutor(file, o.threads));
+  if (o.device == "cuda")
+    return take(createCudaExecutor(file, 0));
+  if (!planHasGpuCode(file.plan())) {
+    std::fprintf(stderr, "ninfer: device: cpu (the plan carries no GPU kernels)\n");
+    return take(createCpuExecutor(file, o.threads));
+  }
+  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(file, 0);
+  if (cuda.isOk()) {
+    std::fprintf(stderr, "ninfer: device: cuda\n");
+    return std::move(cuda.value());
+  }
+  std::fprintf(stderr, "ninfer: device: cpu (cuda unavailable: %s)\n",
+               cuda.status().message().c_str());
+  return take(createCpuExecutor(file, o.threads));
+}
+
+// Writes to a temporary name and renames, so no half-written file is left.
+void writeLogits(const std::string& path, const std::vector<float>& logits) {
+  const std::string temp = path + ".tmp";
+  FILE* out = std::fopen(temp.c_str(), "wb");
+  if (!out)
+    failWith("cannot write " + temp + ": " + std::strerror(errno));
+  std::vector<unsigned char> bytes(logits.size() * 4);
+  for (size_t i = 0; i < logits.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &logits[i], 4);
+    for (int b = 0; b < 4; ++b)
+      bytes[4 * i + b] = static_cast<unsigned char>(bits >> (8 * b));
+  }
+  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), out) == bytes.size();
+  const bool closed = std::fclose(out) == 0;
+  if (!written || !closed || std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    failWith("cannot write " + path + ": " + std::strerror(errno));
+  }
+}
+
+std::string joinIds(const std::vector<int32_t>& ids) {
+  std::string text;
+  for (size_t i = 0; i < ids.size(); ++i)
+    text += (i ? "," : "") + std::to_string(ids[i]);
+  return text;
+}
+
+int runGenerate(int argc, char** argv) {
+  const GenerateOptions o = parseGenerate(argc, argv);
+  std::unique_ptr<PlanFile> file = take(PlanFile::open(o.planPath));
+  const plan::Plan& p = file->plan();
+  const plan::Tokenizer* table = p.tokenizer();
+  const bool hasTokenizer = table && table->kind() != plan::TokenizerKind::None;
+
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (hasTokenizer)
+    tokenizer = take(Tokenizer::fromPlan(table));
+  std::vector<int32_t> prompt;
+  if (o.source == GenerateOptions::PromptSource::Ids) {
+    prompt = o.promptIds;
+  } else {
+    if (!tokenizer)
+      failWith("this plan has no tokenizer: use --prompt-ids");
+    const std::string text = o.source == GenerateOptions::PromptSource::File ? readFile(o.promptArg)
+                             : o.promptArg == "-"                            ? readStream(std::cin)
+                                                                             : o.promptArg;
+    prompt = take(tokenizer->encode(text, !o.noBos));
+  }
+  const int vocab = p.model()->vocab_size();
+  for (int32_t id : prompt)
+    if (id >= vocab)
+      failWith("prompt id " + std::to_string(id) + " is outside the vocabulary (" +
+               std::to_string(vocab) + ")");
+
+  std::unique_ptr<Executor> executor = makeExecutor(*file, o);
+  GenerationConfig config = GenerationConfig::fromPlan(*file);
+  config.maxNewTokens = o.maxNewTokens;
+  config.ignoreEos = o.ignoreEos;
+  Generator generator(*executor, config);
+  Sampler sampler(o.sampling);
+
+  const bool streamText = tokenizer && !o.printIds;
+  std::unique_ptr<StreamDecoder> decoder;
+  if (streamText)
+    decoder = std::make_unique<StreamDecoder>(*tokenizer);
+  std::vector<int32_t> generated;
+  auto onToken = [&](int32_t id) {
+    generated.push_back(id);
+    if (decoder) {
+      const std::string piece = decoder->push(id);
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  };
+  GenerationStats stats = take(generator.generate(prompt, sampler, onToken));
+  if (decoder) {
+    const std::string rest = decoder->finish();
+    std::fwrite(rest.data(), 1, rest.size(), stdout);
+    if (isatty(STDOUT_FILENO))
+      std::fputc('\n', stdout);
+  } else {
+    std::printf("%s\n", joinIds(generated).c_str());
+  }
+  std::fflush(stdout);
+  if (!o.dumpLogits.empty())
+    writeLogits(o.dumpLogits, generator.promptLogits());
+
+  auto rate = [](int tokens, double ms) { return ms > 0 ? tokens * 1000.0 / ms : 0.0; };
+  std::fprintf(stderr,
+               "ninfer: prompt %d tokens, generated %d tokens, prefill %.1f tok/s, decode %.1f "
+               "tok/s, executor %s\n",
+               stats.promptTokens, stats.generatedTokens, rate(stats.promptTokens, stats.prefillMs),
+               rate(stats.decodeSteps, stats.decodeMs), executor->name().c_str());
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    // The values of these options are prompts and paths, never flags.
+    if (arg == "-p" || arg == "-f" || arg == "--prompt" || arg == "--file" ||
+        arg == "--prompt-ids" || arg == "--dump-logits") {
+      ++i;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    }
+    if (arg == "--version") {
+      std::printf("ninfer %s (plan format version %u)\n", NINFER_VERSION, kFormatVersion);
+      return 0;
+    }
+  }
+  if (argc < 2)
+    usage("no plan given (see ninfer --help)");
+  if (std::string(argv[1]) == "inspect")
+    return runInspect(argc, argv);
+  return runGenerate(argc, argv);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "ninfer: error: %s\n", e.message.c_str());
+    return kExitUsage;
+  } catch (const Failure& e) {
+    std::fprintf(stderr, "ninfer: error: %s\n", e.message.c_str());
+    return kExitError;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "ninfer: error: out of memory\n");
+    return kExitError;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ninfer: error: %s\n", e.what());
+    return kExitError;
+  } catch (...) {
+    std::fprintf(stderr, "ninfer: error: unexpected failure\n");
+    return kExitError;
+  }
+}

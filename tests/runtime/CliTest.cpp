@@ -1,0 +1,206 @@
+// The ninfer CLI end to end on small plans: exit codes, one-line errors, ids
+// output equal to the library's generation, --dump-logits and inspect.
+#include "TestModel.h"
+
+#include "ninfer/Executor.h"
+#include "ninfer/Generator.h"
+#include "ninfer/Plan.h"
+
+#include <cstdio>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace ninfer {
+namespace test {
+namespace {
+
+struct CliResult {
+  int exitCode = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+CliResult runCli(const std::string& args, const std::string& stdinPath = "/dev/null") {
+  const std::string out = tempPath("cli.out"), err = tempPath("cli.err");
+  const std::string command =
+      std::string(NINFER_CLI_PATH) + " " + args + " >" + out + " 2>" + err + " <" + stdinPath;
+  const int status = std::system(command.c_str());
+  CliResult r;
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = readAll(out);
+  r.err = readAll(err);
+  return r;
+}
+
+void expectOneErrorLine(const CliResult& r, int exitCode, const std::string& fragment) {
+  EXPECT_EQ(r.exitCode, exitCode) << r.err;
+  EXPECT_EQ(r.err.rfind("ninfer: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+}
+
+TEST(Cli, HelpAndVersion) {
+  CliResult help = runCli("--help");
+  EXPECT_EQ(help.exitCode, 0);
+  for (const char* option :
+       {"-p TEXT", "-f FILE", "--prompt-ids", "--temp", "--top-k", "--top-p", "--seed", "--device",
+        "--threads", "--print-ids", "--dump-logits", "--ignore-eos", "--no-bos", "inspect"})
+    EXPECT_NE(help.out.find(option), std::string::npos) << option;
+  CliResult version = runCli("--version");
+  EXPECT_EQ(version.exitCode, 0);
+  EXPECT_EQ(version.out.rfind("ninfer ", 0), 0u);
+}
+
+TEST(Cli, UsageErrorsExitWithTwo) {
+  expectOneErrorLine(runCli(""), 2, "no plan given");
+  expectOneErrorLine(runCli("plan.nplan --frobnicate"), 2, "unknown option '--frobnicate'");
+  expectOneErrorLine(runCli("plan.nplan -p hi -n"), 2, "-n needs a value");
+  expectOneErrorLine(runCli("plan.nplan -p hi -n x"), 2, "-n expects an integer");
+  expectOneErrorLine(runCli("plan.nplan -p hi --top-p 2"), 2, "--top-p expects a number");
+  expectOneErrorLine(runCli("plan.nplan -p hi --device tpu"), 2, "--device expects");
+  expectOneErrorLine(runCli("plan.nplan -p hi --prompt-ids 1"), 2, "only one of");
+  expectOneErrorLine(runCli("plan.nplan"), 2, "no prompt");
+  expectOneErrorLine(runCli("plan.nplan --prompt-ids 1,x"), 2, "--prompt-ids expects");
+  expectOneErrorLine(runCli("inspect"), 2, "inspect needs a plan");
+}
+
+TEST(Cli, FailuresExitWithOne) {
+  expectOneErrorLine(runCli(tempPath("missing.nplan") + " -p hi"), 1, "cannot open");
+  const std::string garbage = tempPath("garbage.nplan");
+  writeFile(garbage, std::vector<uint8_t>(5000, 0x41));
+  expectOneErrorLine(runCli(garbage + " --prompt-ids 1"), 1, "not a ninfer plan");
+  expectOneErrorLine(runCli("inspect " + garbage), 1, "not a ninfer plan");
+
+  TinyModel model = buildTinyModel(TinyModelSpec());
+  const std::string path = model.maker.write("cli_errors.nplan");
+  expectOneErrorLine(runCli(path + " -p hello --device cpu"), 1,
+                     "this plan has no tokenizer: use --prompt-ids");
+  expectOneErrorLine(runCli(path + " --prompt-ids 1,99 --device cpu"), 1,
+                     "prompt id 99 is outside the vocabulary (37)");
+  std::string longPrompt = "0";
+  for (int i = 1; i < 41; ++i)
+    longPrompt += ",1";
+  expectOneErrorLine(runCli(path + " --prompt-ids " + longPrompt + " --device cpu"), 1,
+                     "prompt has 41 tokens but the plan's context is 40");
+}
+
+TEST(Cli, PrintIdsMatchesTheLibraryAndDumpsLogits) {
+  TinyModel model = buildTinyModel(TinyModelSpec());
+  const std::string path = model.maker.write("cli_gen.nplan");
+  const std::string logitsPath = tempPath("cli_logits.bin");
+  std::remove(logitsPath.c_str());
+  CliResult r = runCli(path +
+                       " --prompt-ids 3,1,4,1,5,9,2,6,5,3 -n 7 --ignore-eos --device cpu "
+                       "--threads 2 --print-ids --dump-logits " +
+                       logitsPath);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+
+  auto file = PlanFile::open(path);
+  ASSERT_TRUE(file.isOk());
+  auto executor = createCpuExecutor(*file.value(), 1);
+  ASSERT_TRUE(executor.isOk());
+  GenerationConfig config = GenerationConfig::fromPlan(*file.value());
+  config.maxNewTokens = 7;
+  config.ignoreEos = true;
+  Generator generator(*executor.value(), config);
+  Sampler greedy(SamplingParams{});
+  std::string expected;
+  auto stats = generator.generate({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, greedy, [&](int32_t id) {
+    expected += (expected.empty() ? "" : ",") + std::to_string(id);
+    return true;
+  });
+  ASSERT_TRUE(stats.isOk());
+  EXPECT_EQ(r.out, expected + "\n");
+  EXPECT_NE(r.err.find("prompt 10 tokens, generated 7 tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("executor cpu (2 threads)"), std::string::npos) << r.err;
+
+  const std::string bytes = readAll(logitsPath);
+  ASSERT_EQ(bytes.size(), 4u * model.spec.vocab);
+  std::vector<float> logits(model.spec.vocab);
+  std::memcpy(logits.data(), bytes.data(), bytes.size()); // the test machine is little-endian
+  EXPECT_EQ(logits, generator.promptLogits());
+}
+
+// A byte-level tokenizer whose tokens are single characters: the text printed
+// must be the characters of the ids --print-ids reports, for -p, -f and -p -.
+TEST(Cli, TextModeStreamsDecodedText) {
+  TinyModel model = buildTinyModel(TinyModelSpec());
+  plan::TokenizerT& tok = *model.maker.plan.tokenizer;
+  tok.kind = plan::TokenizerKind::ByteLevelBpe;
+  std::string alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  for (char c : alphabet)
+    tok.tokens.push_back(std::string(1, c));
+  tok.tokens.push_back("\xC4\xA0"); // U+0120, GPT-2's byte-level spelling of a space
+  alphabet += ' ';
+  const std::string path = model.maker.write("cli_text.nplan");
+
+  CliResult ids = runCli(path + " -p abc -n 6 --ignore-eos --device cpu --print-ids");
+  ASSERT_EQ(ids.exitCode, 0) << ids.err;
+  std::string expectedText;
+  std::stringstream stream(ids.out);
+  std::string item;
+  while (std::getline(stream, item, ','))
+    expectedText += alphabet[std::stoi(item)];
+  ASSERT_EQ(expectedText.size(), 6u);
+
+  CliResult text = runCli(path + " -p abc -n 6 --ignore-eos --device cpu");
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  EXPECT_EQ(text.out, expectedText); // no newline added when stdout is not a terminal
+  EXPECT_NE(text.err.find("prompt 3 tokens, generated 6 tokens"), std::string::npos) << text.err;
+
+  const std::string promptFile = tempPath("prompt.txt");
+  writeFile(promptFile, {'a', 'b', 'c'});
+  EXPECT_EQ(runCli(path + " -f " + promptFile + " -n 6 --ignore-eos --device cpu").out,
+            expectedText);
+  EXPECT_EQ(runCli(path + " -p - -n 6 --ignore-eos --device cpu", promptFile).out, expectedText);
+  expectOneErrorLine(runCli(path + " -f " + tempPath("nope.txt") + " --device cpu"), 1,
+                     "cannot read prompt file");
+}
+
+TEST(Cli, AutoDeviceFallsBackToCpuAndSays) {
+  TinyModel model = buildTinyModel(TinyModelSpec());
+  const std::string path = model.maker.write("cli_auto.nplan");
+  CliResult r = runCli(path + " --prompt-ids 1,2 -n 2 --print-ids");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("ninfer: device: cpu"), std::string::npos) << r.err;
+}
+
+TEST(Cli, InspectTextAndJson) {
+  TinyModel model = buildTinyModel(TinyModelSpec());
+  model.maker.plan.model->source = "weird \"path\"\\\n";
+  const std::string path = model.maker.write("cli_inspect.nplan");
+  CliResult text = runCli("inspect " + path);
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  for (const char* fragment :
+       {"format version:  1", "context:         40", "max_step_tokens: 8", "layers.1.attention",
+        "Attention", "dummy weights:   no", "KvCache 4", "Weight"})
+    EXPECT_NE(text.out.find(fragment), std::string::npos) << fragment << "\n" << text.out;
+  CliResult json = runCli("inspect " + path + " --json");
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  EXPECT_NE(json.out.find("\"source\": \"weird \\\"path\\\"\\\\\\n\""), std::string::npos)
+      << json.out;
+  EXPECT_NE(json.out.find("\"context\": 40"), std::string::npos);
+  EXPECT_NE(json.out.find("\"kind\": \"Linear\""), std::string::npos);
+  // Parsed by Python's json module when available (an independent parser).
+  const std::string jsonPath = tempPath("inspect.json");
+  writeFile(jsonPath, std::vector<uint8_t>(json.out.begin(), json.out.end()));
+  const std::string check = "python3 -c \"import json,sys; d=json.load(open('" + jsonPath +
+                            "')); sys.exit(0 if d['context']==40 and len(d['ops'])>10 else 3)\"";
+  const int status = std::system(check.c_str());
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 127) {
+    EXPECT_EQ(WEXITSTATUS(status), 0) << json.out;
+  }
+}
+
+} // namespace
+} // namespace test
+} // namespace ninfer

@@ -1,0 +1,251 @@
+// The CPU reference kernels against naive double-precision implementations
+// written here from the op definitions in plan.fbs.
+#include "CpuOps.h"
+#include "Half.h"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <random>
+#include <vector>
+
+namespace ninfer {
+namespace {
+
+std::vector<float> randomValues(size_t count, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::vector<float> v(count);
+  for (float& x : v)
+    x = lo + (hi - lo) * float(rng() >> 8) / 16777216.0f;
+  return v;
+}
+
+void expectClose(const std::vector<float>& actual, const std::vector<double>& expected,
+                 double tolerance, const char* what) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i)
+    ASSERT_NEAR(actual[i], expected[i], tolerance * std::max(1.0, std::fabs(expected[i])))
+        << what << " element " << i;
+}
+
+TEST(CpuOps, EmbeddingCopiesRows) {
+  const std::vector<float> table = randomValues(5 * 3, 1);
+  const int32_t tokens[3] = {4, 0, 4};
+  std::vector<float> out(9);
+  cpu::embedding(tokens, 3, table.data(), 3, out.data());
+  for (int t = 0; t < 3; ++t)
+    for (int d = 0; d < 3; ++d)
+      EXPECT_EQ(out[t * 3 + d], table[tokens[t] * 3 + d]);
+}
+
+TEST(CpuOps, RmsNormOverGroups) {
+  CpuThreadPool pool(3);
+  const int rows = 5, width = 12, dim = 4;
+  const float eps = 1e-6f;
+  std::vector<float> x = randomValues(rows * width, 2, -3.0f, 3.0f);
+  const std::vector<float> w = randomValues(dim, 3, 0.5f, 1.5f);
+  std::vector<double> expected(x.size());
+  for (int g = 0; g < rows * width / dim; ++g) {
+    double ss = 0;
+    for (int i = 0; i < dim; ++i)
+      ss += double(x[g * dim + i]) * x[g * dim + i];
+    for (int i = 0; i < dim; ++i)
+      expected[g * dim + i] = x[g * dim + i] / std::sqrt(ss / dim + eps) * w[i];
+  }
+  std::vector<float> y(x.size());
+  cpu::rmsNorm(pool, x.data(), w.data(), y.data(), rows, width, dim, eps);
+  expectClose(y, expected, 1e-6, "rmsnorm");
+  // In place gives the same values.
+  cpu::rmsNorm(pool, x.data(), w.data(), x.data(), rows, width, dim, eps);
+  EXPECT_EQ(x, y);
+}
+
+TEST(CpuOps, LinearWithBiasMatchesDoubleAndIgnoresThreadCount) {
+  const int rows = 3, in = 37, out = 29;
+  const std::vector<float> x = randomValues(rows * in, 4);
+  const std::vector<float> w = randomValues(out * in, 5);
+  const std::vector<float> b = randomValues(out, 6);
+  std::vector<double> expected(rows * out);
+  for (int t = 0; t < rows; ++t)
+    for (int o = 0; o < out; ++o) {
+      double s = b[o];
+      for (int i = 0; i < in; ++i)
+        s += double(x[t * in + i]) * w[o * in + i];
+      expected[t * out + o] = s;
+    }
+  std::vector<float> y1(rows * out), y4(rows * out);
+  CpuThreadPool one(1), four(4);
+  cpu::linear(one, x.data(), rows, w.data(), b.data(), in, out, y1.data());
+  cpu::linear(four, x.data(), rows, w.data(), b.data(), in, out, y4.data());
+  expectClose(y1, expected, 1e-5, "linear");
+  EXPECT_EQ(y1, y4);
+  // Without bias.
+  cpu::linear(one, x.data(), rows, w.data(), nullptr, in, out, y1.data());
+  for (int t = 0; t < rows; ++t)
+    for (int o = 0; o < out; ++o)
+      expected[t * out + o] -= b[o];
+  expectClose(y1, expected, 1e-5, "linear without bias");
+}
+
+TEST(CpuOps, RopeAtLaterPositions) {
+  const int n = 3, heads = 2, headDim = 8, pos = 29;
+  const float attentionFactor = 1.25f;
+  std::vector<float> invFreq(headDim / 2);
+  for (int i = 0; i < headDim / 2; ++i)
+    invFreq[i] = float(1.0 / std::pow(10000.0, 2.0 * i / headDim));
+  const std::vector<float> x = randomValues(n * heads * headDim, 7);
+  std::vector<double> expected(x.size());
+  for (int t = 0; t < n; ++t)
+    for (int h = 0; h < heads; ++h)
+      for (int i = 0; i < headDim / 2; ++i) {
+        const double angle = double(pos + t) * invFreq[i];
+        const double c = std::cos(angle) * attentionFactor, s = std::sin(angle) * attentionFactor;
+        const size_t base = size_t(t * heads + h) * headDim;
+        const double x1 = x[base + i], x2 = x[base + headDim / 2 + i];
+        expected[base + i] = x1 * c - x2 * s;
+        expected[base + headDim / 2 + i] = x2 * c + x1 * s;
+      }
+  std::vector<float> y(x.size()), cosSin(n * headDim);
+  cpu::rope(x.data(), y.data(), n, pos, heads, headDim, invFreq.data(), attentionFactor,
+            cosSin.data());
+  expectClose(y, expected, 1e-5, "rope");
+  std::vector<float> inPlace = x;
+  cpu::rope(inPlace.data(), inPlace.data(), n, pos, heads, headDim, invFreq.data(), attentionFactor,
+            cosSin.data());
+  EXPECT_EQ(inPlace, y);
+}
+
+struct NtkCase {
+  float theta, factor;
+  int originalMax, headDim, seqLen;
+  std::vector<float> expected;
+};
+
+// Values printed by tests/runtime/make_dynamic_ntk_golden.py from transformers.
+TEST(CpuOps, DynamicNtkMatchesTransformers) {
+  const std::vector<NtkCase> cases = {
+      // clang-format off
+{10000.0f, 2.0f, 16, 8, 17, {1.000000000e+00f, 9.614997357e-02f, 9.244817309e-03f, 8.888888988e-04f}},
+{10000.0f, 2.0f, 16, 8, 40, {1.000000000e+00f, 6.299605221e-02f, 3.968502861e-03f, 2.500000119e-04f}},
+{500000.0f, 4.0f, 64, 16, 1000, {1.000000000e+00f, 1.081748605e-01f, 1.170179993e-02f, 1.265840488e-03f, 1.369321108e-04f, 1.481261188e-05f, 1.602352086e-06f, 1.733342145e-07f}},
+      // clang-format on
+  };
+  for (const NtkCase& c : cases) {
+    std::vector<float> inv(c.headDim / 2);
+    cpu::dynamicNtkInvFreq(c.theta, c.factor, c.originalMax, c.headDim, c.seqLen, inv.data());
+    for (size_t i = 0; i < inv.size(); ++i)
+      EXPECT_NEAR(inv[i], c.expected[i], 2e-7 * c.expected[i])
+          << "seq_len " << c.seqLen << " i " << i;
+  }
+  // Up to the original length the base is theta itself.
+  std::vector<float> inv(4);
+  cpu::dynamicNtkInvFreq(10000.0f, 2.0f, 16, 8, 16, inv.data());
+  for (int i = 0; i < 4; ++i)
+    EXPECT_NEAR(inv[i], 1.0 / std::pow(10000.0, 2.0 * i / 8), 1e-7);
+}
+
+// Naive attention over f16-rounded k/v for every query of a sequence.
+std::vector<double> referenceAttention(const std::vector<float>& q, const std::vector<float>& k,
+                                       const std::vector<float>& v, int length,
+                                       const cpu::AttentionShape& s) {
+  const int qWidth = s.heads * s.headDim, kvWidth = s.kvHeads * s.headDim;
+  std::vector<double> out(size_t(length) * qWidth, 0.0);
+  auto f16 = [](float x) { return double(float(static_cast<_Float16>(x))); };
+  for (int p = 0; p < length; ++p)
+    for (int h = 0; h < s.heads; ++h) {
+      const int kvh = h / (s.heads / s.kvHeads);
+      std::vector<double> scores;
+      std::vector<int> keys;
+      for (int j = 0; j <= p; ++j) {
+        if (s.window > 0 && !(p - j < s.window))
+          continue;
+        double dot = 0;
+        for (int d = 0; d < s.headDim; ++d)
+          dot +=
+              double(q[p * qWidth + h * s.headDim + d]) * f16(k[j * kvWidth + kvh * s.headDim + d]);
+        scores.push_back(s.scale * dot);
+        keys.push_back(j);
+      }
+      double mx = -INFINITY, sum = 0;
+      for (double x : scores)
+        mx = std::max(mx, x);
+      for (double& x : scores)
+        sum += (x = std::exp(x - mx));
+      for (size_t i = 0; i < keys.size(); ++i)
+        for (int d = 0; d < s.headDim; ++d)
+          out[p * qWidth + h * s.headDim + d] +=
+              scores[i] / sum * f16(v[keys[i] * kvWidth + kvh * s.headDim + d]);
+    }
+  return out;
+}
+
+class AttentionTest : public ::testing::TestWithParam<std::tuple<int, int, int>> {};
+
+TEST_P(AttentionTest, MatchesReferenceAndStepsEqualOneShot) {
+  const auto [heads, kvHeads, window] = GetParam();
+  const int headDim = 8, length = 13, context = 16;
+  const cpu::AttentionShape shape{heads, kvHeads, headDim, window, 1.0f / std::sqrt(8.0f)};
+  const int qWidth = heads * headDim, kvWidth = kvHeads * headDim;
+  const std::vector<float> q = randomValues(size_t(length) * qWidth, 11, -2.0f, 2.0f);
+  const std::vector<float> k = randomValues(size_t(length) * kvWidth, 12, -2.0f, 2.0f);
+  const std::vector<float> v = randomValues(size_t(length) * kvWidth, 13);
+  const std::vector<double> expected = referenceAttention(q, k, v, length, shape);
+
+  CpuThreadPool pool(3);
+  std::vector<float> scratch(size_t(pool.size()) * context);
+  // One shot: all rows in one step.
+  std::vector<uint16_t> kCache(context * kvWidth), vCache(context * kvWidth);
+  std::vector<float> oneShot(size_t(length) * qWidth);
+  cpu::appendKv(k.data(), v.data(), length, 0, kvWidth, kCache.data(), vCache.data());
+  cpu::attention(pool, q.data(), length, 0, kCache.data(), vCache.data(), shape, scratch.data(),
+                 context, oneShot.data());
+  expectClose(oneShot, expected, 2e-5, "attention");
+
+  // A 5-token prefill, then one token per step.
+  std::vector<uint16_t> kSteps(context * kvWidth), vSteps(context * kvWidth);
+  std::vector<float> stepped(size_t(length) * qWidth);
+  int pos = 0;
+  while (pos < length) {
+    const int n = pos == 0 ? 5 : 1;
+    cpu::appendKv(k.data() + pos * kvWidth, v.data() + pos * kvWidth, n, pos, kvWidth,
+                  kSteps.data(), vSteps.data());
+    cpu::attention(pool, q.data() + pos * qWidth, n, pos, kSteps.data(), vSteps.data(), shape,
+                   scratch.data(), context, stepped.data() + pos * qWidth);
+    pos += n;
+  }
+  EXPECT_EQ(stepped, oneShot);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
+                         ::testing::Values(std::make_tuple(4, 4, 0), // multi-head
+                                           std::make_tuple(4, 2, 0), // GQA
+                                           std::make_tuple(6, 1, 0), // MQA
+                                           std::make_tuple(4, 2, 3), // GQA + sliding window
+                                           std::make_tuple(2, 2, 1)));
+
+TEST(CpuOps, AttentionCacheHoldsRoundedHalves) {
+  const float k[2] = {0.1f, 70000.0f}, v[2] = {-1.0f / 3.0f, 1e-8f};
+  uint16_t kCache[4] = {}, vCache[4] = {};
+  cpu::appendKv(k, v, 1, 1, 2, kCache, vCache);
+  EXPECT_EQ(kCache[0], 0);
+  EXPECT_EQ(halfToFloat(kCache[2]), float(static_cast<_Float16>(0.1f)));
+  EXPECT_TRUE(std::isinf(halfToFloat(kCache[3])));
+  EXPECT_EQ(halfToFloat(vCache[2]), float(static_cast<_Float16>(-1.0f / 3.0f)));
+  EXPECT_EQ(halfToFloat(vCache[3]), 0.0f);
+}
+
+TEST(CpuOps, SwiGluAndAdd) {
+  const std::vector<float> g = randomValues(50, 21, -8.0f, 8.0f);
+  const std::vector<float> u = randomValues(50, 22);
+  std::vector<float> y(50);
+  cpu::swiGlu(g.data(), u.data(), y.data(), 50);
+  std::vector<double> expected(50);
+  for (int i = 0; i < 50; ++i)
+    expected[i] = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * u[i];
+  expectClose(y, expected, 1e-6, "swiglu");
+  cpu::add(g.data(), u.data(), y.data(), 50);
+  for (int i = 0; i < 50; ++i)
+    EXPECT_EQ(y[i], g[i] + u[i]);
+}
+
+} // namespace
+} // namespace ninfer

@@ -1,0 +1,171 @@
+// The generation loop with a scripted executor: chunked prefill, decode steps,
+// stopping at EOS / -n / the context, and the prompt-length error.
+#include "TestModel.h"
+
+#include "ninfer/Generator.h"
+#include "ninfer/Plan.h"
+
+#include <algorithm>
+#include <gtest/gtest.h>
+
+namespace ninfer {
+namespace {
+
+// Predicts token (last id + 1) % vocab at every step, so greedy decoding of a
+// prompt ending in t yields t+1, t+2, ... Records every forward call.
+class CountingExecutor : public Executor {
+public:
+  explicit CountingExecutor(int vocab) : vocab_(vocab) {}
+  Status forward(const int32_t* tokens, int n, int pos, float* logits) override {
+    calls.push_back({n, pos});
+    std::fill(logits, logits + vocab_, 0.0f);
+    logits[(tokens[n - 1] + 1) % vocab_] = 1.0f;
+    logits[0] = 0.5f + 0.001f * float(pos); // marks which step produced these logits
+    return Status::ok();
+  }
+  std::string name() const override { return "counting"; }
+  std::vector<std::pair<int, int>> calls;
+
+private:
+  int vocab_;
+};
+
+GenerationConfig config(int context, int maxStep, int vocab, int maxNew) {
+  GenerationConfig c;
+  c.context = context;
+  c.maxStepTokens = maxStep;
+  c.vocabSize = vocab;
+  c.maxNewTokens = maxNew;
+  return c;
+}
+
+std::vector<int32_t> collect(Generator& generator, const std::vector<int32_t>& prompt,
+                             GenerationStats* stats = nullptr) {
+  Sampler greedy(SamplingParams{});
+  std::vector<int32_t> out;
+  auto result = generator.generate(prompt, greedy, [&](int32_t id) {
+    out.push_back(id);
+    return true;
+  });
+  EXPECT_TRUE(result.isOk()) << result.status().message();
+  if (stats && result.isOk())
+    *stats = result.value();
+  return out;
+}
+
+TEST(Generator, PrefillsInChunksThenDecodesOneTokenPerStep) {
+  CountingExecutor executor(100);
+  Generator generator(executor, config(64, 4, 100, 5));
+  GenerationStats stats;
+  const std::vector<int32_t> out = collect(generator, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, &stats);
+  EXPECT_EQ(out, (std::vector<int32_t>{11, 12, 13, 14, 15}));
+  // Prefill 4 + 4 + 2, then one step per generated token except the last.
+  const std::vector<std::pair<int, int>> expected = {{4, 0},  {4, 4},  {2, 8}, {1, 10},
+                                                     {1, 11}, {1, 12}, {1, 13}};
+  EXPECT_EQ(executor.calls, expected);
+  EXPECT_EQ(stats.promptTokens, 10);
+  EXPECT_EQ(stats.generatedTokens, 5);
+  EXPECT_EQ(stats.decodeSteps, 4);
+  EXPECT_FALSE(stats.stoppedAtEos);
+  // The prompt logits are those of the last prefill chunk (pos 8).
+  ASSERT_EQ(generator.promptLogits().size(), 100u);
+  EXPECT_FLOAT_EQ(generator.promptLogits()[0], 0.508f);
+  EXPECT_FLOAT_EQ(generator.promptLogits()[11], 1.0f);
+}
+
+TEST(Generator, StopsAtEosWithoutEmittingIt) {
+  CountingExecutor executor(100);
+  GenerationConfig c = config(64, 8, 100, 50);
+  c.eosIds = {99, 7};
+  Generator generator(executor, c);
+  GenerationStats stats;
+  EXPECT_EQ(collect(generator, {3}, &stats), (std::vector<int32_t>{4, 5, 6}));
+  EXPECT_TRUE(stats.stoppedAtEos);
+  // --ignore-eos goes on.
+  c.ignoreEos = true;
+  Generator ignoring(executor, c);
+  EXPECT_EQ(collect(ignoring, {3}).size(), 50u);
+}
+
+TEST(Generator, StopsAtMaxNewTokensAndZeroMeansPrefillOnly) {
+  CountingExecutor executor(100);
+  Generator three(executor, config(64, 8, 100, 3));
+  EXPECT_EQ(collect(three, {20, 21}), (std::vector<int32_t>{22, 23, 24}));
+  executor.calls.clear();
+  Generator none(executor, config(64, 8, 100, 0));
+  EXPECT_TRUE(collect(none, {20, 21}).empty());
+  EXPECT_EQ(executor.calls.size(), 1u);
+  EXPECT_FLOAT_EQ(none.promptLogits()[22], 1.0f);
+}
+
+TEST(Generator, StopsAtTheContext) {
+  CountingExecutor executor(100);
+  Generator generator(executor, config(8, 4, 100, 100));
+  GenerationStats stats;
+  // Positions 5, 6, 7 are left for generated tokens.
+  EXPECT_EQ(collect(generator, {1, 2, 3, 4, 5}, &stats), (std::vector<int32_t>{6, 7, 8}));
+  EXPECT_TRUE(stats.stoppedAtContext);
+  for (const auto& [n, pos] : executor.calls)
+    EXPECT_LE(pos + n, 8);
+}
+
+TEST(Generator, CallbackCanStop) {
+  CountingExecutor executor(100);
+  Generator generator(executor, config(64, 8, 100, 20));
+  Sampler greedy(SamplingParams{});
+  int seen = 0;
+  auto result = generator.generate({1}, greedy, [&](int32_t) { return ++seen < 2; });
+  ASSERT_TRUE(result.isOk());
+  EXPECT_EQ(result.value().generatedTokens, 2);
+}
+
+TEST(Generator, RejectsTooLongAndEmptyPrompts) {
+  CountingExecutor executor(100);
+  Generator generator(executor, config(4, 4, 100, 1));
+  Sampler greedy(SamplingParams{});
+  auto tooLong = generator.generate({1, 2, 3, 4, 5}, greedy, nullptr);
+  ASSERT_FALSE(tooLong.isOk());
+  EXPECT_EQ(tooLong.status().message(), "prompt has 5 tokens but the plan's context is 4");
+  EXPECT_FALSE(generator.generate({}, greedy, nullptr).isOk());
+  EXPECT_TRUE(executor.calls.empty());
+}
+
+TEST(Generator, ConfigFromPlanAndRealExecutor) {
+  test::TinyModelSpec spec;
+  test::TinyModel model = test::buildTinyModel(spec);
+  model.maker.plan.tokenizer->eos_ids = {5, 9};
+  auto file = PlanFile::open(model.maker.write("generator.nplan"));
+  ASSERT_TRUE(file.isOk()) << file.status().message();
+  const GenerationConfig c = GenerationConfig::fromPlan(*file.value());
+  EXPECT_EQ(c.context, spec.context);
+  EXPECT_EQ(c.maxStepTokens, spec.maxStepTokens);
+  EXPECT_EQ(c.vocabSize, spec.vocab);
+  EXPECT_EQ(c.eosIds, (std::vector<int32_t>{5, 9}));
+  auto executor = createCpuExecutor(*file.value(), 2);
+  ASSERT_TRUE(executor.isOk());
+  GenerationConfig run = c;
+  run.maxNewTokens = 6;
+  run.ignoreEos = true;
+  Generator generator(*executor.value(), run);
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  const std::vector<int32_t> out = collect(generator, prompt);
+  ASSERT_EQ(out.size(), 6u);
+  // Greedy continuation from the reference model, step by step.
+  std::vector<int32_t> tokens = prompt;
+  std::vector<int> steps = {8, 3};
+  for (int i = 0; i < 6; ++i) {
+    std::vector<double> logits = test::referenceStepLogits(model, tokens, steps).back();
+    const int32_t next = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const double best = logits[next];
+    logits[next] = -1e300;
+    // Near-ties may legitimately flip between f32 and double; the rest must agree.
+    if (best - *std::max_element(logits.begin(), logits.end()) > 1e-3) {
+      EXPECT_EQ(out[i], next) << "token " << i;
+    }
+    tokens.push_back(out[i]);
+    steps.push_back(1);
+  }
+}
+
+} // namespace
+} // namespace ninfer

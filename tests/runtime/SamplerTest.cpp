@@ -1,0 +1,151 @@
+// Sampler: greedy, top-k, top-p and seeding, checked with exact expectations and
+// with frequencies over many draws (fixed seed, so the test is deterministic).
+#include "ninfer/Sampler.h"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <map>
+#include <random>
+
+namespace ninfer {
+namespace {
+
+std::vector<float> randomLogits(int vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> logits(vocab);
+  for (float& l : logits)
+    l = float(rng() % 10000) / 1000.0f - 5.0f;
+  return logits;
+}
+
+// Logits whose softmax at temperature 1 is exactly `probs`.
+std::vector<float> logitsFor(const std::vector<double>& probs) {
+  std::vector<float> logits;
+  for (double p : probs)
+    logits.push_back(p > 0 ? float(std::log(p)) : -INFINITY);
+  return logits;
+}
+
+std::map<int32_t, int> histogram(Sampler& sampler, const std::vector<float>& logits, int draws) {
+  std::map<int32_t, int> counts;
+  for (int i = 0; i < draws; ++i)
+    ++counts[sampler.sample(logits.data(), int(logits.size()))];
+  return counts;
+}
+
+TEST(Sampler, GreedyIsArgmaxWithLowestIndexOnTies) {
+  Sampler greedy(SamplingParams{});
+  const std::vector<float> logits = {0.5f, 2.0f, -1.0f, 2.0f, 1.9f};
+  EXPECT_EQ(greedy.sample(logits.data(), 5), 1);
+  const std::vector<float> withNan = {NAN, -3.0f, -2.0f};
+  EXPECT_EQ(greedy.sample(withNan.data(), 3), 2);
+  const std::vector<float> allEqual(7, -INFINITY);
+  EXPECT_EQ(greedy.sample(allEqual.data(), 7), 0);
+}
+
+TEST(Sampler, TopKOneEqualsGreedy) {
+  SamplingParams params;
+  params.temperature = 1.5f;
+  params.topK = 1;
+  params.seed = 9;
+  Sampler topOne(params);
+  Sampler greedy(SamplingParams{});
+  for (uint32_t seed = 0; seed < 50; ++seed) {
+    const std::vector<float> logits = randomLogits(1000, seed);
+    EXPECT_EQ(topOne.sample(logits.data(), 1000), greedy.sample(logits.data(), 1000));
+  }
+}
+
+TEST(Sampler, SameSeedSameSequenceOtherSeedOtherSequence) {
+  SamplingParams params;
+  params.temperature = 1.0f;
+  params.topP = 0.95f;
+  params.topK = 50;
+  params.seed = 1234;
+  const std::vector<float> logits = randomLogits(500, 5);
+  auto sequence = [&](uint64_t seed) {
+    SamplingParams p = params;
+    p.seed = seed;
+    Sampler sampler(p);
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 64; ++i)
+      ids.push_back(sampler.sample(logits.data(), 500));
+    return ids;
+  };
+  EXPECT_EQ(sequence(1234), sequence(1234));
+  EXPECT_NE(sequence(1234), sequence(1235));
+}
+
+TEST(Sampler, TemperatureOneFollowsSoftmax) {
+  SamplingParams params;
+  params.temperature = 1.0f;
+  params.seed = 3;
+  Sampler sampler(params);
+  const std::vector<double> probs = {0.1, 0.2, 0.3, 0.4};
+  const int draws = 40000;
+  auto counts = histogram(sampler, logitsFor(probs), draws);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_NEAR(double(counts[i]) / draws, probs[i], 0.01) << i;
+}
+
+TEST(Sampler, TemperatureSharpens) {
+  // At T = 0.5 probabilities go as p^2: 1/30, 4/30, 9/30, 16/30.
+  SamplingParams params;
+  params.temperature = 0.5f;
+  params.seed = 4;
+  Sampler sampler(params);
+  const int draws = 40000;
+  auto counts = histogram(sampler, logitsFor({0.1, 0.2, 0.3, 0.4}), draws);
+  const double expected[4] = {1 / 30.0, 4 / 30.0, 9 / 30.0, 16 / 30.0};
+  for (int i = 0; i < 4; ++i)
+    EXPECT_NEAR(double(counts[i]) / draws, expected[i], 0.01) << i;
+}
+
+TEST(Sampler, TopPKeepsTheSmallestPrefixReachingP) {
+  // Sorted probabilities 0.5, 0.3, 0.15, 0.05 (ids shuffled). top_p = 0.75:
+  // 0.5 < 0.75 <= 0.8, so exactly the two most likely tokens remain, renormalized
+  // to 0.625 / 0.375.
+  SamplingParams params;
+  params.temperature = 1.0f;
+  params.topP = 0.75f;
+  params.seed = 5;
+  Sampler sampler(params);
+  const std::vector<double> probs = {0.05, 0.3, 0.15, 0.5};
+  const int draws = 40000;
+  auto counts = histogram(sampler, logitsFor(probs), draws);
+  EXPECT_EQ(counts.size(), 2u);
+  EXPECT_EQ(counts.count(0) + counts.count(2), 0u);
+  EXPECT_NEAR(double(counts[3]) / draws, 0.625, 0.01);
+  EXPECT_NEAR(double(counts[1]) / draws, 0.375, 0.01);
+
+  // top_p = 0.85 needs the third token too.
+  params.topP = 0.85f;
+  Sampler wider(params);
+  auto widerCounts = histogram(wider, logitsFor(probs), draws);
+  EXPECT_EQ(widerCounts.size(), 3u);
+  EXPECT_EQ(widerCounts.count(0), 0u);
+  EXPECT_NEAR(double(widerCounts[2]) / draws, 0.15 / 0.95, 0.01);
+
+  // A tiny top_p keeps only the most likely token.
+  params.topP = 0.01f;
+  Sampler narrow(params);
+  auto narrowCounts = histogram(narrow, logitsFor(probs), 1000);
+  EXPECT_EQ(narrowCounts.size(), 1u);
+  EXPECT_EQ(narrowCounts[3], 1000);
+}
+
+TEST(Sampler, TopKKeepsTheKMostLikely) {
+  SamplingParams params;
+  params.temperature = 1.0f;
+  params.topK = 2;
+  params.seed = 6;
+  Sampler sampler(params);
+  const int draws = 30000;
+  auto counts = histogram(sampler, logitsFor({0.1, 0.4, 0.2, 0.3}), draws);
+  EXPECT_EQ(counts.size(), 2u);
+  EXPECT_NEAR(double(counts[1]) / draws, 4.0 / 7.0, 0.01);
+  EXPECT_NEAR(double(counts[3]) / draws, 3.0 / 7.0, 0.01);
+}
+
+} // namespace
+} // namespace ninfer

@@ -1,0 +1,57 @@
+// A tiny llama-style model built as a plan (for the CPU executor, the generator
+// and the CLI tests) together with a naive double-precision reference of the
+// same model that tests compare the executor against.
+#pragma once
+
+#include "TestPlan.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ninfer {
+namespace test {
+
+struct TinyModelSpec {
+  int vocab = 37;
+  int hidden = 16;
+  int heads = 4;
+  int kvHeads = 2;
+  int headDim = 4;
+  int intermediate = 24;
+  int layers = 2;
+  int context = 40;
+  int maxStepTokens = 8;
+  int window = 0;
+  bool qkvBias = false;
+  bool qkNorm = false;
+  float theta = 10000.0f;
+  float attentionFactor = 1.0f;
+  float dynamicFactor = 0.0f; // > 0: dynamic NTK RoPE
+  int originalMaxPositions = 0;
+  plan::DType weightDtype = plan::DType::F32;
+  uint32_t seed = 1;
+  float eps = 1e-5f;
+};
+
+struct TinyModel {
+  TinyModelSpec spec;
+  PlanMaker maker;
+  // Weights as the executor sees them (rounded through weightDtype).
+  struct Layer {
+    std::vector<float> attnNorm, wq, wk, wv, bq, bk, bv, qNorm, kNorm, wo, mlpNorm, wg, wu, wd;
+  };
+  std::vector<float> embed, finalNorm, lmHead, invFreq;
+  std::vector<Layer> layers;
+};
+
+TinyModel buildTinyModel(const TinyModelSpec& spec);
+
+// Runs the reference over `tokens` in steps of the given sizes (positions
+// continue across steps, like the executor's KV cache) and returns the logits
+// of every step's last token. K and V are rounded to f16 as the cache stores them.
+std::vector<std::vector<double>> referenceStepLogits(const TinyModel& model,
+                                                     const std::vector<int32_t>& tokens,
+                                                     const std::vector<int>& steps);
+
+} // namespace test
+} // namespace ninfer
