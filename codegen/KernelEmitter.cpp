@@ -1,15 +1,19 @@
 // Kernel emitter: validates each plan op against the buffers it names, writes
-// one extern "C" wrapper per launch that calls the templated device functions of
-// codegen/kernels/*.cuh with every shape, dtype, buffer index and constant baked
-// in, compiles the module with NVRTC for each requested architecture (in
+// an extern "C" wrapper per distinct launch that calls the templated device
+// functions of codegen/kernels/*.cuh with every shape, dtype and constant baked
+// in (buffer addresses are kernel arguments, so the layers of a model share
+// kernels), compiles the module with NVRTC for each requested architecture (in
 // parallel) plus PTX for the lowest one, and records the launches of every op.
 #include "KernelEmitter.h"
 
 #include "Nvrtc.h"
 
+#include "ninfer/StepAbi.h"
+
 #include <algorithm>
 #include <cstring>
 #include <future>
+#include <map>
 #include <sstream>
 
 namespace ninfer {
@@ -78,7 +82,7 @@ public:
             << "#include \"common.cuh\"\n#include \"embedding.cuh\"\n#include \"rmsnorm.cuh\"\n"
             << "#include \"linear.cuh\"\n#include \"rope.cuh\"\n#include \"attention.cuh\"\n"
             << "#include \"swiglu.cuh\"\n#include \"add.cuh\"\n#include \"fill.cuh\"\n\n"
-            << "using ninfer::StepState;\n\n";
+            << "using ninfer::KernelArgs;\nusing ninfer::StepState;\n\n";
     for (size_t i = 0; i < plan_.ops.size(); ++i) {
       if (!plan_.ops[i])
         return Status::error("op " + std::to_string(i) + " is missing");
@@ -176,25 +180,46 @@ private:
     return b.offset % 16 == 0;
   }
 
-  static std::string ptr(const char *type, uint32_t index) {
-    return "static_cast<" + std::string(type) + ">(buffers[" + std::to_string(index) + "])";
+  // The address of buffer `index` inside the wrapper being written: a slot of
+  // the launch's KernelArgs (one slot per distinct buffer).
+  std::string raw(uint32_t index) {
+    auto slot = std::find(args_.begin(), args_.end(), index);
+    if (slot == args_.end())
+      slot = args_.insert(args_.end(), index);
+    return "args.buffers[" + std::to_string(slot - args_.begin()) + "]";
+  }
+  std::string ptr(const char *type, uint32_t index) {
+    return "static_cast<" + std::string(type) + ">(" + raw(index) + ")";
   }
 
-  void addKernel(OpT &op, const std::string &suffix, const std::string &call,
-                 const LaunchShape &shape) {
-    std::string name = "op" + std::to_string(opIndex_) + "_" + suffix;
+  // Records a launch of `call` (which used raw()/ptr() for its buffers). Launches
+  // whose wrapper text and block are equal share one kernel.
+  Status addKernel(OpT &op, const std::string &suffix, const std::string &call,
+                   const LaunchShape &shape) {
+    std::vector<uint32_t> args;
+    args.swap(args_);
+    if (args.size() > static_cast<size_t>(kMaxKernelArgs))
+      return fail(op, "needs " + std::to_string(args.size()) + " buffers, the kernel ABI has " +
+                          std::to_string(kMaxKernelArgs));
     const uint32_t threads = shape.block[0] * shape.block[1] * shape.block[2];
-    source_ << "// " << label(op) << "\nextern \"C\" __global__ void __launch_bounds__(" << threads
-            << ") " << name << "(void* const* buffers, const StepState* state) {\n  " << call
-            << ";\n}\n\n";
+    const std::string body = std::to_string(threads) + "|" + suffix + "|" + call;
+    auto [it, added] = kernelByBody_.try_emplace(body, static_cast<uint32_t>(functions_.size()));
+    if (added) {
+      std::string name = "k" + std::to_string(functions_.size()) + "_" + suffix;
+      source_ << "// first used by " << label(op) << "\nextern \"C\" __global__ void "
+              << "__launch_bounds__(" << threads << ") " << name
+              << "(const StepState* state, KernelArgs args) {\n  " << call << ";\n}\n\n";
+      functions_.push_back(std::move(name));
+    }
     auto launch = std::make_unique<plan::LaunchT>();
-    launch->function = static_cast<uint32_t>(functions_.size());
+    launch->function = it->second;
     launch->grid_base.assign(shape.gridBase, shape.gridBase + 3);
     launch->grid_per_token.assign(shape.gridPerToken, shape.gridPerToken + 3);
     launch->block.assign(shape.block, shape.block + 3);
     launch->shared_bytes = 0;
+    launch->args = std::move(args);
     op.launches.push_back(std::move(launch));
-    functions_.push_back(std::move(name));
+    return Status::ok();
   }
 
   Status emitOp(OpT &op) {
@@ -232,10 +257,8 @@ private:
     NINFER_RETURN_IF_ERROR(checkRows(op, op.outputs[0], maxRows(), a.dim, "output"));
     std::ostringstream call;
     call << "ninfer::dev::embedding<" << int(buf(op.inputs[1]).dtype) << ", " << a.dim << ", "
-         << a.vocab << ", " << kThreads << ">(" << ptr("const int*", op.inputs[0]) << ", buffers["
-         << op.inputs[1] << "], " << ptr("float*", op.outputs[0]) << ", state)";
-    addKernel(op, "embedding", call.str(), perTokenRows(rowBlocks(a.dim)));
-    return Status::ok();
+         << a.vocab << ", " << kThreads << ">(" << ptr("const int*", op.inputs[0]) << ", " << raw(op.inputs[1]) << ", " << ptr("float*", op.outputs[0]) << ", state)";
+    return addKernel(op, "embedding", call.str(), perTokenRows(rowBlocks(a.dim)));
   }
 
   Status emitRmsNorm(OpT &op, const plan::RmsNormAttrsT &a) {
@@ -256,12 +279,11 @@ private:
     std::ostringstream call;
     call << "ninfer::dev::" << (blockPerGroup ? "rmsNormBlock<" : "rmsNormWarp<")
          << int(buf(op.inputs[1]).dtype) << ", " << a.dim << ", " << *width << ", " << kThreads
-         << ">(" << ptr("const float*", op.inputs[0]) << ", buffers[" << op.inputs[1] << "], "
+         << ">(" << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[1]) << ", "
          << ptr("float*", op.outputs[0]) << ", " << floatLiteral(a.eps) << ", state)";
     const uint32_t blocks = blockPerGroup ? static_cast<uint32_t>(groups)
                                           : static_cast<uint32_t>(ceilDiv(groups, kThreads / 32));
-    addKernel(op, "rmsnorm", call.str(), perTokenRows(blocks));
-    return Status::ok();
+    return addKernel(op, "rmsnorm", call.str(), perTokenRows(blocks));
   }
 
   Status emitLinear(OpT &op, const plan::LinearAttrsT &a) {
@@ -274,11 +296,10 @@ private:
     NINFER_RETURN_IF_ERROR(
         checkWeight(op, op.inputs[1], int64_t(a.in_features) * a.out_features, "weight"));
     int biasType = 0;
-    std::string biasPtr = "nullptr";
+
     if (a.has_bias) {
       NINFER_RETURN_IF_ERROR(checkWeight(op, op.inputs[2], a.out_features, "bias"));
       biasType = int(buf(op.inputs[2]).dtype);
-      biasPtr = "buffers[" + std::to_string(op.inputs[2]) + "]";
     }
     const DType wType = buf(op.inputs[1]).dtype;
     const int elemsPer16 = 16 / dtypeBytes(wType);
@@ -288,12 +309,12 @@ private:
     call << "ninfer::dev::linear<" << int(wType) << ", " << biasType << ", "
          << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", " << a.out_features
          << ", " << (a.last_row_only ? "true" : "false") << ", " << (vec ? "true" : "false") << ">("
-         << ptr("const float*", op.inputs[0]) << ", buffers[" << op.inputs[1] << "], " << biasPtr
-         << ", " << ptr("float*", op.outputs[0]) << ", state)";
+         << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[1]) << ", "
+         << (a.has_bias ? raw(op.inputs[2]) : std::string("nullptr")) << ", "
+         << ptr("float*", op.outputs[0]) << ", state)";
     // The grid does not scale with the token count: the tiled path grid-strides.
     const uint32_t blocks = static_cast<uint32_t>(ceilDiv(a.out_features, kThreads / 32));
-    addKernel(op, "linear", call.str(), {{blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}});
-    return Status::ok();
+    return addKernel(op, "linear", call.str(), {{blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}});
   }
 
   Status emitRope(OpT &op, const plan::RopeAttrsT &a) {
@@ -316,8 +337,7 @@ private:
          << ptr("float*", op.outputs[0]) << ", " << floatLiteral(a.attention_factor) << ", "
          << floatLiteral(a.theta) << ", " << floatLiteral(a.dynamic_factor) << ", "
          << a.original_max_positions << ", state)";
-    addKernel(op, "rope", call.str(), perTokenRows(rowBlocks(width / 2)));
-    return Status::ok();
+    return addKernel(op, "rope", call.str(), perTokenRows(rowBlocks(width / 2)));
   }
 
   Status emitAttention(OpT &op, const plan::AttentionAttrsT &a) {
@@ -351,7 +371,8 @@ private:
            << ", " << kThreads << ">(" << ptr("const float*", op.inputs[1]) << ", "
            << ptr("const float*", op.inputs[2]) << ", " << ptr("unsigned short*", op.inputs[3])
            << ", " << ptr("unsigned short*", op.inputs[4]) << ", state)";
-    addKernel(op, "kv_append", append.str(), perTokenRows(rowBlocks(kvWidth)));
+    NINFER_RETURN_IF_ERROR(
+        addKernel(op, "kv_append", append.str(), perTokenRows(rowBlocks(kvWidth))));
     std::ostringstream attend;
     attend << "ninfer::dev::attention<" << a.heads << ", " << a.kv_heads << ", " << a.head_dim
            << ", " << a.window << ", " << a.context << ", " << kThreads << ">("
@@ -359,9 +380,8 @@ private:
            << ptr("const unsigned short*", op.inputs[3]) << ", "
            << ptr("const unsigned short*", op.inputs[4]) << ", " << ptr("float*", op.outputs[0])
            << ", " << floatLiteral(a.scale) << ", state)";
-    addKernel(op, "attention", attend.str(),
+    return addKernel(op, "attention", attend.str(),
               {{static_cast<uint32_t>(a.heads), 0, 1}, {0, 1, 0}, {kThreads, 1, 1}});
-    return Status::ok();
   }
 
   Status emitElementwise(OpT &op, int dim, const char *fn, const char *suffix) {
@@ -375,8 +395,7 @@ private:
     call << "ninfer::dev::" << fn << "<" << dim << ", " << kThreads << ">("
          << ptr("const float*", op.inputs[0]) << ", " << ptr("const float*", op.inputs[1]) << ", "
          << ptr("float*", op.outputs[0]) << ", state)";
-    addKernel(op, suffix, call.str(), perTokenRows(rowBlocks(dim)));
-    return Status::ok();
+    return addKernel(op, suffix, call.str(), perTokenRows(rowBlocks(dim)));
   }
 
   Status emitSwiGlu(OpT &op, const plan::SwiGluAttrsT &a) {
@@ -390,6 +409,8 @@ private:
   size_t opIndex_ = 0;
   std::ostringstream source_;
   std::vector<std::string> functions_;
+  std::vector<uint32_t> args_;                    // buffers of the wrapper being written
+  std::map<std::string, uint32_t> kernelByBody_; // wrapper text -> function index
 };
 
 } // namespace

@@ -121,6 +121,7 @@ private:
   }
 
   llvm::Expected<uint32_t> weightBuffer(WeightOp op);
+  uint64_t layoutWeights();
   llvm::Expected<uint32_t> activationBuffer(Operation* op, const std::string& name);
   llvm::Expected<uint32_t> bufferOf(Operation* user, Value value);
   llvm::Error checkNoOverlap(Operation* op, const plan::OpT& planOp);
@@ -136,7 +137,6 @@ private:
   llvm::DenseMap<Value, uint32_t> bufferOfValue_;
   llvm::StringMap<uint32_t> weightByName_;
   std::set<int64_t> layersSeen_;
-  uint64_t weightCursor_ = 0;
   uint64_t kvCursor_ = 0;
   uint64_t parameters_ = 0;
   uint32_t weightOrdinal_ = 0;
@@ -146,6 +146,20 @@ private:
   bool haveLogits_ = false;
   Value logitsValue_;
 };
+
+// Places weights in the weight area in program order, those with bytes first:
+// only they are stored in the file, so dummy weights (device-only) never make
+// the file reserve room. Returns the area's size.
+uint64_t Lowering::layoutWeights() {
+  uint64_t cursor = 0;
+  for (bool dummy : {false, true})
+    for (auto& buffer : plan_->buffers)
+      if (buffer->kind == plan::BufferKind::Weight && (buffer->dummy != nullptr) == dummy) {
+        buffer->offset = alignUp(cursor, kWeightAlignment);
+        cursor = buffer->offset + buffer->size_bytes;
+      }
+  return alignUp(cursor, kWeightAlignment);
+}
 
 llvm::Expected<uint32_t> Lowering::weightBuffer(WeightOp op) {
   llvm::StringRef name = op.getName();
@@ -169,10 +183,9 @@ llvm::Expected<uint32_t> Lowering::weightBuffer(WeightOp op) {
                            " bytes, its shape needs " + llvm::Twine(bytes));
 
   WeightRole role = roleOf(op);
-  uint64_t offset = alignUp(weightCursor_, kWeightAlignment);
-  weightCursor_ = offset + bytes;
+  // Offsets are assigned by layoutWeights() once all weights are known.
   uint32_t index = addBuffer(name.str(), plan::BufferKind::Weight, planDType(ref->dtype),
-                             ref->shape, bytes, offset);
+                             ref->shape, bytes, 0);
   // Tensors the compiler computed (RoPE tables) have bytes even in a dummy
   // store and must never be replaced by noise.
   if (weights_.isDummy() && !ref->data) {
@@ -442,7 +455,7 @@ llvm::Expected<std::unique_ptr<plan::PlanT>> Lowering::run(ModuleOp module) {
   plan_->model = std::move(model);
 
   auto memory = std::make_unique<plan::MemoryPlanT>();
-  memory->weight_bytes = alignUp(weightCursor_, kWeightAlignment);
+  memory->weight_bytes = layoutWeights();
   memory->activation_bytes = activationBytes_;
   memory->kv_bytes = alignUp(kvCursor_, kKvAlignment);
   memory->workspace_bytes = 0;

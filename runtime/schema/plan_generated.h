@@ -1292,6 +1292,7 @@ struct LaunchT : public flatbuffers::NativeTable {
   std::vector<uint32_t> grid_per_token{};
   std::vector<uint32_t> block{};
   uint32_t shared_bytes = 0;
+  std::vector<uint32_t> args{};
 };
 
 struct Launch FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
@@ -1302,7 +1303,8 @@ struct Launch FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_GRID_BASE = 6,
     VT_GRID_PER_TOKEN = 8,
     VT_BLOCK = 10,
-    VT_SHARED_BYTES = 12
+    VT_SHARED_BYTES = 12,
+    VT_ARGS = 14
   };
   uint32_t function() const {
     return GetField<uint32_t>(VT_FUNCTION, 0);
@@ -1319,6 +1321,9 @@ struct Launch FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   uint32_t shared_bytes() const {
     return GetField<uint32_t>(VT_SHARED_BYTES, 0);
   }
+  const flatbuffers::Vector<uint32_t> *args() const {
+    return GetPointer<const flatbuffers::Vector<uint32_t> *>(VT_ARGS);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<uint32_t>(verifier, VT_FUNCTION, 4) &&
@@ -1329,6 +1334,8 @@ struct Launch FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            VerifyOffset(verifier, VT_BLOCK) &&
            verifier.VerifyVector(block()) &&
            VerifyField<uint32_t>(verifier, VT_SHARED_BYTES, 4) &&
+           VerifyOffset(verifier, VT_ARGS) &&
+           verifier.VerifyVector(args()) &&
            verifier.EndTable();
   }
   LaunchT *UnPack(const flatbuffers::resolver_function_t *_resolver = nullptr) const;
@@ -1355,6 +1362,9 @@ struct LaunchBuilder {
   void add_shared_bytes(uint32_t shared_bytes) {
     fbb_.AddElement<uint32_t>(Launch::VT_SHARED_BYTES, shared_bytes, 0);
   }
+  void add_args(flatbuffers::Offset<flatbuffers::Vector<uint32_t>> args) {
+    fbb_.AddOffset(Launch::VT_ARGS, args);
+  }
   explicit LaunchBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -1372,8 +1382,10 @@ inline flatbuffers::Offset<Launch> CreateLaunch(
     flatbuffers::Offset<flatbuffers::Vector<uint32_t>> grid_base = 0,
     flatbuffers::Offset<flatbuffers::Vector<uint32_t>> grid_per_token = 0,
     flatbuffers::Offset<flatbuffers::Vector<uint32_t>> block = 0,
-    uint32_t shared_bytes = 0) {
+    uint32_t shared_bytes = 0,
+    flatbuffers::Offset<flatbuffers::Vector<uint32_t>> args = 0) {
   LaunchBuilder builder_(_fbb);
+  builder_.add_args(args);
   builder_.add_shared_bytes(shared_bytes);
   builder_.add_block(block);
   builder_.add_grid_per_token(grid_per_token);
@@ -1388,17 +1400,20 @@ inline flatbuffers::Offset<Launch> CreateLaunchDirect(
     const std::vector<uint32_t> *grid_base = nullptr,
     const std::vector<uint32_t> *grid_per_token = nullptr,
     const std::vector<uint32_t> *block = nullptr,
-    uint32_t shared_bytes = 0) {
+    uint32_t shared_bytes = 0,
+    const std::vector<uint32_t> *args = nullptr) {
   auto grid_base__ = grid_base ? _fbb.CreateVector<uint32_t>(*grid_base) : 0;
   auto grid_per_token__ = grid_per_token ? _fbb.CreateVector<uint32_t>(*grid_per_token) : 0;
   auto block__ = block ? _fbb.CreateVector<uint32_t>(*block) : 0;
+  auto args__ = args ? _fbb.CreateVector<uint32_t>(*args) : 0;
   return ninfer::plan::CreateLaunch(
       _fbb,
       function,
       grid_base__,
       grid_per_token__,
       block__,
-      shared_bytes);
+      shared_bytes,
+      args__);
 }
 
 flatbuffers::Offset<Launch> CreateLaunch(flatbuffers::FlatBufferBuilder &_fbb, const LaunchT *_o, const flatbuffers::rehasher_function_t *_rehasher = nullptr);
@@ -2801,6 +2816,7 @@ inline void Launch::UnPackTo(LaunchT *_o, const flatbuffers::resolver_function_t
   { auto _e = grid_per_token(); if (_e) { _o->grid_per_token.resize(_e->size()); for (flatbuffers::uoffset_t _i = 0; _i < _e->size(); _i++) { _o->grid_per_token[_i] = _e->Get(_i); } } }
   { auto _e = block(); if (_e) { _o->block.resize(_e->size()); for (flatbuffers::uoffset_t _i = 0; _i < _e->size(); _i++) { _o->block[_i] = _e->Get(_i); } } }
   { auto _e = shared_bytes(); _o->shared_bytes = _e; }
+  { auto _e = args(); if (_e) { _o->args.resize(_e->size()); for (flatbuffers::uoffset_t _i = 0; _i < _e->size(); _i++) { _o->args[_i] = _e->Get(_i); } } }
 }
 
 inline flatbuffers::Offset<Launch> Launch::Pack(flatbuffers::FlatBufferBuilder &_fbb, const LaunchT* _o, const flatbuffers::rehasher_function_t *_rehasher) {
@@ -2816,13 +2832,15 @@ inline flatbuffers::Offset<Launch> CreateLaunch(flatbuffers::FlatBufferBuilder &
   auto _grid_per_token = _o->grid_per_token.size() ? _fbb.CreateVector(_o->grid_per_token) : 0;
   auto _block = _o->block.size() ? _fbb.CreateVector(_o->block) : 0;
   auto _shared_bytes = _o->shared_bytes;
+  auto _args = _o->args.size() ? _fbb.CreateVector(_o->args) : 0;
   return ninfer::plan::CreateLaunch(
       _fbb,
       _function,
       _grid_base,
       _grid_per_token,
       _block,
-      _shared_bytes);
+      _shared_bytes,
+      _args);
 }
 
 inline CodeObjectT *CodeObject::UnPack(const flatbuffers::resolver_function_t *_resolver) const {

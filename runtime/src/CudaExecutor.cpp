@@ -64,6 +64,8 @@ private:
     uint32_t sharedBytes;
     uint32_t op;
     uint32_t functionIndex;
+    std::vector<uint32_t> bufferIndices; // the launch's KernelArgs, as plan buffer indices
+    KernelArgs args;                     // resolved once the arenas exist
   };
 
   Status selectCode(int ccMajor, int ccMinor, std::vector<char> &image, bool &isPtx);
@@ -83,8 +85,7 @@ private:
   CUfunction fill_ = nullptr;
   std::vector<LaunchInfo> launches_;
   std::vector<CUdeviceptr> allocations_;
-  CUdeviceptr weights_ = 0, activations_ = 0, kv_ = 0, tokens_ = 0, logits_ = 0, table_ = 0,
-              state_ = 0;
+  CUdeviceptr weights_ = 0, activations_ = 0, kv_ = 0, tokens_ = 0, logits_ = 0, state_ = 0;
   void *hostStaging_ = nullptr; // pinned: StepState, tokens, logits
   StepState *hostState_ = nullptr;
   int32_t *hostTokens_ = nullptr;
@@ -287,6 +288,13 @@ Status CudaExecutor::init(int ordinal) {
       }
       info.sharedBytes = launch->shared_bytes();
       info.op = opIndex;
+      if (launch->args()) {
+        if (launch->args()->size() > static_cast<uint32_t>(kMaxKernelArgs))
+          return Status::error(opLabel(opIndex) + ": a launch passes " +
+                               std::to_string(launch->args()->size()) + " buffers, at most " +
+                               std::to_string(kMaxKernelArgs) + " are allowed");
+        info.bufferIndices.assign(launch->args()->begin(), launch->args()->end());
+      }
       if (info.sharedBytes > 48 * 1024)
         NINFER_RETURN_IF_ERROR(cu_.check(
             cu_.funcSetAttribute(info.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -333,7 +341,7 @@ Status CudaExecutor::init(int ordinal) {
   NINFER_RETURN_IF_ERROR(
       cu_.check(cu_.memGetInfo(&freeBytes, &totalBytes), "cannot query free GPU memory"));
   const uint64_t needed = weightBytes + activationBytes + kvBytes + tokenBytes + logitsBytes_ +
-                          buffers.size() * 8 + 6 * kAllocationAlignment;
+                          6 * kAllocationAlignment;
   if (needed > freeBytes)
     return Status::error("the plan needs " + gib(needed) + " of GPU memory (weights " +
                          gib(weightBytes) + ", activations " + gib(activationBytes) +
@@ -345,7 +353,6 @@ Status CudaExecutor::init(int ordinal) {
   NINFER_RETURN_IF_ERROR(allocate(kv_, kvBytes, "the KV cache"));
   NINFER_RETURN_IF_ERROR(allocate(tokens_, tokenBytes, "tokens"));
   NINFER_RETURN_IF_ERROR(allocate(logits_, logitsBytes_, "logits"));
-  NINFER_RETURN_IF_ERROR(allocate(table_, buffers.size() * 8, "the buffer table"));
   NINFER_RETURN_IF_ERROR(allocate(state_, sizeof(StepState), "the step state"));
   // Zeroed like the CPU executor's arenas, so unwritten rows compare equal.
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(activations_, 0, activationBytes), "memset"));
@@ -373,8 +380,11 @@ Status CudaExecutor::init(int ordinal) {
       break;
     }
   }
-  NINFER_RETURN_IF_ERROR(cu_.check(
-      cu_.memcpyHtoD(table_, table.data(), table.size() * sizeof(CUdeviceptr)), "buffer table"));
+  for (LaunchInfo& launch : launches_) {
+    launch.args = KernelArgs{};
+    for (size_t k = 0; k < launch.bufferIndices.size(); ++k)
+      launch.args.buffers[k] = reinterpret_cast<void*>(table[launch.bufferIndices[k]]);
+  }
 
   const size_t stagingBytes = 64 + tokenBytes + logitsBytes_;
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memAllocHost(&hostStaging_, stagingBytes),
@@ -411,10 +421,10 @@ Status CudaExecutor::forward(const int32_t *tokens, int n, int pos, float *logit
   NINFER_RETURN_IF_ERROR(
       cu_.check(cu_.memcpyHtoDAsync(state_, hostState_, sizeof(StepState), stream_),
                 "cannot copy the step state to the GPU" + step));
-  CUdeviceptr table = table_, state = state_;
-  void *params[] = {&table, &state};
+  CUdeviceptr state = state_;
   for (size_t i = 0; i < launches_.size(); ++i) {
-    const LaunchInfo &l = launches_[i];
+    LaunchInfo &l = launches_[i];
+    void *params[] = {&state, &l.args};
     unsigned int grid[3];
     for (int d = 0; d < 3; ++d)
       grid[d] = l.gridBase[d] + l.gridPerToken[d] * static_cast<unsigned int>(n);

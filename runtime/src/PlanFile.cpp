@@ -4,6 +4,7 @@
 // bounds, op arities and shapes) so that executors can trust the plan and never
 // read out of bounds. Every error is one line naming the file and the index.
 #include "ninfer/Plan.h"
+#include "ninfer/StepAbi.h"
 
 #include "ninfer/Format.h"
 #include "plan_generated.h"
@@ -333,6 +334,16 @@ private:
               !launch->block() || launch->block()->size() != 3)
             return opFail("launch " + std::to_string(k) + " needs 3 values each for grid_base, " +
                           "grid_per_token and block");
+          if (launch->args() && launch->args()->size() > static_cast<uint32_t>(kMaxKernelArgs))
+            return opFail("launch " + std::to_string(k) + " passes " +
+                          std::to_string(launch->args()->size()) + " buffers, at most " +
+                          std::to_string(kMaxKernelArgs) + " are allowed");
+          if (launch->args())
+            for (uint32_t arg : *launch->args())
+              if (arg >= bufferCount)
+                return opFail("launch " + std::to_string(k) + " passes buffer " +
+                              std::to_string(arg) + " but the plan has " +
+                              std::to_string(bufferCount) + " buffers");
         }
       }
     }
