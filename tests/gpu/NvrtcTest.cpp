@@ -116,7 +116,7 @@ TEST(Nvrtc, EmitsCubinsForAllArchsAndPtx) {
               0);
   }
   EXPECT_EQ(t.plan.kernels->ptx_arch, "compute_80");
-  EXPECT_NE(t.plan.kernels->ptx.find(".entry op0_embedding"), std::string::npos);
+  EXPECT_NE(t.plan.kernels->ptx.find(".entry k0_embedding"), std::string::npos);
   EXPECT_NE(t.plan.kernels->ptx.find("ninfer_fill_dummy"), std::string::npos);
   // Every op got launches; attention gets two (cache append, then attend).
   for (const auto &op : t.plan.ops) {
@@ -129,6 +129,15 @@ TEST(Nvrtc, EmitsCubinsForAllArchsAndPtx) {
     }
   }
   EXPECT_EQ(t.plan.ops[7]->launches.size(), 2u);
+  // The k and v projections have one shape: they share a kernel and differ only
+  // in the buffers passed to it; q has another shape and its own kernel.
+  const plan::LaunchT& q = *t.plan.ops[2]->launches[0];
+  const plan::LaunchT& k = *t.plan.ops[3]->launches[0];
+  const plan::LaunchT& v = *t.plan.ops[4]->launches[0];
+  EXPECT_EQ(k.function, v.function);
+  EXPECT_NE(q.function, k.function);
+  EXPECT_NE(k.args, v.args);
+  EXPECT_EQ(k.args.size(), 3u); // input, weight, output
   // The plan with kernels still writes (and the source is kept for inspection).
   EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::attention<4, 2, 16"), std::string::npos);
   const std::string path = test::tempPlanPath("nvrtc");
