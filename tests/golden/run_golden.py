@@ -127,7 +127,9 @@ def first_mismatch(a, b):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ninferc", required=True)
+    ap.add_argument("--ninferc", help="the compiler (not needed with --plan-dir)")
+    ap.add_argument("--plan-dir", help="use plans compiled beforehand as DIR/<model>.nplan (on a "
+                    "machine without the compiler); checkpoints are then not needed")
     ap.add_argument("--ninfer", required=True)
     ap.add_argument("--device", choices=["cpu", "cuda"], required=True)
     ap.add_argument("--golden-dir", default=HERE, help="folder holding data/ and models/")
@@ -149,7 +151,9 @@ def main():
     ap.add_argument("--extra-ninfer-args", default="", help="appended to each ninfer command (shell-split)")
     args = ap.parse_args()
 
-    for b in (args.ninferc, args.ninfer):
+    if not args.ninferc and not args.plan_dir:
+        ap.error("give --ninferc or --plan-dir")
+    for b in ([args.ninferc] if not args.plan_dir else []) + [args.ninfer]:
         if not (os.path.isfile(b) and os.access(b, os.X_OK)):
             log(f"FAIL: binary {b} does not exist or is not executable")
             log("0 passed, 1 failed")
@@ -205,26 +209,33 @@ def main():
                 rows.append((name, p["name"], len(p["prompt_ids"]), "-", None, None, "FAIL"))
                 failed += 1
 
-        st = os.path.join(model_dir, "model.safetensors") if model_dir else None
-        if not st or not os.path.isfile(st):
-            fail_all(f"checkpoint not found: {st or '(pass --shared)'}")
-            continue
-        if sha256(st) != g["safetensors_sha256"]:
-            fail_all(f"{st} differs from the checkpoint the goldens were made from "
-                     f"(sha256 mismatch): regenerate with make_goldens.py")
-            continue
-
-        plan = os.path.join(args.work, f"{name}.nplan")
-        if os.path.exists(plan):
-            os.remove(plan)
-        cmd = [args.ninferc, model_dir, "--target", args.target, "--ctx", str(args.ctx), "-o", plan]
-        cmd += shlex.split(args.extra_ninferc_args)
-        rc, out, err, dt = run(cmd, args.compile_timeout)
-        if rc != 0 or not os.path.isfile(plan):
-            fail_all(f"ninferc {describe_rc(rc)}" + ("" if rc != 0 else ", but wrote no plan")
-                     + f"\n  stderr:\n{tail(err)}\n  stdout:\n{tail(out, 10)}")
-            continue
-        log(f"  compiled in {dt:.1f} s ({os.path.getsize(plan) / 1024:.0f} KiB)")
+        if args.plan_dir:
+            plan = os.path.join(args.plan_dir, f"{name}.nplan")
+            if not os.path.isfile(plan):
+                fail_all(f"no precompiled plan {plan}")
+                continue
+            log(f"  precompiled plan {plan}")
+        else:
+            st = os.path.join(model_dir, "model.safetensors") if model_dir else None
+            if not st or not os.path.isfile(st):
+                fail_all(f"checkpoint not found: {st or '(pass --shared)'}")
+                continue
+            if sha256(st) != g["safetensors_sha256"]:
+                fail_all(f"{st} differs from the checkpoint the goldens were made from "
+                         f"(sha256 mismatch): regenerate with make_goldens.py")
+                continue
+            plan = os.path.join(args.work, f"{name}.nplan")
+            if os.path.exists(plan):
+                os.remove(plan)
+            cmd = [args.ninferc, model_dir, "--target", args.target, "--ctx", str(args.ctx),
+                   "-o", plan]
+            cmd += shlex.split(args.extra_ninferc_args)
+            rc, out, err, dt = run(cmd, args.compile_timeout)
+            if rc != 0 or not os.path.isfile(plan):
+                fail_all(f"ninferc {describe_rc(rc)}" + ("" if rc != 0 else ", but wrote no plan")
+                         + f"\n  stderr:\n{tail(err)}\n  stdout:\n{tail(out, 10)}")
+                continue
+            log(f"  compiled in {dt:.1f} s ({os.path.getsize(plan) / 1024:.0f} KiB)")
 
         gold_logits_all = open(os.path.join(args.golden_dir, "data", g["logits_file"]), "rb").read()
         for p in g["prompts"]:

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs the GPU checks on a machine with a GPU but without the compiler (the
+# H200 used for development): builds the runtime and the GPU tests from this
+# tree, runs the op-parity tests, the end-to-end goldens on plans compiled
+# beforehand, and a decode/prefill timing of every bench-*.nplan.
+#   scripts/device_check.sh PLAN_DIR [BUILD_DIR]
+# PLAN_DIR holds <golden-model>.nplan files and bench-*.nplan files.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+plans=$(cd "$1" && pwd)
+build=${2:-$root/build-device}
+out=${OUT:-$build}
+export PATH=/usr/local/cuda/bin:$PATH
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader
+if [ ! -x "$build/bin/ninfer" ] || [ ! -x "$build/tests/gpu/gpu_tests" ]; then
+  cmake -G Ninja -S "$root" -B "$build" -DNINFER_BUILD_COMPILER=OFF -DCMAKE_BUILD_TYPE=Release \
+    >"$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
+  ninja -C "$build" -j"$(nproc)" ninfer gpu_tests >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+fi
+
+echo "== gpu_tests"
+"$build/tests/gpu/gpu_tests" >"$out/gpu_tests.log" 2>&1
+echo "gpu_tests exit $?"; grep -E "^\[  (PASSED|FAILED|  SKIPPED)|FAILED  \]" "$out/gpu_tests.log" | head -20
+
+echo "== goldens (cuda)"
+models=$(cd "$plans" && ls *.nplan 2>/dev/null | grep -v '^bench-' | sed 's/\.nplan$//' | paste -sd, -)
+if [ -n "$models" ]; then
+  python3 "$root/tests/golden/run_golden.py" --plan-dir "$plans" --ninfer "$build/bin/ninfer" \
+    --device cuda --work "$build/golden" --models "$models" >"$out/golden_cuda.log" 2>&1
+  echo "golden exit $?"; tail -n 25 "$out/golden_cuda.log"
+fi
+
+echo "== timing (median of 5 runs after 2 warm-ups; prompt 512 ids, 128 new tokens)"
+ids=$(python3 -c "print(','.join(str(3 + (i * 7919) % 4000) for i in range(512)))")
+for plan in "$plans"/bench-*.nplan; do
+  [ -f "$plan" ] || continue
+  for run in 1 2 3 4 5 6 7; do
+    "$build/bin/ninfer" "$plan" --device cuda --prompt-ids "$ids" -n 128 --ignore-eos --print-ids \
+      2>&1 >/dev/null | grep "decode" | tail -1
+  done >"$out/$(basename "$plan").timing"
+  echo "$(basename "$plan"):"; tail -n 5 "$out/$(basename "$plan").timing"
+done
