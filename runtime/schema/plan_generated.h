@@ -87,33 +87,72 @@ enum class DType : uint8_t {
   F16 = 1,
   BF16 = 2,
   I32 = 3,
+  Q8_G32 = 4,
+  Q8_G64 = 5,
+  Q8_G128 = 6,
+  Q4_G32 = 7,
+  Q4_G64 = 8,
+  Q4_G128 = 9,
+  Q3_G32 = 10,
+  Q3_G64 = 11,
+  Q3_G128 = 12,
+  Q2_G32 = 13,
+  Q2_G64 = 14,
+  Q2_G128 = 15,
+  TQ2 = 16,
   MIN = F32,
-  MAX = I32
+  MAX = TQ2
 };
 
-inline const DType (&EnumValuesDType())[4] {
+inline const DType (&EnumValuesDType())[17] {
   static const DType values[] = {
     DType::F32,
     DType::F16,
     DType::BF16,
-    DType::I32
+    DType::I32,
+    DType::Q8_G32,
+    DType::Q8_G64,
+    DType::Q8_G128,
+    DType::Q4_G32,
+    DType::Q4_G64,
+    DType::Q4_G128,
+    DType::Q3_G32,
+    DType::Q3_G64,
+    DType::Q3_G128,
+    DType::Q2_G32,
+    DType::Q2_G64,
+    DType::Q2_G128,
+    DType::TQ2
   };
   return values;
 }
 
 inline const char * const *EnumNamesDType() {
-  static const char * const names[5] = {
+  static const char * const names[18] = {
     "F32",
     "F16",
     "BF16",
     "I32",
+    "Q8_G32",
+    "Q8_G64",
+    "Q8_G128",
+    "Q4_G32",
+    "Q4_G64",
+    "Q4_G128",
+    "Q3_G32",
+    "Q3_G64",
+    "Q3_G128",
+    "Q2_G32",
+    "Q2_G64",
+    "Q2_G128",
+    "TQ2",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameDType(DType e) {
-  if (flatbuffers::IsOutRange(e, DType::F32, DType::I32)) return "";
+  if (flatbuffers::IsOutRange(e, DType::F32, DType::TQ2)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesDType()[index];
 }
