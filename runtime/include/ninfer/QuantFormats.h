@@ -1,0 +1,338 @@
+// Packed layouts of the group-wise quantized weight formats (Q8, Q4, Q3, Q2 with
+// an fp16 scale per group of 32, 64 or 128 values), shared by the packer in the
+// compiler (passes/quant), the device kernels and the CPU executor, so the three
+// can never disagree. Compiles as host C++ and as NVRTC device code: no standard
+// header is included, fp16 conversion is done with integer bit manipulation.
+//
+// Values. A weight w of group g is stored as an unsigned code c in [0, 2^b) and
+// reads back as  w' = scale[g] * (c - 2^(b-1)),  i.e. q = c - 2^(b-1) in
+// [-2^(b-1), 2^(b-1) - 1]. Symmetric (no zero point), but the whole two's
+// complement range is used; the scale is signed, so the quantizer decides which
+// side of zero gets the extra level (Q2: {-2, -1, 0, 1} * scale, four levels
+// instead of three).
+//
+// Layout of a tensor W [rows, cols] (cols a multiple of 128, row-major like the
+// checkpoint: one row per output feature):
+//
+//   [weight plane: rows x rowWeightBytes(cols)][scale plane: rows x (cols/G) fp16]
+//
+// * Weight plane: each row is a run of 128-value units; a unit takes exactly
+//   `bits` 16-byte words (Q8 128 B, Q4 64 B, Q3 48 B, Q2 32 B), little-endian
+//   u32 words. So every row starts 16-byte aligned and a GEMV warp streams a row
+//   with coalesced 16-byte loads whatever the format.
+// * Scale plane: the fp16 scales of row r are contiguous at
+//   scalePlaneOffset + r * (cols/G) * 2. The scales of one unit (128/G of them)
+//   are 8, 4 or 2 contiguous, naturally aligned bytes: one load per unit.
+// Why two planes and not scales interleaved with the weights: interleaving 2-byte
+// scales breaks the 16-byte alignment of the weight words (e.g. Q4/G128: 64 + 2
+// bytes) unless padded, and padding would break the exact size. With the planes
+// a tensor is exactly rows * cols * (bits + 16/G) / 8 bytes, no padding, and the
+// scale plane starts 16-byte aligned because every weight row is a multiple of
+// 16 bytes.
+//
+// Bit order inside a unit (value i of the unit, 0 <= i < 128):
+// * Q8: byte i (word i/4, bits 8*(i%4)).
+// * Q4: word i/8, bits 4*(i%8).          16-byte word j holds values 32j..32j+31.
+// * Q2: word i/16, bits 2*(i%16).        16-byte word j holds values 64j..64j+63.
+// * Q3: a 2-bit plane then a 1-bit plane: words 0..7 hold the low two bits of
+//   value i at word i/16, bits 2*(i%16) (the Q2 layout); words 8..11 hold bit 2
+//   of value i at word 8 + i/32, bit i%32. 128 values in 12 words = 3 bits each,
+//   and both planes decode with a shift and a mask, no field straddles a word.
+// Fields are in value order; a kernel that wants the two-halves-at-once trick
+// ((w >> s) & 0x000F000F) gets values i and i+4 of a Q4 word and pairs x to match.
+#pragma once
+
+#ifndef NINFER_HD
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define NINFER_HD __host__ __device__
+#else
+#define NINFER_HD
+#endif
+#endif
+
+namespace ninfer {
+namespace quant {
+
+// ---- fp16 <-> f32, round to nearest even, bit for bit like cvt.rn.f16.f32 ----
+
+NINFER_HD inline unsigned int floatToBits(float value) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(value);
+#else
+  unsigned int bits;
+  __builtin_memcpy(&bits, &value, sizeof(bits));
+  return bits;
+#endif
+}
+
+NINFER_HD inline float bitsToFloat(unsigned int bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float value;
+  __builtin_memcpy(&value, &bits, sizeof(value));
+  return value;
+#endif
+}
+
+NINFER_HD inline float halfBitsToFloat(unsigned short h) {
+  const unsigned int sign = static_cast<unsigned int>(h & 0x8000u) << 16;
+  const unsigned int exponent = (h >> 10) & 0x1Fu;
+  const unsigned int mantissa = h & 0x3FFu;
+  if (exponent == 0x1Fu) // inf and nan (payload kept)
+    return bitsToFloat(sign | 0x7F800000u | (mantissa << 13));
+  if (exponent != 0) // normal: rebias 15 -> 127
+    return bitsToFloat(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  // Zero or subnormal: mantissa * 2^-24 is exact in f32 (at most 10 significant bits).
+  const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+  return bitsToFloat(sign | floatToBits(magnitude));
+}
+
+NINFER_HD inline unsigned short floatToHalfBits(float value) {
+  const unsigned int bits = floatToBits(value);
+  const unsigned int sign = (bits >> 16) & 0x8000u;
+  const unsigned int magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude > 0x7F800000u) // nan: a quiet nan
+    return static_cast<unsigned short>(sign | 0x7E00u);
+  if (magnitude >= 0x477FF000u) // >= 65520 rounds past the largest half (65504): inf
+    return static_cast<unsigned short>(sign | 0x7C00u);
+  if (magnitude >= 0x38800000u) { // >= 2^-14: normal half
+    // Adding 0xFFF plus the lowest kept bit rounds the 13 dropped bits to nearest
+    // even; a carry out of the mantissa correctly bumps the exponent.
+    const unsigned int rounded = magnitude + 0xFFFu + ((magnitude >> 13) & 1u);
+    return static_cast<unsigned short>(sign | ((rounded - 0x38000000u) >> 13));
+  }
+  if (magnitude <= 0x33000000u) // <= 2^-25: half of the smallest subnormal, ties to 0
+    return static_cast<unsigned short>(sign);
+  // Subnormal half: count units of 2^-24. value = m * 2^(e - 150) with the
+  // implicit bit in m, so units = m >> (126 - e), rounded to nearest even.
+  const unsigned int exponent = magnitude >> 23; // 102..112
+  const unsigned int m = (magnitude & 0x7FFFFFu) | 0x800000u;
+  const unsigned int shift = 126u - exponent; // 14..24
+  const unsigned int kept = m >> shift;
+  const unsigned int rest = m & ((1u << shift) - 1u);
+  const unsigned int halfway = 1u << (shift - 1u);
+  const unsigned int units =
+      kept + ((rest > halfway || (rest == halfway && (kept & 1u))) ? 1u : 0u);
+  return static_cast<unsigned short>(sign | units);
+}
+
+NINFER_HD inline float roundToHalf(float value) { return halfBitsToFloat(floatToHalfBits(value)); }
+
+// ---- Format identities (values are stored in plans: never renumber) ----
+
+enum class QuantFormatId : unsigned char {
+  Q8G32 = 0,
+  Q8G64 = 1,
+  Q8G128 = 2,
+  Q4G32 = 3,
+  Q4G64 = 4,
+  Q4G128 = 5,
+  Q3G32 = 6,
+  Q3G64 = 7,
+  Q3G128 = 8,
+  Q2G32 = 9,
+  Q2G64 = 10,
+  Q2G128 = 11,
+};
+constexpr int kQuantFormatCount = 12;
+
+// Every format packs values in units of 128 (one Q3 unit is 12 u32 words).
+constexpr int kQuantUnitValues = 128;
+
+struct QuantFormatTraits {
+  const char* name;  // "q4_g64"
+  int bits;          // per weight, without the scale
+  int groupSize;     // values sharing one fp16 scale
+  int bytesPerGroup; // weights + scale
+};
+
+NINFER_HD constexpr bool isQuantBits(int bits) {
+  return bits == 8 || bits == 4 || bits == 3 || bits == 2;
+}
+NINFER_HD constexpr bool isQuantGroupSize(int group) {
+  return group == 32 || group == 64 || group == 128;
+}
+
+// Traits by id; an id outside the enum gives bits = 0 and name "invalid".
+NINFER_HD constexpr QuantFormatTraits quantFormatTraits(QuantFormatId id) {
+  switch (id) {
+  case QuantFormatId::Q8G32:
+    return {"q8_g32", 8, 32, 8 * 32 / 8 + 2};
+  case QuantFormatId::Q8G64:
+    return {"q8_g64", 8, 64, 8 * 64 / 8 + 2};
+  case QuantFormatId::Q8G128:
+    return {"q8_g128", 8, 128, 8 * 128 / 8 + 2};
+  case QuantFormatId::Q4G32:
+    return {"q4_g32", 4, 32, 4 * 32 / 8 + 2};
+  case QuantFormatId::Q4G64:
+    return {"q4_g64", 4, 64, 4 * 64 / 8 + 2};
+  case QuantFormatId::Q4G128:
+    return {"q4_g128", 4, 128, 4 * 128 / 8 + 2};
+  case QuantFormatId::Q3G32:
+    return {"q3_g32", 3, 32, 3 * 32 / 8 + 2};
+  case QuantFormatId::Q3G64:
+    return {"q3_g64", 3, 64, 3 * 64 / 8 + 2};
+  case QuantFormatId::Q3G128:
+    return {"q3_g128", 3, 128, 3 * 128 / 8 + 2};
+  case QuantFormatId::Q2G32:
+    return {"q2_g32", 2, 32, 2 * 32 / 8 + 2};
+  case QuantFormatId::Q2G64:
+    return {"q2_g64", 2, 64, 2 * 64 / 8 + 2};
+  case QuantFormatId::Q2G128:
+    return {"q2_g128", 2, 128, 2 * 128 / 8 + 2};
+  }
+  return {"invalid", 0, 0, 0};
+}
+
+// The id of (bits, group size), or -1 when there is no such format.
+NINFER_HD constexpr int quantFormatIndex(int bits, int group) {
+  const int bitsIndex = bits == 8 ? 0 : bits == 4 ? 1 : bits == 3 ? 2 : bits == 2 ? 3 : -1;
+  const int groupIndex = group == 32 ? 0 : group == 64 ? 1 : group == 128 ? 2 : -1;
+  return (bitsIndex < 0 || groupIndex < 0) ? -1 : bitsIndex * 3 + groupIndex;
+}
+
+// Size rules that do not need the format as a template parameter (host packer,
+// plan writer, loader checks). cols must be a multiple of kQuantUnitValues.
+NINFER_HD constexpr bool isQuantizableCols(long long cols) {
+  return cols > 0 && cols % kQuantUnitValues == 0;
+}
+NINFER_HD constexpr long long quantRowWeightBytes(int bits, long long cols) {
+  return cols / kQuantUnitValues * 16 * bits;
+}
+NINFER_HD constexpr long long quantRowScaleBytes(int group, long long cols) {
+  return cols / group * 2;
+}
+NINFER_HD constexpr long long quantScalePlaneOffset(int bits, long long rows, long long cols) {
+  return rows * quantRowWeightBytes(bits, cols);
+}
+NINFER_HD constexpr long long quantTensorBytes(int bits, int group, long long rows,
+                                               long long cols) {
+  return rows * (quantRowWeightBytes(bits, cols) + quantRowScaleBytes(group, cols));
+}
+
+// ---- Packing of one 128-value unit, by bit width ----
+
+// The unit as a plain struct, so its size is checked where it is declared.
+template <int Bits> struct QuantUnit { unsigned int words[4 * Bits]; };
+static_assert(sizeof(QuantUnit<8>) == 128, "Q8 unit: 128 values in 128 bytes");
+static_assert(sizeof(QuantUnit<4>) == 64, "Q4 unit: 128 values in 64 bytes");
+static_assert(sizeof(QuantUnit<3>) == 48, "Q3 unit: 128 values in 48 bytes");
+static_assert(sizeof(QuantUnit<2>) == 32, "Q2 unit: 128 values in 32 bytes");
+
+template <int Bits> struct QuantPacking {
+  static_assert(Bits == 8 || Bits == 4 || Bits == 3 || Bits == 2, "unsupported bit width");
+  static constexpr int kBits = Bits;
+  static constexpr int kUnitWords = 4 * Bits;
+  static constexpr int kUnitBytes = 16 * Bits;
+  static constexpr unsigned int kCodeMask = (1u << Bits) - 1u;
+  static constexpr int kCodeOffset = 1 << (Bits - 1); // code of q = 0
+  static constexpr int kQMin = -kCodeOffset;
+  static constexpr int kQMax = kCodeOffset - 1;
+
+  // codes[0..127] (each < 2^Bits; higher bits are ignored) -> words[kUnitWords].
+  NINFER_HD static void packUnit(const unsigned char* codes, unsigned int* words) {
+    if constexpr (Bits == 3) {
+      for (int w = 0; w < 12; ++w)
+        words[w] = 0;
+      for (int i = 0; i < 128; ++i) {
+        const unsigned int c = codes[i] & kCodeMask;
+        words[i >> 4] |= (c & 3u) << (2 * (i & 15));
+        words[8 + (i >> 5)] |= (c >> 2) << (i & 31);
+      }
+    } else {
+      constexpr int kPerWord = 32 / Bits;
+      for (int w = 0; w < kUnitWords; ++w) {
+        unsigned int word = 0;
+        for (int j = 0; j < kPerWord; ++j)
+          word |= (codes[w * kPerWord + j] & kCodeMask) << (Bits * j);
+        words[w] = word;
+      }
+    }
+  }
+
+  // Code of value i (0..127) of the unit starting at `unit`.
+  NINFER_HD static unsigned int codeInUnit(const unsigned int* unit, int i) {
+    if constexpr (Bits == 3) {
+      const unsigned int low = (unit[i >> 4] >> (2 * (i & 15))) & 3u;
+      const unsigned int high = (unit[8 + (i >> 5)] >> (i & 31)) & 1u;
+      return low | (high << 2);
+    } else {
+      constexpr int kPerWord = 32 / Bits;
+      return (unit[i / kPerWord] >> (Bits * (i % kPerWord))) & kCodeMask;
+    }
+  }
+
+  NINFER_HD static void unpackUnit(const unsigned int* words, unsigned char* codes) {
+    for (int i = 0; i < 128; ++i)
+      codes[i] = static_cast<unsigned char>(codeInUnit(words, i));
+  }
+
+  // Code of column k of a row whose weight words start at `rowWords`.
+  NINFER_HD static unsigned int codeAt(const unsigned int* rowWords, long long k) {
+    return codeInUnit(rowWords + (k >> 7) * kUnitWords, static_cast<int>(k & 127));
+  }
+};
+
+// ---- A full format: bit width and group size ----
+
+template <int Bits, int Group> struct QuantFormat : QuantPacking<Bits> {
+  static_assert(Group == 32 || Group == 64 || Group == 128, "unsupported group size");
+  using Packing = QuantPacking<Bits>;
+  static constexpr int kGroup = Group;
+  static constexpr int kGroupsPerUnit = kQuantUnitValues / Group;
+  static constexpr int kGroupWeightBytes = Bits * Group / 8;
+  static constexpr int kGroupBytes = kGroupWeightBytes + 2;
+  static constexpr QuantFormatId kId = static_cast<QuantFormatId>(quantFormatIndex(Bits, Group));
+
+  NINFER_HD static constexpr long long rowWeightBytes(long long cols) {
+    return quantRowWeightBytes(Bits, cols);
+  }
+  NINFER_HD static constexpr long long rowScaleBytes(long long cols) {
+    return quantRowScaleBytes(Group, cols);
+  }
+  NINFER_HD static constexpr long long tensorBytes(long long rows, long long cols) {
+    return quantTensorBytes(Bits, Group, rows, cols);
+  }
+
+  // Dequantizes group `group` of a row: rowWords = start of the row in the weight
+  // plane, rowScales = start of the row in the scale plane.
+  NINFER_HD static void dequantizeGroup(const unsigned int* rowWords,
+                                        const unsigned short* rowScales, long long group,
+                                        float* out) {
+    const float scale = halfBitsToFloat(rowScales[group]);
+    const long long first = group * Group;
+    for (int i = 0; i < Group; ++i) {
+      const int q = static_cast<int>(Packing::codeAt(rowWords, first + i)) - Packing::kCodeOffset;
+      out[i] = scale * static_cast<float>(q);
+    }
+  }
+};
+
+// Every (bits, group) pair: the traits table agrees with the templates and the
+// size is exactly bits + 16 / group bits per weight.
+#define NINFER_QUANT_CHECK_FORMAT(B, G)                                                            \
+  static_assert(quantFormatTraits(QuantFormat<B, G>::kId).bits == B, "traits bits");               \
+  static_assert(quantFormatTraits(QuantFormat<B, G>::kId).groupSize == G, "traits group");         \
+  static_assert(quantFormatTraits(QuantFormat<B, G>::kId).bytesPerGroup ==                         \
+                    QuantFormat<B, G>::kGroupBytes,                                                \
+                "traits bytes per group");                                                         \
+  static_assert(QuantFormat<B, G>::tensorBytes(3, 1024) * 8 == 3 * 1024 * (B * G + 16) / G,        \
+                "exact bits per weight");                                                          \
+  static_assert(QuantFormat<B, G>::rowWeightBytes(1024) % 16 == 0, "16-byte aligned rows");
+NINFER_QUANT_CHECK_FORMAT(8, 32)
+NINFER_QUANT_CHECK_FORMAT(8, 64)
+NINFER_QUANT_CHECK_FORMAT(8, 128)
+NINFER_QUANT_CHECK_FORMAT(4, 32)
+NINFER_QUANT_CHECK_FORMAT(4, 64)
+NINFER_QUANT_CHECK_FORMAT(4, 128)
+NINFER_QUANT_CHECK_FORMAT(3, 32)
+NINFER_QUANT_CHECK_FORMAT(3, 64)
+NINFER_QUANT_CHECK_FORMAT(3, 128)
+NINFER_QUANT_CHECK_FORMAT(2, 32)
+NINFER_QUANT_CHECK_FORMAT(2, 64)
+NINFER_QUANT_CHECK_FORMAT(2, 128)
+#undef NINFER_QUANT_CHECK_FORMAT
+
+} // namespace quant
+} // namespace ninfer

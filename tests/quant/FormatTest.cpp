@@ -1,0 +1,202 @@
+// The shared format header (ninfer/QuantFormats.h): traits and sizes, exact
+// pack/unpack round trips for every format, the documented bit order, fp16
+// conversions bit for bit against the runtime's Half.h, and that NVRTC
+// compiles the header as device code (no GPU needed).
+#include "Packing.h"
+#include "QuantTestUtil.h"
+
+#include "Half.h" // runtime/src: the CPU executor's conversions
+
+#include <gtest/gtest.h>
+#include <nvrtc.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace ninfer {
+namespace quant {
+namespace {
+
+const int kAllBits[] = {8, 4, 3, 2};
+const int kAllGroups[] = {32, 64, 128};
+
+TEST(QuantFormats, TraitsTableAndExactBitsPerWeight) {
+  for (int id = 0; id < kQuantFormatCount; ++id) {
+    const QuantFormatTraits t = quantFormatTraits(static_cast<QuantFormatId>(id));
+    ASSERT_TRUE(isQuantBits(t.bits)) << id;
+    ASSERT_TRUE(isQuantGroupSize(t.groupSize)) << id;
+    EXPECT_EQ(quantFormatIndex(t.bits, t.groupSize), id);
+    EXPECT_EQ(std::string(t.name),
+              "q" + std::to_string(t.bits) + "_g" + std::to_string(t.groupSize));
+    EXPECT_EQ(t.bytesPerGroup, t.bits * t.groupSize / 8 + 2);
+    // bpw = bits + 16 / group exactly: bytes * 8 / values, and for whole tensors.
+    const double bpw = t.bits + 16.0 / t.groupSize;
+    EXPECT_EQ(t.bytesPerGroup * 8.0 / t.groupSize, bpw);
+    const QuantSpec spec{t.bits, t.groupSize};
+    EXPECT_EQ(spec.bitsPerWeight(), bpw);
+    for (long long rows : {1LL, 7LL, 4096LL})
+      for (long long cols : {128LL, 512LL, 1536LL, 14336LL})
+        EXPECT_EQ(quantTensorBytes(t.bits, t.groupSize, rows, cols) * 8.0,
+                  static_cast<double>(rows * cols) * bpw);
+  }
+  EXPECT_EQ(quantFormatTraits(static_cast<QuantFormatId>(200)).bits, 0);
+  EXPECT_EQ(quantFormatIndex(5, 64), -1);
+  EXPECT_EQ(quantFormatIndex(4, 96), -1);
+  EXPECT_FALSE(isQuantizableCols(64));
+  EXPECT_TRUE(isQuantizableCols(256));
+}
+
+TEST(QuantFormats, PackUnpackRoundTripIsExact) {
+  test::Rng rng(1);
+  const int64_t rows = 5, cols = 640;
+  for (int bits : kAllBits) {
+    for (int group : kAllGroups) {
+      SCOPED_TRACE("q" + std::to_string(bits) + "_g" + std::to_string(group));
+      const QuantSpec spec{bits, group};
+      std::vector<uint8_t> codes(rows * cols);
+      std::vector<uint16_t> scales(rows * cols / group);
+      for (uint8_t& c : codes)
+        c = static_cast<uint8_t>(rng.below(1u << bits));
+      for (uint16_t& s : scales)
+        s = static_cast<uint16_t>(rng.below(0x7C00)); // any finite positive half
+      const uint64_t bytes = quantTensorBytes(bits, group, rows, cols);
+      std::vector<uint8_t> packed(bytes, 0xAB); // every byte must be overwritten
+      for (int64_t r = 0; r < rows; ++r)
+        packRow(spec, rows, cols, r, &codes[r * cols], &scales[r * cols / group], packed.data());
+
+      std::vector<uint8_t> codesBack(cols);
+      std::vector<uint16_t> scalesBack(cols / group);
+      for (int64_t r = 0; r < rows; ++r) {
+        unpackRow(spec, rows, cols, r, packed.data(), codesBack.data(), scalesBack.data());
+        ASSERT_EQ(0, std::memcmp(codesBack.data(), &codes[r * cols], cols)) << "row " << r;
+        ASSERT_EQ(0, std::memcmp(scalesBack.data(), &scales[r * cols / group], cols / group * 2));
+      }
+      // The reference decoder gives scale * (code - 2^(bits-1)) for every value.
+      std::vector<float> decoded(rows * cols);
+      ASSERT_TRUE(dequantizePacked(spec, rows, cols, packed.data(), bytes, decoded.data()).isOk());
+      for (int64_t i = 0; i < rows * cols; ++i) {
+        const int64_t r = i / cols, c = i % cols;
+        const float scale = halfToFloat(scales[r * cols / group + c / group]);
+        ASSERT_EQ(decoded[i], scale * static_cast<float>(int(codes[i]) - (1 << (bits - 1))))
+            << "value " << i;
+      }
+      EXPECT_FALSE(
+          dequantizePacked(spec, rows, cols, packed.data(), bytes - 1, decoded.data()).isOk());
+    }
+  }
+}
+
+// The bit order documented in QuantFormats.h, checked on known patterns.
+TEST(QuantFormats, DocumentedBitOrder) {
+  uint8_t codes[128];
+  for (int i = 0; i < 128; ++i)
+    codes[i] = static_cast<uint8_t>(i);
+  QuantUnit<8> q8;
+  QuantPacking<8>::packUnit(codes, q8.words);
+  EXPECT_EQ(q8.words[0], 0x03020100u);
+  EXPECT_EQ(q8.words[31], 0x7F7E7D7Cu);
+
+  QuantUnit<4> q4;
+  QuantPacking<4>::packUnit(codes, q4.words); // codes & 15
+  EXPECT_EQ(q4.words[0], 0x76543210u);
+  EXPECT_EQ(q4.words[1], 0xFEDCBA98u);
+
+  QuantUnit<2> q2;
+  QuantPacking<2>::packUnit(codes, q2.words); // codes & 3: 0,1,2,3,0,...
+  for (int w = 0; w < 8; ++w)
+    EXPECT_EQ(q2.words[w], 0xE4E4E4E4u) << w;
+
+  QuantUnit<3> q3;
+  QuantPacking<3>::packUnit(codes, q3.words); // codes & 7: 0..7 repeating
+  for (int w = 0; w < 8; ++w)
+    EXPECT_EQ(q3.words[w], 0xE4E4E4E4u) << "low plane word " << w;
+  for (int w = 8; w < 12; ++w)
+    EXPECT_EQ(q3.words[w], 0xF0F0F0F0u) << "high plane word " << w; // bit 2 set for 4..7
+  // One value: code 5 (binary 101) at position 77.
+  uint8_t one[128] = {};
+  one[77] = 5;
+  QuantPacking<3>::packUnit(one, q3.words);
+  for (int w = 0; w < 12; ++w) {
+    const unsigned expected = w == 77 / 16       ? 1u << (2 * (77 % 16))
+                              : w == 8 + 77 / 32 ? 1u << (77 % 32)
+                                                 : 0u;
+    EXPECT_EQ(q3.words[w], expected) << w;
+  }
+  EXPECT_EQ(QuantPacking<3>::codeAt(q3.words, 77), 5u);
+}
+
+TEST(QuantFormats, HalfToFloatMatchesRuntimeForAllHalves) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float ours = halfBitsToFloat(static_cast<uint16_t>(h));
+    const float theirs = ninfer::halfToFloat(static_cast<uint16_t>(h));
+    ASSERT_EQ(floatBits(ours), floatBits(theirs)) << std::hex << h;
+    const bool isNan = (h & 0x7C00) == 0x7C00 && (h & 0x3FF) != 0;
+    if (!isNan) { // every half survives a round trip
+      ASSERT_EQ(floatToHalfBits(ours), h) << std::hex << h;
+    }
+  }
+}
+
+TEST(QuantFormats, FloatToHalfMatchesRuntime) {
+  auto check = [](uint32_t bits) {
+    const float f = bitsToFloat(bits);
+    ASSERT_EQ(floatToHalfBits(f), ninfer::floatToHalf(f)) << std::hex << bits;
+  };
+  // Boundaries: ties in the normal and subnormal ranges, the overflow threshold,
+  // the smallest subnormal and its half, inf, nan.
+  const uint32_t edges[] = {0x00000000, 0x80000000, 0x33000000, 0x33000001, 0x337FFFFF, 0x33800000,
+                            0x33C00000, 0x387FC000, 0x387FE000, 0x387FF000, 0x38800000, 0x38801000,
+                            0x38803000, 0x3F800000, 0x3F801000, 0x3F803000, 0x477FE000, 0x477FEFFF,
+                            0x477FF000, 0x7F7FFFFF, 0x7F800000, 0x7FC00000, 0x7F800001, 0xFF800000};
+  for (uint32_t e : edges) {
+    check(e);
+    check(e ^ 0x80000000u);
+  }
+  test::Rng rng(2);
+  for (int i = 0; i < 2000000; ++i)
+    check(static_cast<uint32_t>(rng.next()));
+  // Dense sweep of the subnormal and low normal range, where the rounding paths meet.
+  for (uint32_t bits = 0x33000000; bits < 0x39000000; bits += 97)
+    check(bits);
+}
+
+// NVRTC compiles the header as device code with no other header available.
+TEST(QuantFormats, CompilesWithNvrtc) {
+  std::ifstream file(NINFER_QUANT_FORMATS_HEADER);
+  ASSERT_TRUE(file.good()) << NINFER_QUANT_FORMATS_HEADER;
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string header = text.str();
+  const char* source = R"(#include "QuantFormats.h"
+using namespace ninfer::quant;
+template <int B, int G>
+__device__ void decode(const unsigned int *w, const unsigned short *s, float *out) {
+  QuantFormat<B, G>::dequantizeGroup(w, s, threadIdx.x, out + threadIdx.x * G);
+}
+extern "C" __global__ void probe(const unsigned int *w, const unsigned short *s, float *out) {
+  decode<8, 32>(w, s, out); decode<8, 64>(w, s, out); decode<8, 128>(w, s, out);
+  decode<4, 32>(w, s, out); decode<4, 64>(w, s, out); decode<4, 128>(w, s, out);
+  decode<3, 32>(w, s, out); decode<3, 64>(w, s, out); decode<3, 128>(w, s, out);
+  decode<2, 32>(w, s, out); decode<2, 64>(w, s, out); decode<2, 128>(w, s, out);
+  out[0] = roundToHalf(out[1]) + quantFormatTraits(QuantFormatId::Q3G64).bytesPerGroup +
+           static_cast<float>(quantTensorBytes(3, 64, 2, 256));
+})";
+  nvrtcProgram program;
+  const char* headers[] = {header.c_str()};
+  const char* names[] = {"QuantFormats.h"};
+  ASSERT_EQ(nvrtcCreateProgram(&program, source, "probe.cu", 1, headers, names), NVRTC_SUCCESS);
+  const char* options[] = {"--gpu-architecture=sm_80", "-std=c++17"};
+  const nvrtcResult result = nvrtcCompileProgram(program, 2, options);
+  size_t logSize = 0;
+  nvrtcGetProgramLogSize(program, &logSize);
+  std::string log(logSize, '\0');
+  nvrtcGetProgramLog(program, &log[0]);
+  nvrtcDestroyProgram(&program);
+  EXPECT_EQ(result, NVRTC_SUCCESS) << log;
+}
+
+} // namespace
+} // namespace quant
+} // namespace ninfer
