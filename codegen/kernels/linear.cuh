@@ -1,96 +1,158 @@
 // Linear layer: y[t, o] = sum_k x[t, k] * W[o, k] (+ bias[o]), W stored [N, K] in
 // its checkpoint dtype, x and y f32 rows, f32 accumulation.
 //
-// One kernel, two paths picked per step from state->nTokens (a uniform branch):
-//  * rows <= kGemvMaxRows (decode, short prefill, last_row_only): warp-per-output-row
-//    GEMV. Each lane streams 16-byte chunks of the weight row (VEC) and dots them
-//    with up to kGemvMaxRows x rows (f32, cached in L1/L2), so every weight byte is
-//    read once per step; butterfly-shuffle reduction; grid-stride over rows.
-//  * more rows (prefill): shared-memory tiled GEMM, a TM x TN output tile per block,
-//    K in steps of TK; each weight tile is converted to f32 once and reused for TM
-//    tokens; each thread owns a 4x4 register tile. Tiles are grid-strided, so the
-//    grid does not depend on the token count. (CUDA cores; tensor cores are a later
-//    step.)
-// Launch: block THREADS = 256, grid (ceil(N / 8), 1, 1), no dynamic shared memory.
+// One kernel, three paths picked per step from state->nTokens (a uniform branch):
+//  * rows <= kGemvMaxRows (decode, short prefill, last_row_only): GEMV, bound by the
+//    weight stream. A warp owns linearRowsPerWarp(N) adjacent output rows; each lane
+//    streams 16-byte chunks of them (VEC) with 8 independent 16-byte loads in flight
+//    (kUnroll chunks x rows per warp), bypassing L1 (ld.global.nc.L1::no_allocate) so
+//    the x rows (f32, read through L1 with __ldg, reused by every warp of the SM) stay
+//    cached. Each x float4 is loaded once per chunk and used for all the warp's rows.
+//    Full unrolled iterations run unpredicated; only a K that is not a multiple of
+//    32 x kUnroll chunks has a predicated tail. One butterfly reduction per output.
+//    Decode (one row) has its own instantiation, so it keeps one accumulator per
+//    output row. Grid-stride over row groups.
+//    Expected: >= 80% of HBM bandwidth for K = 4096/14336 and N >= 4096 (enough
+//    loads in flight: 16 warps/SM x 32 lanes x 128 B = 64 KB per SM, more than the
+//    bandwidth-latency product of ~25 KB per SM at 4.3 TB/s and ~1 us).
+//  * more rows, f16/bf16 weights, sm_80+: tensor-core GEMM (gemm_mma.cuh).
+//  * more rows otherwise (f32 weights, sm_75, unaligned): shared-memory tiled GEMM on
+//    CUDA cores, a TM x TN output tile per block, each thread a 4x4 register tile.
+// Tiles and row groups are grid-strided, so the grid does not depend on the token count.
+// Launch: block THREADS = 256, grid (ceil(N / (8 * linearRowsPerWarp(N))), 1, 1) (any
+// grid is correct), no dynamic shared memory.
 // last_row_only: x row n-1 -> y row 0.
 #pragma once
 
 #include "common.cuh"
+#include "gemm_mma.cuh"
 
 namespace ninfer {
 namespace dev {
 
+#ifndef NINFER_LINEAR_MMA // 0: prefill on the CUDA-core tiled path (A/B switch)
+#define NINFER_LINEAR_MMA 1
+#endif
+
 constexpr int kLinearThreads = 256;
 constexpr int kGemvMaxRows = 8;
+static_assert(kLinearThreads == kMmaThreads, "one block shape for every path");
 
-// acc[r] += dot(x row r, wRow) over this lane's share of K, for r < rows.
-template <int WDT, int K, bool VEC>
-__device__ __forceinline__ void gemvDotRows(const float *x, int rows, const void *wRow, int lane,
-                                            float (&acc)[kGemvMaxRows]) {
-  if constexpr (VEC) {
-    constexpr int kElems = elemsPer16<WDT>();
-    constexpr int kChunks = K / kElems;
-    constexpr int kUnroll = 4;
-    const uint4 *w4 = static_cast<const uint4 *>(wRow);
-    int c = lane;
-    // Several independent 16-byte weight loads in flight before the first use.
-    for (; c + (kUnroll - 1) * kWarpSize < kChunks; c += kUnroll * kWarpSize) {
-      uint4 wv[kUnroll];
+// Output rows per warp in the GEMV: 2 for wide layers (more loads in flight and x
+// reuse), 1 for narrow ones (more warps to spread over the SMs). KernelEmitter.cpp
+// sizes the grid with the same rule.
+__host__ __device__ constexpr int linearRowsPerWarp(int n) { return n >= 4096 ? 2 : 1; }
+
+// 16-byte read-only load that does not allocate in L1 (weights are read once).
+__device__ __forceinline__ uint4 loadStream16(const uint4 *p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+// acc[i][r] += dot(x row r, weight chunk wv of row i) for r < rows; chunk index c.
+template <int WDT, int K, int MAXR, int RPW>
+__device__ __forceinline__ void gemvChunk(const float *x, int rows, int c, const uint4 (&wv)[RPW],
+                                          float (&acc)[RPW][MAXR]) {
+  constexpr int kElems = elemsPer16<WDT>();
+  float wf[RPW][kElems];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        wv[u] = __ldg(w4 + c + u * kWarpSize);
+  for (int i = 0; i < RPW; ++i)
+    unpack16<WDT>(wv[i], wf[i]);
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        float wf[kElems];
-        unpack16<WDT>(wv[u], wf);
-        const int k0 = (c + u * kWarpSize) * kElems;
+  for (int r = 0; r < MAXR; ++r) {
+    if (MAXR == 1 || r < rows) {
+      const float4 *xr =
+          reinterpret_cast<const float4 *>(x + static_cast<long long>(r) * K + c * kElems);
 #pragma unroll
-        for (int r = 0; r < kGemvMaxRows; ++r) {
-          if (r < rows) {
-            const float4 *xr =
-                reinterpret_cast<const float4 *>(x + static_cast<long long>(r) * K + k0);
+      for (int e = 0; e < kElems / 4; ++e) {
+        const float4 xv = __ldg(xr + e);
 #pragma unroll
-            for (int e = 0; e < kElems / 4; ++e) {
-              const float4 xv = xr[e];
-              acc[r] += wf[4 * e] * xv.x + wf[4 * e + 1] * xv.y + wf[4 * e + 2] * xv.z +
-                        wf[4 * e + 3] * xv.w;
-            }
-          }
-        }
+        for (int i = 0; i < RPW; ++i)
+          acc[i][r] += wf[i][4 * e] * xv.x + wf[i][4 * e + 1] * xv.y + wf[i][4 * e + 2] * xv.z +
+                       wf[i][4 * e + 3] * xv.w;
       }
-    }
-    for (; c < kChunks; c += kWarpSize) {
-      float wf[kElems];
-      unpack16<WDT>(__ldg(w4 + c), wf);
-      const int k0 = c * kElems;
-#pragma unroll
-      for (int r = 0; r < kGemvMaxRows; ++r) {
-        if (r < rows) {
-          const float4 *xr =
-              reinterpret_cast<const float4 *>(x + static_cast<long long>(r) * K + k0);
-#pragma unroll
-          for (int e = 0; e < kElems / 4; ++e) {
-            const float4 xv = xr[e];
-            acc[r] += wf[4 * e] * xv.x + wf[4 * e + 1] * xv.y + wf[4 * e + 2] * xv.z +
-                      wf[4 * e + 3] * xv.w;
-          }
-        }
-      }
-    }
-  } else {
-    for (int k = lane; k < K; k += kWarpSize) {
-      const float wv = loadAsFloat<WDT>(wRow, k);
-#pragma unroll
-      for (int r = 0; r < kGemvMaxRows; ++r)
-        if (r < rows)
-          acc[r] += wv * x[static_cast<long long>(r) * K + k];
     }
   }
 }
 
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N, bool VEC>
-__device__ __forceinline__ void linearGemv(const float *x, int rows, const void *w,
-                                           const void *bias, float *y) {
+// GEMV with 16-byte weight loads (K % elemsPer16 == 0, 16-byte aligned rows).
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int MAXR>
+__device__ __forceinline__ void linearGemvVec(const float *x, int rows, const void *w,
+                                              const void *bias, float *y) {
+  constexpr int RPW = linearRowsPerWarp(N);
+  constexpr int kElems = elemsPer16<WDT>();
+  constexpr int kChunks = K / kElems;
+  constexpr int kUnroll = 8 / RPW; // 8 loads in flight per lane
+  constexpr int kStep = kUnroll * kWarpSize;
+  constexpr int kFull = kChunks / kStep;
+  constexpr int kTailIters = (kChunks - kFull * kStep + kWarpSize - 1) / kWarpSize;
+  constexpr int kWarps = kLinearThreads / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  for (int o0 = (blockIdx.x * kWarps + threadIdx.x / kWarpSize) * RPW; o0 < N;
+       o0 += gridDim.x * kWarps * RPW) {
+    const uint4 *wRow[RPW];
+#pragma unroll
+    for (int i = 0; i < RPW; ++i) // a row past N re-reads row N-1 and is not stored
+      wRow[i] = reinterpret_cast<const uint4 *>(static_cast<const char *>(w) +
+                                                static_cast<long long>(min(o0 + i, N - 1)) * K *
+                                                    elemBytes<WDT>());
+    float acc[RPW][MAXR];
+#pragma unroll
+    for (int i = 0; i < RPW; ++i)
+#pragma unroll
+      for (int r = 0; r < MAXR; ++r)
+        acc[i][r] = 0.0f;
+    for (int it = 0; it < kFull; ++it) {
+      const int base = it * kStep + lane;
+      uint4 wv[kUnroll][RPW];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) // every load issued before the first use
+#pragma unroll
+        for (int i = 0; i < RPW; ++i)
+          wv[u][i] = loadStream16(wRow[i] + base + u * kWarpSize);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc);
+    }
+    if constexpr (kTailIters > 0) {
+      const int base = kFull * kStep + lane;
+      uint4 wv[kTailIters][RPW];
+#pragma unroll
+      for (int u = 0; u < kTailIters; ++u)
+#pragma unroll
+        for (int i = 0; i < RPW; ++i)
+          wv[u][i] = base + u * kWarpSize < kChunks ? loadStream16(wRow[i] + base + u * kWarpSize)
+                                                     : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int u = 0; u < kTailIters; ++u)
+        if (base + u * kWarpSize < kChunks)
+          gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc);
+    }
+#pragma unroll
+    for (int i = 0; i < RPW; ++i) {
+      const int o = o0 + i;
+      float b = 0.0f;
+      if constexpr (HAS_BIAS)
+        b = loadAsFloat<BDT>(bias, min(o, N - 1));
+#pragma unroll
+      for (int r = 0; r < MAXR; ++r) {
+        if (MAXR == 1 || r < rows) {
+          const float sum = warpSum(acc[i][r]);
+          if (lane == 0 && o < N)
+            y[static_cast<long long>(r) * N + o] = sum + b;
+        }
+      }
+    }
+  }
+}
+
+// GEMV with scalar weight loads (any K and alignment): warp per output row.
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
+__device__ __forceinline__ void linearGemvScalar(const float *x, int rows, const void *w,
+                                                 const void *bias, float *y) {
   constexpr int kWarps = kLinearThreads / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   for (int o = blockIdx.x * kWarps + threadIdx.x / kWarpSize; o < N; o += gridDim.x * kWarps) {
@@ -100,7 +162,13 @@ __device__ __forceinline__ void linearGemv(const float *x, int rows, const void 
       acc[r] = 0.0f;
     const char *wRow =
         static_cast<const char *>(w) + static_cast<long long>(o) * K * elemBytes<WDT>();
-    gemvDotRows<WDT, K, VEC>(x, rows, wRow, lane, acc);
+    for (int k = lane; k < K; k += kWarpSize) {
+      const float wv = loadAsFloat<WDT>(wRow, k);
+#pragma unroll
+      for (int r = 0; r < kGemvMaxRows; ++r)
+        if (r < rows)
+          acc[r] += wv * x[static_cast<long long>(r) * K + k];
+    }
     float b = 0.0f;
     if constexpr (HAS_BIAS)
       b = loadAsFloat<BDT>(bias, o);
@@ -112,6 +180,19 @@ __device__ __forceinline__ void linearGemv(const float *x, int rows, const void 
           y[static_cast<long long>(r) * N + o] = sum + b;
       }
     }
+  }
+}
+
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N, bool VEC>
+__device__ __forceinline__ void linearGemv(const float *x, int rows, const void *w,
+                                           const void *bias, float *y) {
+  if constexpr (VEC) {
+    if (rows == 1)
+      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, 1>(x, 1, w, bias, y);
+    else
+      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, kGemvMaxRows>(x, rows, w, bias, y);
+  } else {
+    linearGemvScalar<WDT, BDT, HAS_BIAS, K, N>(x, rows, w, bias, y);
   }
 }
 
@@ -199,7 +280,15 @@ __device__ __forceinline__ void linear(const float *x, const void *w, const void
   } else if (n <= kGemvMaxRows) {
     linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC>(x, n, w, bias, y);
   } else {
+#if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    // Only one GEMM path is instantiated per kernel: their static shared memory adds up.
+    if constexpr (WDT != kF32 && VEC)
+      linearMma<WDT, BDT, HAS_BIAS, K, N>(x, n, w, bias, y);
+    else
+      linearTiled<WDT, BDT, HAS_BIAS, K, N>(x, n, w, bias, y);
+#else
     linearTiled<WDT, BDT, HAS_BIAS, K, N>(x, n, w, bias, y);
+#endif
   }
 }
 

@@ -57,6 +57,13 @@ Result<const CudaDriver *> loadDriver() {
   NINFER_RESOLVE(getErrorString, "cuGetErrorString")
   NINFER_RESOLVE(getErrorName, "cuGetErrorName")
 #undef NINFER_RESOLVE
+  // Optional entry points: a driver without them still runs every plan.
+  resolve(library, "cuStreamBeginCapture_v2", d.streamBeginCapture);
+  resolve(library, "cuStreamEndCapture", d.streamEndCapture);
+  resolve(library, "cuGraphInstantiateWithFlags", d.graphInstantiate);
+  resolve(library, "cuGraphLaunch", d.graphLaunch);
+  resolve(library, "cuGraphExecDestroy", d.graphExecDestroy);
+  resolve(library, "cuGraphDestroy", d.graphDestroy);
   if (missing) {
     dlclose(library);
     return Status::error(std::string("the CUDA driver (libcuda.so.1) lacks ") + missing +

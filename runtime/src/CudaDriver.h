@@ -43,11 +43,25 @@ struct CudaDriver {
   decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
+  // CUDA graphs (stream capture). Optional: null when the driver lacks them, and
+  // the executor then launches kernels one by one.
+  decltype(&::cuStreamBeginCapture) streamBeginCapture = nullptr;
+  decltype(&::cuStreamEndCapture) streamEndCapture = nullptr;
+  decltype(&::cuGraphInstantiate) graphInstantiate = nullptr;
+  decltype(&::cuGraphLaunch) graphLaunch = nullptr;
+  decltype(&::cuGraphExecDestroy) graphExecDestroy = nullptr;
+  decltype(&::cuGraphDestroy) graphDestroy = nullptr;
 
   // Loads libcuda.so.1 once per process and resolves every entry point. Fails
   // with one line when the library or a symbol is missing. The table lives
   // until the process exits.
   static Result<const CudaDriver *> get();
+
+  // Every graph entry point resolved.
+  bool hasGraphs() const {
+    return streamBeginCapture && streamEndCapture && graphInstantiate && graphLaunch &&
+           graphExecDestroy && graphDestroy;
+  }
 
   // "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for `result`.
   std::string errorText(CUresult result) const;

@@ -6,6 +6,18 @@
 // one logits copy, one synchronize. Every driver call is checked and its error
 // names the op and kernel involved. Set NINFER_CUDA_SYNC=1 to synchronize after
 // every op, so an asynchronous fault is attributed to the op that caused it.
+//
+// Decode steps (one token) replay a CUDA graph: the first one-token step is
+// captured from the stream (the two HtoD copies from pinned staging, every
+// launch, the logits DtoH copy) and instantiated once; later steps only write
+// the pinned StepState and token, launch the graph and synchronize. This is
+// correct for any position because the graph's kernels read pos from the
+// device StepState, and buffer addresses never change after init. It turns
+// ~100 cuLaunchKernel calls (several microseconds of host time each) into one
+// cuGraphLaunch. Prefill steps launch kernels one by one (one step per prompt,
+// so a graph would not be replayed). NINFER_CUDA_GRAPHS=0 disables graphs (A/B
+// timing); a driver without the graph entry points, or a failed capture, falls
+// back to plain launches with one note on stderr.
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
 #include "ninfer/StepAbi.h"
@@ -53,7 +65,10 @@ public:
 
   Status init(int ordinal);
   Status forward(const int32_t *tokens, int n, int pos, float *logits) override;
-  std::string name() const override { return "CUDA (" + deviceName_ + ", " + codeArch_ + ")"; }
+  std::string name() const override {
+    return "CUDA (" + deviceName_ + ", " + codeArch_ + (decodeGraph_ ? ", graphs" : "") + ")";
+  }
+  uint64_t deviceMemoryBytes() const override { return allocatedBytes_; }
 
 private:
   struct LaunchInfo {
@@ -72,6 +87,12 @@ private:
   Status loadModule(const std::vector<char> &image, bool isPtx);
   Status allocate(CUdeviceptr &ptr, uint64_t bytes, const char *what);
   Status uploadWeights();
+  // Puts one step on stream_: tokens and StepState copies, the launches, the
+  // logits copy (no synchronize). Also what the decode graph captures.
+  Status enqueueStep(int n, const std::string &step);
+  // Captures and instantiates the one-token step; on failure leaves
+  // decodeGraph_ null, turns graphs off and says why on stderr once.
+  void captureDecodeGraph();
   std::string opLabel(uint32_t op) const;
   std::string kernelName(uint32_t function) const;
 
@@ -93,6 +114,9 @@ private:
   uint64_t logitsBytes_ = 0;
   int embeddingVocab_ = 0;
   bool syncEachOp_ = false;
+  bool graphsEnabled_ = false;
+  CUgraphExec decodeGraph_ = nullptr;
+  uint64_t allocatedBytes_ = 0;
   std::string deviceName_;
   std::string codeArch_;
 };
@@ -100,10 +124,12 @@ private:
 CudaExecutor::~CudaExecutor() {
   if (context_)
     cu_.ctxSetCurrent(context_);
-  if (stream_) {
+  if (stream_)
     cu_.streamSynchronize(stream_);
+  if (decodeGraph_)
+    cu_.graphExecDestroy(decodeGraph_);
+  if (stream_)
     cu_.streamDestroy(stream_);
-  }
   for (CUdeviceptr ptr : allocations_)
     cu_.memFree(ptr);
   if (hostStaging_)
@@ -186,6 +212,7 @@ Status CudaExecutor::allocate(CUdeviceptr &ptr, uint64_t bytes, const char *what
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memAlloc(&ptr, bytes),
                                    std::string("cannot allocate ") + gib(bytes) + " for " + what));
   allocations_.push_back(ptr);
+  allocatedBytes_ += bytes;
   return Status::ok();
 }
 
@@ -228,6 +255,8 @@ Status CudaExecutor::init(int ordinal) {
   const plan::Plan &p = file_.plan();
   syncEachOp_ =
       std::getenv("NINFER_CUDA_SYNC") && std::string(std::getenv("NINFER_CUDA_SYNC")) != "0";
+  const char *graphsEnv = std::getenv("NINFER_CUDA_GRAPHS");
+  graphsEnabled_ = !syncEachOp_ && cu_.hasGraphs() && !(graphsEnv && std::string(graphsEnv) == "0");
   int count = 0;
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.deviceGetCount(&count), "cannot count CUDA devices"));
   if (count == 0)
@@ -392,6 +421,7 @@ Status CudaExecutor::init(int ordinal) {
   hostState_ = static_cast<StepState *>(hostStaging_);
   hostTokens_ = reinterpret_cast<int32_t *>(static_cast<char *>(hostStaging_) + 64);
   hostLogits_ = reinterpret_cast<float *>(static_cast<char *>(hostStaging_) + 64 + tokenBytes);
+  allocatedBytes_ += stagingBytes; // pinned host memory the device maps, counted for the report
   return uploadWeights();
 }
 
@@ -412,9 +442,29 @@ Status CudaExecutor::forward(const int32_t *tokens, int n, int pos, float *logit
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
   const std::string step =
       " (step at position " + std::to_string(pos) + ", " + std::to_string(n) + " tokens)";
+  // The graph's copies read these pinned slots when it runs, so they are
+  // written first on both paths.
   hostState_->pos = pos;
   hostState_->nTokens = n;
   std::memcpy(hostTokens_, tokens, size_t(n) * sizeof(int32_t));
+  if (n == 1 && graphsEnabled_ && !decodeGraph_)
+    captureDecodeGraph();
+  if (n == 1 && decodeGraph_) {
+    NINFER_RETURN_IF_ERROR(cu_.check(cu_.graphLaunch(decodeGraph_, stream_),
+                                     "cannot launch the decode graph" + step));
+  } else {
+    NINFER_RETURN_IF_ERROR(enqueueStep(n, step));
+  }
+  const CUresult rc = cu_.streamSynchronize(stream_);
+  if (rc != CUDA_SUCCESS)
+    return Status::error("a kernel failed while running the step" + step + ": " +
+                         cu_.errorText(rc) + " (set NINFER_CUDA_SYNC=1 to find the op)");
+  std::memcpy(logits, hostLogits_, size_t(p.model()->vocab_size()) * 4);
+  return Status::ok();
+}
+
+Status CudaExecutor::enqueueStep(int n, const std::string &step) {
+  const plan::Plan &p = file_.plan();
   NINFER_RETURN_IF_ERROR(
       cu_.check(cu_.memcpyHtoDAsync(tokens_, hostTokens_, size_t(n) * sizeof(int32_t), stream_),
                 "cannot copy tokens to the GPU" + step));
@@ -445,14 +495,38 @@ Status CudaExecutor::forward(const int32_t *tokens, int n, int pos, float *logit
     }
   }
   const uint64_t vocabBytes = uint64_t(p.model()->vocab_size()) * 4;
-  NINFER_RETURN_IF_ERROR(cu_.check(cu_.memcpyDtoHAsync(hostLogits_, logits_, vocabBytes, stream_),
-                                   "cannot copy logits from the GPU" + step));
-  const CUresult rc = cu_.streamSynchronize(stream_);
-  if (rc != CUDA_SUCCESS)
-    return Status::error("a kernel failed while running the step" + step + ": " +
-                         cu_.errorText(rc) + " (set NINFER_CUDA_SYNC=1 to find the op)");
-  std::memcpy(logits, hostLogits_, vocabBytes);
-  return Status::ok();
+  return cu_.check(cu_.memcpyDtoHAsync(hostLogits_, logits_, vocabBytes, stream_),
+                   "cannot copy logits from the GPU" + step);
+}
+
+void CudaExecutor::captureDecodeGraph() {
+  graphsEnabled_ = false; // one attempt; success leaves decodeGraph_ set
+  // Thread-local mode: other threads' unrelated CUDA calls do not break the capture.
+  CUresult rc = cu_.streamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  std::string why;
+  if (rc != CUDA_SUCCESS) {
+    why = "cannot begin stream capture: " + cu_.errorText(rc);
+  } else {
+    const Status enqueued = enqueueStep(1, " (capturing the decode graph)");
+    CUgraph graph = nullptr;
+    rc = cu_.streamEndCapture(stream_, &graph); // always ends the capture, even after an error
+    if (!enqueued.isOk())
+      why = enqueued.message();
+    else if (rc != CUDA_SUCCESS || !graph)
+      why = "cannot end stream capture: " + cu_.errorText(rc);
+    if (why.empty()) {
+      rc = cu_.graphInstantiate(&decodeGraph_, graph, 0);
+      if (rc != CUDA_SUCCESS) {
+        decodeGraph_ = nullptr;
+        why = "cannot instantiate the decode graph: " + cu_.errorText(rc);
+      }
+    }
+    if (graph)
+      cu_.graphDestroy(graph); // the executable graph keeps what it needs
+  }
+  if (!why.empty())
+    std::fprintf(stderr, "ninfer: note: CUDA graphs are off (%s); launching kernels one by one\n",
+                 why.c_str());
 }
 
 } // namespace

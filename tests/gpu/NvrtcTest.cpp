@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace ninfer {
 namespace {
@@ -157,6 +158,40 @@ TEST(Nvrtc, AllWeightTypesCompile) {
     EXPECT_TRUE(t.plan.kernels->ptx.empty());
     EXPECT_EQ(t.plan.kernels->cubins.size(), 1u);
   }
+}
+
+// The linear paths for model-sized shapes compile on the oldest target (sm_75:
+// CUDA-core GEMM) and on sm_80/sm_90 (tensor-core GEMM), with and without the
+// A/B switch that turns the tensor cores off.
+TEST(Nvrtc, LargeLinearPathsCompile) {
+  for (const char *noMma : {"0", "1"})
+    for (DType type : {DType::F16, DType::BF16}) {
+      setenv("NINFER_NO_TENSOR_CORES", noMma, 1);
+      TestPlan t(512, 1024);
+      const uint32_t x = t.addActivation("x", 4096);
+      const uint32_t h = t.addActivation("h", 14336);
+      const uint32_t w1 = t.addDummyWeight("w1", type, {14336, 4096}, 1, 0.01f, 0.0f);
+      const uint32_t w2 = t.addDummyWeight("w2", type, {4096, 14336}, 2, 0.01f, 0.0f);
+      plan::LinearAttrsT up;
+      up.in_features = 4096;
+      up.out_features = 14336;
+      t.addOp("up", up, {x, w1}, {h});
+      plan::LinearAttrsT down;
+      down.in_features = 14336;
+      down.out_features = 4096;
+      t.addOp("down", down, {h, w2}, {x});
+      KernelOptions options;
+      options.archs = {"sm_75", "sm_80", "sm_90"};
+      options.embedPtx = false;
+      Status status = emitKernels(t.plan, options);
+      unsetenv("NINFER_NO_TENSOR_CORES");
+      ASSERT_TRUE(status.isOk()) << status.message();
+      EXPECT_EQ(t.plan.kernels->cubins.size(), 3u);
+      EXPECT_EQ(t.plan.kernels->source.find("NINFER_LINEAR_MMA 0") != std::string::npos,
+                std::string(noMma) == "1");
+      // Wide layers: two output rows per warp, 16 per block.
+      EXPECT_EQ(t.plan.ops[0]->launches[0]->grid_base[0], 14336u / 16);
+    }
 }
 
 TEST(Nvrtc, SyntaxErrorCarriesLog) {

@@ -1,0 +1,586 @@
+// `ninfer bench`: runs a plan on synthetic token ids (speed does not depend on
+// them), warm-up runs first, then measured runs, each a prefill of the prompt
+// (in steps of at most max_step_tokens) followed by single-token decode steps.
+// Reports prefill and decode tok/s (median, min, max over runs), decode latency
+// percentiles, bytes read per decode token, achieved bandwidth and MBU per
+// docs/PERFORMANCE.md, and device memory. --plot draws decode tok/s against the
+// context length into a PNG, written by a minimal encoder at the end of this
+// file (stored deflate blocks, CRC-32, Adler-32; no compression library).
+#include "BenchCommand.h"
+
+#include "ninfer/Executor.h"
+#include "ninfer/Plan.h"
+#include "ninfer/Progress.h"
+#include "plan_generated.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ninfer {
+namespace {
+
+const char *const kBenchHelp =
+    R"(usage: ninfer bench PLAN [options]
+
+  --prompt N[,N...]   prompt lengths (context before decode), default 512
+  --gen N             decode steps per run (default 128)
+  --batch N           sequences per step (only 1 is supported)
+  --reps N            measured runs per prompt length (default 5)
+  --warmup N          unmeasured runs first (default 3)
+  --device D          cuda, cpu or auto (default auto)
+  --threads N         CPU executor threads (default: all)
+  --bandwidth B       memory bandwidth in bytes/s for MBU (default: a table by device name)
+  --json              print the results as JSON on stdout
+  --plot OUT.png      draw decode tok/s against context length into a PNG
+)";
+
+struct BadUsage {
+  std::string message;
+};
+
+struct BenchOptions {
+  std::string plan;
+  std::vector<int> prompts{512};
+  int gen = 128;
+  int reps = 5;
+  int warmup = 3;
+  std::string device = "auto";
+  int threads = 0;
+  double bandwidth = 0.0;
+  bool json = false;
+  std::string plot;
+};
+
+long long parseInt(const std::string &option, const std::string &text, long long lo,
+                   long long hi) {
+  errno = 0;
+  char *end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < lo || value > hi)
+    throw BadUsage{option + " expects an integer in [" + std::to_string(lo) + ", " +
+                   std::to_string(hi) + "], got '" + text + "'"};
+  return value;
+}
+
+BenchOptions parseOptions(int argc, char **argv) {
+  BenchOptions o;
+  bool sawPlan = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        throw BadUsage{arg + " needs a value"};
+      return argv[++i];
+    };
+    if (arg == "--prompt") {
+      o.prompts.clear();
+      std::string list = value();
+      size_t start = 0;
+      while (start <= list.size()) {
+        const size_t comma = std::min(list.find(',', start), list.size());
+        o.prompts.push_back(
+            static_cast<int>(parseInt("--prompt", list.substr(start, comma - start), 1, 1 << 24)));
+        start = comma + 1;
+      }
+    } else if (arg == "--gen") {
+      o.gen = static_cast<int>(parseInt(arg, value(), 1, 1 << 24));
+    } else if (arg == "--batch") {
+      if (parseInt(arg, value(), 1, 1 << 16) != 1)
+        throw BadUsage{"--batch: only batch 1 is supported"};
+    } else if (arg == "--reps") {
+      o.reps = static_cast<int>(parseInt(arg, value(), 1, 100000));
+    } else if (arg == "--warmup") {
+      o.warmup = static_cast<int>(parseInt(arg, value(), 0, 100000));
+    } else if (arg == "--device") {
+      o.device = value();
+      if (o.device != "cuda" && o.device != "cpu" && o.device != "auto")
+        throw BadUsage{"--device expects cuda, cpu or auto, got '" + o.device + "'"};
+    } else if (arg == "--threads") {
+      o.threads = static_cast<int>(parseInt(arg, value(), 0, 4096));
+    } else if (arg == "--bandwidth") {
+      const std::string text = value();
+      char *end = nullptr;
+      o.bandwidth = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(o.bandwidth > 0.0) || !std::isfinite(o.bandwidth))
+        throw BadUsage{"--bandwidth expects bytes per second (e.g. 4.29e12), got '" + text + "'"};
+    } else if (arg == "--json") {
+      o.json = true;
+    } else if (arg == "--plot") {
+      o.plot = value();
+    } else if (arg == "--help" || arg == "-h") {
+      std::fputs(kBenchHelp, stdout);
+      std::exit(0);
+    } else if (!arg.empty() && arg[0] == '-') {
+      throw BadUsage{"unknown option '" + arg + "' (see ninfer bench --help)"};
+    } else if (!sawPlan) {
+      o.plan = arg;
+      sawPlan = true;
+    } else {
+      throw BadUsage{"unexpected argument '" + arg + "'"};
+    }
+  }
+  if (!sawPlan)
+    throw BadUsage{"no plan given (usage: ninfer bench PLAN [options])"};
+  return o;
+}
+
+// Assumed memory bandwidth by device name, bytes/s. H200: measured copy bandwidth
+// (docs/PERFORMANCE.md); the others are spec-sheet figures.
+double bandwidthFor(const std::string &executorName) {
+  struct Entry {
+    const char *needle;
+    double bytesPerSecond;
+  };
+  static const Entry table[] = {
+      {"H200", 4.29e12},          {"H100 PCIe", 2.0e12},  {"H100", 3.35e12},
+      {"A100-SXM4-80GB", 2.04e12}, {"A100 80GB", 1.94e12}, {"A100", 1.555e12},
+      {"L40S", 0.864e12},         {"L4", 0.30e12},        {"RTX 5090", 1.792e12},
+      {"RTX 4090", 1.008e12},     {"RTX 4080", 0.717e12}, {"RTX 3090", 0.936e12},
+      {"RTX 3060 Laptop", 0.336e12}, {"RTX 3060", 0.360e12}, {"T4", 0.32e12},
+  };
+  for (const Entry &e : table)
+    if (executorName.find(e.needle) != std::string::npos)
+      return e.bytesPerSecond;
+  return 0.0;
+}
+
+// Bytes a decode step reads besides the KV cache: every Linear weight (and bias),
+// one row of every embedding table.
+double weightBytesPerToken(const plan::Plan &p) {
+  double bytes = 0.0;
+  const auto &buffers = *p.buffers();
+  for (const plan::Op *op : *p.ops()) {
+    if (const plan::LinearAttrs *a = op->attrs_as_LinearAttrs()) {
+      for (uint32_t i = 1; i < op->inputs()->size() && i <= (a->has_bias() ? 2u : 1u); ++i)
+        bytes += double(buffers.Get(op->inputs()->Get(i))->size_bytes());
+    } else if (const plan::EmbeddingAttrs *a = op->attrs_as_EmbeddingAttrs()) {
+      if (op->inputs()->size() > 1 && a->vocab() > 0)
+        bytes += double(buffers.Get(op->inputs()->Get(1))->size_bytes()) / a->vocab();
+    }
+  }
+  return bytes;
+}
+
+// KV-cache bytes read per decode token per position of context (all layers, K and V).
+double kvBytesPerPosition(const plan::Plan &p) {
+  double bytes = 0.0;
+  for (const plan::Op *op : *p.ops())
+    if (const plan::AttentionAttrs *a = op->attrs_as_AttentionAttrs())
+      bytes += 2.0 * a->kv_heads() * a->head_dim() * 2.0; // f16 cache
+  return bytes;
+}
+
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+
+Spread spreadOf(std::vector<double> v) {
+  Spread s;
+  if (v.empty())
+    return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  return s;
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty())
+    return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t index = static_cast<size_t>(std::ceil(q * double(v.size()))) - 1;
+  return v[std::min(index, v.size() - 1)];
+}
+
+struct PromptResult {
+  int prompt = 0;
+  Spread prefill, decode; // tok/s
+  double p50Ms = 0, p95Ms = 0;
+  double bytesPerToken = 0; // at the mean decode context
+  double achievedBytesPerSecond = 0;
+  double mbu = 0; // 0 when the bandwidth is unknown
+};
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// One run: prefill `prompt` ids from position 0, then `gen` decode steps.
+Status runOnce(Executor &executor, const plan::Plan &p, int prompt, int gen,
+               std::vector<float> &logits, double &prefillSeconds,
+               std::vector<double> &latencies) {
+  const int vocab = std::max(2, p.model()->vocab_size());
+  const int maxStep = std::max(1, p.max_step_tokens());
+  std::vector<int32_t> ids(static_cast<size_t>(prompt));
+  for (int i = 0; i < prompt; ++i)
+    ids[size_t(i)] = 1 + static_cast<int32_t>((int64_t(i) * 7919 + 13) % (vocab - 1));
+  const Clock::time_point start = Clock::now();
+  for (int pos = 0; pos < prompt; pos += maxStep) {
+    const int n = std::min(maxStep, prompt - pos);
+    NINFER_RETURN_IF_ERROR(executor.forward(ids.data() + pos, n, pos, logits.data()));
+  }
+  prefillSeconds = secondsSince(start);
+  for (int i = 0; i < gen; ++i) {
+    const int pos = prompt + i;
+    const int32_t id = 1 + static_cast<int32_t>((int64_t(pos) * 31 + 7) % (vocab - 1));
+    const Clock::time_point t = Clock::now();
+    NINFER_RETURN_IF_ERROR(executor.forward(&id, 1, pos, logits.data()));
+    latencies.push_back(secondsSince(t));
+  }
+  return Status::ok();
+}
+
+std::unique_ptr<Executor> makeExecutor(const PlanFile &file, const BenchOptions &o,
+                                       std::string &error) {
+  auto take = [&](Result<std::unique_ptr<Executor>> r) -> std::unique_ptr<Executor> {
+    if (!r.isOk()) {
+      error = r.status().message();
+      return nullptr;
+    }
+    return std::move(r.value());
+  };
+  if (o.device == "cpu")
+    return take(createCpuExecutor(file, o.threads));
+  if (o.device == "cuda")
+    return take(createCudaExecutor(file, 0));
+  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(file, 0);
+  if (cuda.isOk())
+    return std::move(cuda.value());
+  std::fprintf(stderr, "ninfer: bench: cuda unavailable (%s); using the CPU executor\n",
+               cuda.status().message().c_str());
+  return take(createCpuExecutor(file, o.threads));
+}
+
+std::string jsonEscape(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+Status writeChartPng(const std::string &path, const std::vector<PromptResult> &results);
+
+int bench(const BenchOptions &o) {
+  Result<std::unique_ptr<PlanFile>> opened = PlanFile::open(o.plan);
+  if (!opened.isOk()) {
+    std::fprintf(stderr, "ninfer: error: %s\n", opened.status().message().c_str());
+    return 1;
+  }
+  const PlanFile &file = **opened;
+  const plan::Plan &p = file.plan();
+  for (int prompt : o.prompts)
+    if (prompt + o.gen > p.context()) {
+      std::fprintf(stderr,
+                   "ninfer: error: --prompt %d plus --gen %d exceeds the plan's context of %d\n",
+                   prompt, o.gen, p.context());
+      return 2;
+    }
+  std::string error;
+  std::unique_ptr<Executor> executor = makeExecutor(file, o, error);
+  if (!executor) {
+    std::fprintf(stderr, "ninfer: error: %s\n", error.c_str());
+    return 1;
+  }
+  const std::string name = executor->name();
+  double bandwidth = o.bandwidth > 0 ? o.bandwidth : bandwidthFor(name);
+  const char *bandwidthSource = o.bandwidth > 0 ? "--bandwidth" : bandwidth > 0 ? "table" : "unknown";
+  const double weightBytes = weightBytesPerToken(p);
+  const double kvPerPos = kvBytesPerPosition(p);
+  std::vector<float> logits(static_cast<size_t>(std::max(1, p.model()->vocab_size())));
+  std::vector<PromptResult> results;
+
+  for (int prompt : o.prompts) {
+    Progress progress("bench prompt " + std::to_string(prompt), uint64_t(o.warmup + o.reps));
+    std::vector<double> prefillRates, decodeRates, latencies;
+    for (int run = 0; run < o.warmup + o.reps; ++run) {
+      double prefillSeconds = 0;
+      std::vector<double> runLatencies;
+      Status s = runOnce(*executor, p, prompt, o.gen, logits, prefillSeconds, runLatencies);
+      if (!s.isOk()) {
+        progress.finish();
+        std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
+        return 1;
+      }
+      progress.update(uint64_t(run + 1));
+      if (run < o.warmup)
+        continue;
+      double decodeSeconds = 0;
+      for (double l : runLatencies)
+        decodeSeconds += l;
+      prefillRates.push_back(prompt / std::max(prefillSeconds, 1e-12));
+      decodeRates.push_back(o.gen / std::max(decodeSeconds, 1e-12));
+      latencies.insert(latencies.end(), runLatencies.begin(), runLatencies.end());
+    }
+    progress.finish();
+    PromptResult r;
+    r.prompt = prompt;
+    r.prefill = spreadOf(prefillRates);
+    r.decode = spreadOf(decodeRates);
+    r.p50Ms = 1e3 * percentile(latencies, 0.50);
+    r.p95Ms = 1e3 * percentile(latencies, 0.95);
+    // The mean context of a decode step is prompt + (gen - 1) / 2 earlier positions, + itself.
+    r.bytesPerToken = weightBytes + kvPerPos * (prompt + 0.5 * (o.gen + 1));
+    r.achievedBytesPerSecond = r.decode.median * r.bytesPerToken;
+    r.mbu = bandwidth > 0 ? r.achievedBytesPerSecond / bandwidth : 0.0;
+    results.push_back(r);
+  }
+
+  const uint64_t deviceBytes = executor->deviceMemoryBytes();
+  if (o.json) {
+    std::printf("{\n  \"plan\": \"%s\",\n  \"executor\": \"%s\",\n", jsonEscape(o.plan).c_str(),
+                jsonEscape(name).c_str());
+    std::printf("  \"gen\": %d,\n  \"reps\": %d,\n  \"warmup\": %d,\n", o.gen, o.reps, o.warmup);
+    std::printf("  \"device_memory_bytes\": %llu,\n", static_cast<unsigned long long>(deviceBytes));
+    std::printf("  \"bandwidth_bytes_per_s\": %.6g,\n  \"bandwidth_source\": \"%s\",\n", bandwidth,
+                bandwidthSource);
+    std::printf("  \"weight_bytes_per_token\": %.6g,\n  \"kv_bytes_per_position\": %.6g,\n",
+                weightBytes, kvPerPos);
+    std::printf("  \"runs\": [\n");
+    for (size_t i = 0; i < results.size(); ++i) {
+      const PromptResult &r = results[i];
+      std::printf("    {\"prompt\": %d, \"prefill_tok_s\": {\"median\": %.6g, \"min\": %.6g, "
+                  "\"max\": %.6g}, \"decode_tok_s\": {\"median\": %.6g, \"min\": %.6g, \"max\": "
+                  "%.6g}, \"decode_latency_ms\": {\"p50\": %.6g, \"p95\": %.6g}, "
+                  "\"bytes_per_token\": %.6g, \"achieved_bytes_per_s\": %.6g, \"mbu\": %.6g}%s\n",
+                  r.prompt, r.prefill.median, r.prefill.min, r.prefill.max, r.decode.median,
+                  r.decode.min, r.decode.max, r.p50Ms, r.p95Ms, r.bytesPerToken,
+                  r.achievedBytesPerSecond, r.mbu, i + 1 < results.size() ? "," : "");
+    }
+    std::printf("  ]\n}\n");
+  } else {
+    std::printf("plan:     %s\nexecutor: %s\n", o.plan.c_str(), name.c_str());
+    std::printf("memory:   %.2f GiB on the device\n", double(deviceBytes) / double(1ull << 30));
+    if (bandwidth > 0)
+      std::printf("bandwidth: %.3g GB/s (%s)\n", bandwidth / 1e9, bandwidthSource);
+    else
+      std::printf("bandwidth: unknown (give --bandwidth for MBU)\n");
+    std::printf("runs:     %d measured after %d warm-up, %d decode steps each; median [min, max]\n\n",
+                o.reps, o.warmup, o.gen);
+    std::printf("%8s  %28s  %28s  %9s  %9s  %9s  %6s\n", "prompt", "prefill tok/s",
+                "decode tok/s", "p50 ms", "p95 ms", "GB/s", "MBU");
+    for (const PromptResult &r : results) {
+      char prefill[64], decode[64], mbu[16];
+      std::snprintf(prefill, sizeof(prefill), "%.0f [%.0f, %.0f]", r.prefill.median, r.prefill.min,
+                    r.prefill.max);
+      std::snprintf(decode, sizeof(decode), "%.1f [%.1f, %.1f]", r.decode.median, r.decode.min,
+                    r.decode.max);
+      if (bandwidth > 0)
+        std::snprintf(mbu, sizeof(mbu), "%.1f%%", 100.0 * r.mbu);
+      else
+        std::snprintf(mbu, sizeof(mbu), "-");
+      std::printf("%8d  %28s  %28s  %9.3f  %9.3f  %9.1f  %6s\n", r.prompt, prefill, decode, r.p50Ms,
+                  r.p95Ms, r.achievedBytesPerSecond / 1e9, mbu);
+    }
+  }
+  if (!o.plot.empty()) {
+    Status s = writeChartPng(o.plot, results);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "ninfer: bench: wrote %s\n", o.plot.c_str());
+  }
+  return 0;
+}
+
+// ---- PNG chart: decode tok/s against context length. ----
+
+struct Image {
+  int width, height;
+  std::vector<uint8_t> rgb;
+  Image(int w, int h) : width(w), height(h), rgb(size_t(w) * h * 3, 255) {}
+  void set(int x, int y, uint32_t color) {
+    if (x < 0 || y < 0 || x >= width || y >= height)
+      return;
+    uint8_t *p = &rgb[(size_t(y) * width + x) * 3];
+    p[0] = uint8_t(color >> 16);
+    p[1] = uint8_t(color >> 8);
+    p[2] = uint8_t(color);
+  }
+  void line(int x0, int y0, int x1, int y1, uint32_t color) { // Bresenham
+    const int dx = std::abs(x1 - x0), dy = -std::abs(y1 - y0);
+    const int sx = x0 < x1 ? 1 : -1, sy = y0 < y1 ? 1 : -1;
+    int err = dx + dy;
+    for (;;) {
+      set(x0, y0, color);
+      if (x0 == x1 && y0 == y1)
+        break;
+      const int e2 = 2 * err;
+      if (e2 >= dy) {
+        err += dy;
+        x0 += sx;
+      }
+      if (e2 <= dx) {
+        err += dx;
+        y0 += sy;
+      }
+    }
+  }
+  // Non-negative integer in a 3x5 digit font, 2x scaled, right-aligned at x.
+  void number(long long value, int xRight, int yTop, uint32_t color) {
+    static const uint16_t glyphs[10] = {0x7B6F, 0x2C97, 0x73E7, 0x73CF, 0x5BC9,
+                                        0x79CF, 0x79EF, 0x7249, 0x7BEF, 0x7BCF};
+    const std::string text = std::to_string(std::max(0LL, value));
+    int x = xRight - int(text.size()) * 8;
+    for (char c : text) {
+      const uint16_t g = glyphs[c - '0'];
+      for (int row = 0; row < 5; ++row)
+        for (int col = 0; col < 3; ++col)
+          if (g & (1u << (14 - (row * 3 + col))))
+            for (int s = 0; s < 4; ++s)
+              set(x + col * 2 + s % 2, yTop + row * 2 + s / 2, color);
+      x += 8;
+    }
+  }
+};
+
+uint32_t crc32(const uint8_t *data, size_t size, uint32_t crc = 0) {
+  static uint32_t table[256];
+  static bool ready = false;
+  if (!ready) {
+    for (uint32_t n = 0; n < 256; ++n) {
+      uint32_t c = n;
+      for (int k = 0; k < 8; ++k)
+        c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      table[n] = c;
+    }
+    ready = true;
+  }
+  crc = ~crc;
+  for (size_t i = 0; i < size; ++i)
+    crc = table[(crc ^ data[i]) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+void putBe32(std::vector<uint8_t> &out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(uint8_t(v >> shift));
+}
+
+void pngChunk(std::vector<uint8_t> &out, const char *type, const std::vector<uint8_t> &data) {
+  putBe32(out, uint32_t(data.size()));
+  std::vector<uint8_t> body(type, type + 4);
+  body.insert(body.end(), data.begin(), data.end());
+  out.insert(out.end(), body.begin(), body.end());
+  putBe32(out, crc32(body.data(), body.size()));
+}
+
+std::vector<uint8_t> encodePng(const Image &image) {
+  // Scanlines, each with filter byte 0 (none).
+  std::vector<uint8_t> raw;
+  const size_t stride = size_t(image.width) * 3;
+  for (int y = 0; y < image.height; ++y) {
+    raw.push_back(0);
+    raw.insert(raw.end(), image.rgb.begin() + y * stride, image.rgb.begin() + (y + 1) * stride);
+  }
+  // zlib stream of stored (uncompressed) deflate blocks of at most 65535 bytes.
+  std::vector<uint8_t> z = {0x78, 0x01};
+  for (size_t off = 0; off < raw.size() || off == 0; off += 65535) {
+    const size_t len = std::min<size_t>(65535, raw.size() - off);
+    const bool last = off + len >= raw.size();
+    z.push_back(last ? 1 : 0);
+    z.push_back(uint8_t(len));
+    z.push_back(uint8_t(len >> 8));
+    z.push_back(uint8_t(~len));
+    z.push_back(uint8_t(~len >> 8));
+    z.insert(z.end(), raw.begin() + off, raw.begin() + off + len);
+    if (last)
+      break;
+  }
+  uint32_t a = 1, b = 0; // Adler-32
+  for (uint8_t byte : raw) {
+    a = (a + byte) % 65521;
+    b = (b + a) % 65521;
+  }
+  putBe32(z, (b << 16) | a);
+  std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  std::vector<uint8_t> header;
+  putBe32(header, uint32_t(image.width));
+  putBe32(header, uint32_t(image.height));
+  header.insert(header.end(), {8, 2, 0, 0, 0}); // 8-bit RGB, deflate, no filter, no interlace
+  pngChunk(png, "IHDR", header);
+  pngChunk(png, "IDAT", z);
+  pngChunk(png, "IEND", {});
+  return png;
+}
+
+Status writeChartPng(const std::string &path, const std::vector<PromptResult> &results) {
+  constexpr int kW = 640, kH = 400, kLeft = 70, kRight = 20, kTop = 20, kBottom = 40;
+  constexpr uint32_t kAxis = 0x000000, kGrid = 0xdddddd, kLine = 0x1f5fbf;
+  Image image(kW, kH);
+  double maxX = 1, maxY = 1;
+  for (const PromptResult &r : results) {
+    maxX = std::max(maxX, double(r.prompt));
+    maxY = std::max(maxY, r.decode.median);
+  }
+  maxY *= 1.1;
+  const int plotW = kW - kLeft - kRight, plotH = kH - kTop - kBottom;
+  auto px = [&](double x) { return kLeft + int(std::lround(x / maxX * plotW)); };
+  auto py = [&](double y) { return kTop + plotH - int(std::lround(y / maxY * plotH)); };
+  for (int i = 0; i <= 5; ++i) { // grid, ticks and labels: 0, 1/5, ..., max
+    const double fx = maxX * i / 5, fy = maxY * i / 5;
+    image.line(px(fx), kTop, px(fx), kTop + plotH, kGrid);
+    image.line(kLeft, py(fy), kLeft + plotW, py(fy), kGrid);
+    image.line(px(fx), kTop + plotH, px(fx), kTop + plotH + 5, kAxis);
+    image.line(kLeft - 5, py(fy), kLeft, py(fy), kAxis);
+    image.number(std::llround(fx), px(fx) + 12, kTop + plotH + 10, kAxis);
+    image.number(std::llround(fy), kLeft - 8, py(fy) - 5, kAxis);
+  }
+  image.line(kLeft, kTop, kLeft, kTop + plotH, kAxis);               // y axis: decode tok/s
+  image.line(kLeft, kTop + plotH, kLeft + plotW, kTop + plotH, kAxis); // x axis: context
+  for (size_t i = 0; i < results.size(); ++i) {
+    const int x = px(results[i].prompt), y = py(results[i].decode.median);
+    if (i > 0)
+      image.line(px(results[i - 1].prompt), py(results[i - 1].decode.median), x, y, kLine);
+    for (int dy = -2; dy <= 2; ++dy)
+      for (int dx = -2; dx <= 2; ++dx)
+        image.set(x + dx, y + dy, kLine);
+  }
+  const std::vector<uint8_t> png = encodePng(image);
+  std::FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f)
+    return Status::error("cannot write " + path + ": " + std::strerror(errno));
+  const bool ok = std::fwrite(png.data(), 1, png.size(), f) == png.size();
+  if (std::fclose(f) != 0 || !ok)
+    return Status::error("cannot write " + path + ": " + std::strerror(errno));
+  return Status::ok();
+}
+
+} // namespace
+
+int runBenchCommand(int argc, char **argv) {
+  try {
+    return bench(parseOptions(argc, argv));
+  } catch (const BadUsage &e) {
+    std::fprintf(stderr, "ninfer: error: %s\n", e.message.c_str());
+    return 2;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "ninfer: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+} // namespace ninfer
