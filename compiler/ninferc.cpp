@@ -4,6 +4,7 @@
 //   checkpoint -> ModelConfig + WeightStore -> importer (ninfer dialect)
 //   -> pass pipeline -> PlanBuilder -> tokenizer tables -> memory check
 //   -> kernel emission (NVRTC) -> plan writer (temp file, rename)
+#include "ChatTemplateImport.h"
 #include "Importer.h"
 #include "ModelConfig.h"
 #include "Targets.h"
@@ -264,6 +265,7 @@ int main(int argc, char** argv) {
 
   auto tokenizer = importTokenizer(modelDir, *config);
   failOn(tokenizer.takeError());
+  failOn(importChatTemplate(modelDir, **tokenizer));
   planT.tokenizer = std::move(*tokenizer);
 
   checkMemory(planT, *targets, options.quiet);

@@ -1,6 +1,8 @@
 // The `ninfer` command line: generate text from a plan (CUDA or CPU executor),
 // and `ninfer inspect` to show what a plan holds. Arguments are parsed by hand;
 // every failure ends in one `ninfer: error: ...` line and a non-zero exit.
+#include "BenchCommand.h"
+#include "ChatCommand.h"
 #include "CliCommon.h"
 
 #include "ninfer/Executor.h"
@@ -42,6 +44,9 @@ const char* const kHelp =
 
 usage:
   ninfer PLAN [prompt] [options]      generate text (or ids) from a prompt
+  ninfer chat PLAN [options]          interactive chat with the plan's chat template
+  ninfer tokenize PLAN "text"         print the token ids of a text
+  ninfer bench PLAN [options]         prefill/decode speed, latency, bandwidth use (--help)
   ninfer inspect PLAN [--json]        describe what a plan holds
   ninfer --help | --version
 
@@ -64,6 +69,8 @@ options:
                         position to FILE
   --ignore-eos          keep generating past end-of-sequence tokens
   --no-bos              do not add the beginning-of-sequence token to a text prompt
+  --chat                format the prompt as one user turn with the plan's chat template
+  --system TEXT         with --chat: the system prompt
 
 Generation stops at an end-of-sequence token (not printed), after N tokens, or at the plan's
 context. A summary line (prompt tokens, generated tokens, prefill and decode tok/s, executor) goes
@@ -142,6 +149,8 @@ struct GenerateOptions {
   std::string dumpLogits;
   bool ignoreEos = false;
   bool noBos = false;
+  bool chat = false;
+  std::string system;
 };
 
 // Splits "--opt=value" and fetches the value of options that take one.
@@ -227,6 +236,11 @@ GenerateOptions parseGenerate(int argc, char** argv) {
     } else if (arg == "--no-bos") {
       args.noValue(arg);
       o.noBos = true;
+    } else if (arg == "--chat") {
+      args.noValue(arg);
+      o.chat = true;
+    } else if (arg == "--system") {
+      o.system = args.value(arg);
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
       usage("unknown option '" + arg + "' (see ninfer --help)");
     } else if (o.planPath.empty()) {
@@ -314,7 +328,12 @@ int runGenerate(int argc, char** argv) {
     const std::string text = o.source == GenerateOptions::PromptSource::File ? readFile(o.promptArg)
                              : o.promptArg == "-"                            ? readStream(std::cin)
                                                                              : o.promptArg;
-    prompt = take(tokenizer->encode(text, !o.noBos));
+    if (text.empty())
+      failWith("the prompt is empty");
+    if (o.chat)
+      prompt = take(encodeChatPrompt(*file, *tokenizer, take(renderChatPrompt(*file, o.system, text))));
+    else
+      prompt = take(tokenizer->encode(text, !o.noBos));
   }
   const int vocab = p.model()->vocab_size();
   for (int32_t id : prompt)
@@ -324,6 +343,8 @@ int runGenerate(int argc, char** argv) {
 
   std::unique_ptr<Executor> executor = makeExecutor(*file, o);
   GenerationConfig config = GenerationConfig::fromPlan(*file);
+  if (o.chat)
+    config.eosIds = chatStopIds(*file);
   config.maxNewTokens = o.maxNewTokens;
   config.ignoreEos = o.ignoreEos;
   Generator generator(*executor, config);
@@ -366,11 +387,21 @@ int runGenerate(int argc, char** argv) {
 }
 
 int run(int argc, char** argv) {
+  // Subcommands parse their own arguments (and their own --help).
+  if (argc >= 2) {
+    const std::string command = argv[1];
+    if (command == "chat")
+      return runChatCommand(argc, argv);
+    if (command == "tokenize")
+      return runTokenizeCommand(argc, argv);
+    if (command == "bench")
+      return runBenchCommand(argc, argv);
+  }
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     // The values of these options are prompts and paths, never flags.
     if (arg == "-p" || arg == "-f" || arg == "--prompt" || arg == "--file" ||
-        arg == "--prompt-ids" || arg == "--dump-logits") {
+        arg == "--prompt-ids" || arg == "--dump-logits" || arg == "--system") {
       ++i;
       continue;
     }
