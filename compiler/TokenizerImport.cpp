@@ -1,10 +1,21 @@
-// Hugging Face tokenizer.json -> the plan's tokenizer table. Only what the
-// runtime reproduces exactly is accepted: a BPE model with the ByteLevel
-// pre-tokenizer (GPT-2 regex, or a Split with a known regex followed by
-// ByteLevel) and the ByteLevel decoder. Anything else is refused with an error
-// naming the unsupported piece, so a plan never encodes text differently from
-// the reference tokenizer.
+// The checkpoint's tokenizer -> the plan's tokenizer table. Only what the
+// runtime reproduces exactly is accepted; anything else is refused with an
+// error naming the unsupported piece, so a plan never encodes text differently
+// from the reference tokenizer. Three layouts:
+//
+//  * tokenizer.json, byte-level BPE: the ByteLevel pre-tokenizer (GPT-2 regex,
+//    or a Split with a known regex followed by ByteLevel), the ByteLevel
+//    decoder, optionally the NFC normalizer (Qwen2) and ignore_merges (Llama 3).
+//  * tokenizer.json, SentencePiece style (Llama 2/Mistral/TinyLlama as
+//    converted by transformers): BPE with byte_fallback, "▁" for spaces through
+//    the normalizer Sequence[Prepend("▁"), Replace(" ", "▁")] or a Metaspace
+//    pre-tokenizer, the decoder Sequence[Replace("▁", " "), ByteFallback, Fuse,
+//    Strip(" ", 1, 0)].
+//  * tokenizer.model without tokenizer.json: the SentencePiece model itself
+//    (SentencePieceModel.cpp), the reference being the sentencepiece library.
 #include "TokenizerImport.h"
+
+#include "SentencePieceModel.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringMap.h"
@@ -108,17 +119,142 @@ llvm::Expected<std::string> importPreTokenizer(const json::Value* value) {
 llvm::Error checkModelOptions(const json::Object& model) {
   if (auto dropout = model.getNumber("dropout"); dropout && *dropout != 0.0)
     return fail("tokenizer.json BPE dropout is not supported");
-  if (model.getBoolean("byte_fallback").value_or(false))
-    return fail("tokenizer.json BPE with byte_fallback (SentencePiece style) is not supported yet");
-  // Whole-word lookup before merging would need a flag in the plan (Llama 3 sets it).
-  if (model.getBoolean("ignore_merges").value_or(false))
-    return fail("tokenizer.json BPE option ignore_merges is not supported yet");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     auto text = model.getString(key);
     if (text && !text->empty())
       return fail(llvm::Twine("tokenizer.json BPE option ") + key + " is not supported yet");
   }
   return llvm::Error::success();
+}
+
+constexpr llvm::StringLiteral kSpaceSymbol = "\xE2\x96\x81"; // "▁"
+
+// The steps of a Sequence (normalizers / decoders), or the value itself.
+std::vector<const json::Object*> stepsOf(const json::Object& object, llvm::StringRef listKey) {
+  std::vector<const json::Object*> steps;
+  if (typeOf(object) == "Sequence") {
+    if (const json::Array* list = object.getArray(listKey))
+      for (const json::Value& step : *list)
+        steps.push_back(step.getAsObject());
+  } else {
+    steps.push_back(&object);
+  }
+  return steps;
+}
+
+// Normalizers of a SentencePiece-style tokenizer.json.
+struct SpNormalizer {
+  bool nfc = false;
+  bool prepend = false;      // Prepend("▁")
+  bool replaceSpace = false; // Replace(" ", "▁")
+};
+
+// The byte-level layout accepts no normalizer or NFC (Qwen2); the
+// SentencePiece layout also Prepend("▁") and Replace(" ", "▁").
+llvm::Expected<SpNormalizer> importNormalizer(const json::Value* value, bool sentencePiece) {
+  SpNormalizer result;
+  if (!value || value->getAsNull())
+    return result;
+  const json::Object* object = value->getAsObject();
+  if (!object)
+    return fail("tokenizer.json normalizer is not an object");
+  for (const json::Object* step : stepsOf(*object, "normalizers")) {
+    std::string type = step ? typeOf(*step) : std::string("?");
+    if (type == "NFC") {
+      result.nfc = true;
+      continue;
+    }
+    if (sentencePiece && type == "Prepend") {
+      auto text = step->getString("prepend");
+      if (!text || *text != kSpaceSymbol)
+        return fail("tokenizer.json Prepend normalizer is supported only with \"\u2581\"");
+      result.prepend = true;
+      continue;
+    }
+    if (sentencePiece && type == "Replace") {
+      const json::Object* pattern = step->getObject("pattern");
+      auto from = pattern ? pattern->getString("String") : std::nullopt;
+      auto to = step->getString("content");
+      if (!from || *from != " " || !to || *to != kSpaceSymbol)
+        return fail("tokenizer.json Replace normalizer is supported only as \" \" -> \"\u2581\"");
+      result.replaceSpace = true;
+      continue;
+    }
+    return fail("tokenizer.json normalizer '" + type + "' is not supported yet");
+  }
+  return result;
+}
+
+// Metaspace as the plan names it ("metaspace-<scheme>[-split]"), or "" for none.
+llvm::Expected<std::string> importMetaspace(const json::Value* value) {
+  const json::Object* pre = value && !value->getAsNull() ? value->getAsObject() : nullptr;
+  if (!pre) {
+    if (value && !value->getAsNull())
+      return fail("tokenizer.json pre_tokenizer is not an object");
+    return std::string();
+  }
+  std::string type = typeOf(*pre);
+  if (type != "Metaspace")
+    return fail("tokenizer.json pre_tokenizer '" + type +
+                "' is not supported yet with SentencePiece-style BPE");
+  auto replacement = pre->getString("replacement");
+  if (replacement && *replacement != kSpaceSymbol)
+    return fail("tokenizer.json Metaspace pre-tokenizer is supported only with \"\u2581\"");
+  std::string scheme;
+  if (auto text = pre->getString("prepend_scheme")) {
+    scheme = text->str();
+    if (scheme != "always" && scheme != "first" && scheme != "never")
+      return fail("tokenizer.json Metaspace prepend_scheme '" + scheme + "' is unknown");
+  } else {
+    // Files from before prepend_scheme: add_prefix_space means "always".
+    scheme = pre->getBoolean("add_prefix_space").value_or(true) ? "always" : "never";
+  }
+  bool split = pre->getBoolean("split").value_or(true);
+  return "metaspace-" + scheme + (split ? "-split" : "");
+}
+
+// Decoder of the SentencePiece layout; returns whether it strips one leading space.
+llvm::Expected<bool> checkSentencePieceDecoder(const json::Object& decoder) {
+  bool replace = false, byteFallback = false, fuse = false, strip = false;
+  for (const json::Object* step : stepsOf(decoder, "decoders")) {
+    std::string type = step ? typeOf(*step) : std::string("?");
+    if (type == "Replace") {
+      const json::Object* pattern = step->getObject("pattern");
+      auto from = pattern ? pattern->getString("String") : std::nullopt;
+      auto to = step->getString("content");
+      if (!from || *from != kSpaceSymbol || !to || *to != " ")
+        return fail("tokenizer.json Replace decoder is supported only as \"\u2581\" -> \" \"");
+      replace = true;
+    } else if (type == "ByteFallback") {
+      byteFallback = true;
+    } else if (type == "Fuse") {
+      fuse = true;
+    } else if (type == "Strip") {
+      auto content = step->getString("content");
+      if (!content || *content != " " || step->getInteger("start").value_or(0) != 1 ||
+          step->getInteger("stop").value_or(0) != 0 || !fuse)
+        return fail("tokenizer.json Strip decoder is supported only as Strip(\" \", 1, 0) after "
+                    "Fuse");
+      strip = true;
+    } else {
+      return fail("tokenizer.json decoder '" + type +
+                  "' is not supported yet with SentencePiece-style BPE");
+    }
+  }
+  if (!replace || !byteFallback)
+    return fail("tokenizer.json SentencePiece-style decoder needs Replace(\"\u2581\", \" \") and "
+                "ByteFallback");
+  return strip;
+}
+
+// A decoder of the SentencePiece layout (as opposed to ByteLevel).
+bool isSentencePieceDecoder(const json::Object& decoder) {
+  for (const json::Object* step : stepsOf(decoder, "decoders")) {
+    std::string type = step ? typeOf(*step) : std::string();
+    if (type == "ByteFallback" || type == "Replace" || type == "Metaspace")
+      return true;
+  }
+  return false;
 }
 
 struct Vocabulary {
@@ -191,7 +327,7 @@ llvm::Error importMerges(const json::Object& model, const Vocabulary& vocab,
 }
 
 llvm::Error importAddedTokens(const json::Object& root, Vocabulary& vocab,
-                              std::vector<uint32_t>& specialIds) {
+                              std::vector<uint32_t>& specialIds, bool hasNormalizer) {
   const json::Array* added = root.getArray("added_tokens");
   if (!added)
     return llvm::Error::success();
@@ -205,6 +341,11 @@ llvm::Error importAddedTokens(const json::Object& root, Vocabulary& vocab,
       if (token->getBoolean(option).value_or(false))
         return fail("tokenizer.json added token '" + *content + "' uses " + option +
                     ", which is not supported yet");
+    // Such tokens are matched in the normalized text; the runtime matches all
+    // added tokens in the raw text, which is the same only without a normalizer.
+    if (hasNormalizer && token->getBoolean("normalized").value_or(false))
+      return fail("tokenizer.json added token '" + *content +
+                  "' is matched after normalization (normalized: true); not supported yet");
     if (auto err = setToken(vocab, *id, *content))
       return err;
     specialIds.push_back(static_cast<uint32_t>(*id));
@@ -280,6 +421,43 @@ std::optional<std::string> specialTokenText(const json::Object& config, llvm::St
   return std::nullopt;
 }
 
+// add_eos_token would append EOS to every prompt; the plan cannot say so.
+llvm::Error checkNoEos(const json::Object* tokConfig) {
+  if (tokConfig && tokConfig->getBoolean("add_eos_token").value_or(false))
+    return fail("tokenizer_config.json add_eos_token is not supported yet");
+  return llvm::Error::success();
+}
+
+llvm::Error importSentencePieceFile(const std::string& path, const ModelConfig& config,
+                                    const json::Object* tokConfig, plan::TokenizerT& table) {
+  auto model = readSentencePieceModel(path);
+  if (!model)
+    return model.takeError();
+  auto converted = sentencePieceTokenizer(*model);
+  if (!converted)
+    return converted.takeError();
+  plan::TokenizerT& sp = **converted;
+  if (config.vocabSize > 0 && sp.tokens.size() > static_cast<size_t>(config.vocabSize))
+    return fail("tokenizer.model has " + llvm::Twine(sp.tokens.size()) +
+                " pieces but the model's vocab_size is " + llvm::Twine(config.vocabSize));
+  // config.json / generation_config.json win where they say something.
+  if (config.bosId >= 0)
+    sp.bos_id = config.bosId;
+  if (!config.eosIds.empty())
+    sp.eos_ids = config.eosIds;
+  if (sp.bos_id >= 0 && static_cast<size_t>(sp.bos_id) >= sp.tokens.size())
+    return fail("BOS id " + llvm::Twine(sp.bos_id) + " is not a piece of tokenizer.model");
+  // transformers' LlamaTokenizer adds BOS unless tokenizer_config.json says not to.
+  std::optional<bool> addBos = tokConfig ? tokConfig->getBoolean("add_bos_token") : std::nullopt;
+  sp.add_bos = addBos.value_or(true) && sp.bos_id >= 0;
+  if (addBos.value_or(false) && sp.bos_id < 0)
+    return fail("tokenizer_config.json asks for a BOS token but none is defined");
+  if (auto err = checkNoEos(tokConfig))
+    return err;
+  table = std::move(sp);
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Expected<std::unique_ptr<plan::TokenizerT>> importTokenizer(const std::string& modelDir,
@@ -311,6 +489,11 @@ llvm::Expected<std::unique_ptr<plan::TokenizerT>> importTokenizer(const std::str
     configAddBos = tokConfig->getBoolean("add_bos_token");
 
   if (!llvm::sys::fs::exists(pathOf("tokenizer.json"))) {
+    if (llvm::sys::fs::exists(pathOf("tokenizer.model"))) {
+      if (auto err = importSentencePieceFile(pathOf("tokenizer.model"), config, tokConfig, *table))
+        return err;
+      return table;
+    }
     table->add_bos = configAddBos.value_or(false) && table->bos_id >= 0;
     return table;
   }
@@ -330,25 +513,56 @@ llvm::Expected<std::unique_ptr<plan::TokenizerT>> importTokenizer(const std::str
   if (auto err = checkModelOptions(*model))
     return err;
 
-  if (const json::Value* normalizer = root->get("normalizer");
-      normalizer && !normalizer->getAsNull()) {
-    const json::Object* object = normalizer->getAsObject();
-    return fail("tokenizer.json normalizer '" + (object ? typeOf(*object) : "?") +
-                "' is not supported yet");
-  }
-  auto preTokenizer = importPreTokenizer(root->get("pre_tokenizer"));
-  if (!preTokenizer)
-    return preTokenizer.takeError();
   const json::Object* decoder = root->getObject("decoder");
   if (!decoder)
-    return fail("tokenizer.json has no decoder; byte-level BPE needs the ByteLevel decoder");
-  if (typeOf(*decoder) != "ByteLevel")
-    return fail("tokenizer.json decoder '" + typeOf(*decoder) + "' is not supported yet");
+    return fail("tokenizer.json has no decoder; BPE needs the ByteLevel or the SentencePiece-style "
+                "decoder");
+  const bool sentencePiece = isSentencePieceDecoder(*decoder);
+  const bool byteFallback = model->getBoolean("byte_fallback").value_or(false);
+  auto normalizer = importNormalizer(root->get("normalizer"), sentencePiece);
+  if (!normalizer)
+    return normalizer.takeError();
+  const bool hasNormalizer = normalizer->nfc || normalizer->prepend || normalizer->replaceSpace;
+
+  std::string preTokenizerName;
+  if (sentencePiece) {
+    if (!byteFallback)
+      return fail("tokenizer.json SentencePiece-style BPE without byte_fallback is not supported "
+                  "yet");
+    auto metaspace = importMetaspace(root->get("pre_tokenizer"));
+    if (!metaspace)
+      return metaspace.takeError();
+    preTokenizerName = *metaspace;
+    auto strips = checkSentencePieceDecoder(*decoder);
+    if (!strips)
+      return strips.takeError();
+    if (!normalizer->replaceSpace && preTokenizerName.empty())
+      return fail("tokenizer.json SentencePiece-style BPE must turn spaces into \"\u2581\" "
+                  "(Replace normalizer or Metaspace pre-tokenizer)");
+    bool prepends = normalizer->prepend ||
+                    (!preTokenizerName.empty() &&
+                     llvm::StringRef(preTokenizerName).find("-never") == llvm::StringRef::npos);
+    if (*strips != prepends)
+      return fail(prepends ? "tokenizer.json decoder does not strip the \"\u2581\" the encoder "
+                             "prepends; not supported"
+                           : "tokenizer.json decoder strips a leading space the encoder never "
+                             "adds; not supported");
+  } else {
+    if (typeOf(*decoder) != "ByteLevel")
+      return fail("tokenizer.json decoder '" + typeOf(*decoder) + "' is not supported yet");
+    if (byteFallback)
+      return fail("tokenizer.json BPE with byte_fallback needs the SentencePiece-style decoder "
+                  "(Replace, ByteFallback, Fuse), not ByteLevel");
+    auto preTokenizer = importPreTokenizer(root->get("pre_tokenizer"));
+    if (!preTokenizer)
+      return preTokenizer.takeError();
+    preTokenizerName = *preTokenizer;
+  }
 
   Vocabulary vocab;
   if (auto err = importVocab(*model, vocab))
     return err;
-  if (auto err = importAddedTokens(*root, vocab, table->special_ids))
+  if (auto err = importAddedTokens(*root, vocab, table->special_ids, hasNormalizer))
     return err;
   for (size_t id = 0; id < vocab.byId.size(); ++id) {
     if (!vocab.byId[id])
@@ -361,6 +575,20 @@ llvm::Expected<std::unique_ptr<plan::TokenizerT>> importTokenizer(const std::str
   if (config.vocabSize > 0 && table->tokens.size() > static_cast<size_t>(config.vocabSize))
     return fail("tokenizer.json has " + llvm::Twine(table->tokens.size()) +
                 " tokens but the model's vocab_size is " + llvm::Twine(config.vocabSize));
+
+  if (sentencePiece) {
+    for (unsigned b = 0; b < 256; ++b) {
+      char name[8];
+      snprintf(name, sizeof(name), "<0x%02X>", b);
+      if (!vocab.idOf.count(name))
+        return fail(llvm::Twine("tokenizer.json has byte_fallback but no token ") + name);
+    }
+    if (auto unk = model->getString("unk_token")) {
+      if (!vocab.idOf.count(*unk))
+        return fail("tokenizer.json unk_token '" + *unk + "' is not in the vocabulary");
+      table->unk_id = vocab.idOf.lookup(*unk);
+    }
+  }
 
   auto templateBos = importPostProcessor(root->get("post_processor"));
   if (!templateBos)
@@ -379,9 +607,18 @@ llvm::Expected<std::unique_ptr<plan::TokenizerT>> importTokenizer(const std::str
   table->add_bos = configAddBos.value_or(*templateBos >= 0);
   if (table->add_bos && table->bos_id < 0)
     return fail("tokenizer_config.json asks for a BOS token but none is defined");
+  if (auto err = checkNoEos(tokConfig))
+    return err;
 
-  table->kind = plan::TokenizerKind::ByteLevelBpe;
-  table->pretokenizer = *preTokenizer;
+  table->kind =
+      sentencePiece ? plan::TokenizerKind::SentencePieceBpe : plan::TokenizerKind::ByteLevelBpe;
+  table->pretokenizer = preTokenizerName;
+  table->normalizer = normalizer->nfc ? "nfc" : "";
+  table->ignore_merges = model->getBoolean("ignore_merges").value_or(false);
+  if (sentencePiece) {
+    table->byte_fallback = true;
+    table->add_dummy_prefix = normalizer->prepend;
+  }
   return table;
 }
 

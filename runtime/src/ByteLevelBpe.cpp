@@ -1,7 +1,6 @@
-// Byte-level BPE encoding. Merging follows Hugging Face tokenizers exactly:
-// the lowest-ranked adjacent pair is merged first, the leftmost one among
-// equals, until no adjacent pair has a merge. A min-heap of candidate pairs
-// keeps long pieces (runs of spaces or punctuation) O(n log n).
+// Byte-level BPE encoding. Merging follows Hugging Face tokenizers exactly
+// (bpe::applyMerges): the lowest-ranked adjacent pair is merged first, the
+// leftmost one among equals, until no adjacent pair has a merge.
 #include "ByteLevelBpe.h"
 
 #include "Utf8.h"
@@ -46,6 +45,13 @@ Status ByteLevelBpe::init(const plan::Tokenizer& table) {
                            "', which this runtime does not support");
     preTokenizer_ = *kind;
   }
+  std::string_view normalizerName = table.normalizer() ? table.normalizer()->string_view() : "";
+  auto normalizer = normalizerFromName(normalizerName);
+  if (!normalizer)
+    return Status::error("plan tokenizer uses normalizer '" + std::string(normalizerName) +
+                         "', which this runtime does not support");
+  normalizer_ = *normalizer;
+  ignoreMerges_ = table.ignore_merges();
 
   std::vector<bool> isSpecial(vocab, false);
   if (const auto* specials = table.special_ids()) {
@@ -65,6 +71,7 @@ Status ByteLevelBpe::init(const plan::Tokenizer& table) {
 
   std::unordered_map<std::string_view, int32_t> idOfText;
   idOfText.reserve(vocab);
+  std::vector<int32_t> wholeCandidates;
   tokenBytes_.resize(vocab);
   for (size_t id = 0; id < vocab; ++id) {
     const auto* str = tokens->Get(static_cast<flatbuffers::uoffset_t>(id));
@@ -77,18 +84,30 @@ Status ByteLevelBpe::init(const plan::Tokenizer& table) {
     }
     idOfText.emplace(text, static_cast<int32_t>(id));
     std::string& bytes = tokenBytes_[id];
+    bool inAlphabet = true;
     for (size_t pos = 0; pos < text.size();) {
       size_t length;
       char32_t cp = utf8::decodeValid(text, pos, length);
       auto it = codePointToByte.find(cp);
       // A character outside the byte alphabet stands for itself, as in the
       // ByteLevel decoder of Hugging Face tokenizers.
-      if (it != codePointToByte.end())
+      if (it != codePointToByte.end()) {
         bytes.push_back(static_cast<char>(it->second));
-      else
+      } else {
         bytes.append(text.substr(pos, length));
+        inAlphabet = false;
+      }
       pos += length;
     }
+    if (inAlphabet)
+      wholeCandidates.push_back(static_cast<int32_t>(id));
+  }
+  if (ignoreMerges_) {
+    wholeWords_.reserve(wholeCandidates.size());
+    // The first id wins for a repeated text, as tokenizers' vocabulary map does
+    // not hold duplicates (the importer refuses them).
+    for (int32_t id : wholeCandidates)
+      wholeWords_.emplace(tokenBytes_[id], id);
   }
 
   for (unsigned b = 0; b < 256; ++b) {
@@ -118,22 +137,15 @@ Status ByteLevelBpe::init(const plan::Tokenizer& table) {
         return Status::error("plan tokenizer merge " + std::to_string(i) + " makes '" + joined +
                              "', which is not in the vocabulary");
       // A repeated pair keeps its last rank, as tokenizers' map does.
-      merges_[pairKey(static_cast<int32_t>(left), static_cast<int32_t>(right))] =
-          Merge{static_cast<uint32_t>(i), it->second};
+      merges_.insert(static_cast<int32_t>(left), static_cast<int32_t>(right),
+                     static_cast<uint32_t>(i), it->second);
     }
   }
 
-  for (size_t id = 0; id < vocab; ++id) {
-    if (!isSpecial[id] || tokenBytes_[id].empty())
-      continue;
-    const std::string& text = tokenBytes_[id];
-    addedByFirstByte_[static_cast<unsigned char>(text[0])].push_back(
-        AddedToken{text, static_cast<int32_t>(id)});
-  }
-  for (auto& group : addedByFirstByte_)
-    std::stable_sort(group.begin(), group.end(), [](const AddedToken& a, const AddedToken& b) {
-      return a.text.size() > b.text.size();
-    });
+  for (size_t id = 0; id < vocab; ++id)
+    if (isSpecial[id])
+      added_.add(tokenBytes_[id], static_cast<int32_t>(id));
+  added_.finish();
 
   bosId_ = table.bos_id();
   addBos_ = table.add_bos();
@@ -141,14 +153,6 @@ Status ByteLevelBpe::init(const plan::Tokenizer& table) {
     return Status::error("plan tokenizer adds BOS but bos_id " + std::to_string(bosId_) +
                          " is not a token");
   return Status::ok();
-}
-
-const ByteLevelBpe::AddedToken* ByteLevelBpe::matchAdded(std::string_view text, size_t pos) const {
-  for (const AddedToken& token : addedByFirstByte_[static_cast<unsigned char>(text[pos])]) {
-    if (text.compare(pos, token.text.size(), token.text) == 0)
-      return &token;
-  }
-  return nullptr;
 }
 
 Result<std::vector<int32_t>> ByteLevelBpe::encode(std::string_view text, bool addSpecial) const {
@@ -161,138 +165,84 @@ Result<std::vector<int32_t>> ByteLevelBpe::encode(std::string_view text, bool ad
   if (addSpecial && addBos_)
     ids.push_back(bosId_);
 
-  // Added tokens are found before pre-tokenization (leftmost, then longest, as
-  // tokenizers' Aho-Corasick matcher does); the text between them is ordinary.
-  std::vector<std::string_view> pieces;
+  Scratch scratch;
+  std::unique_lock<std::mutex> lock(cacheMutex_, std::try_to_lock);
+  if (lock.owns_lock())
+    scratch.cache = &cache_;
+
+  // Added tokens are found before normalization and pre-tokenization (leftmost,
+  // then longest, as tokenizers' matcher does); the text between them is ordinary.
   size_t segmentStart = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    if (addedByFirstByte_[static_cast<unsigned char>(text[pos])].empty()) {
-      ++pos;
-      continue;
+  if (!added_.empty()) {
+    for (size_t pos = 0; pos < text.size();) {
+      size_t length = 0;
+      int32_t id = added_.mayStartWith(static_cast<unsigned char>(text[pos]))
+                       ? added_.match(text, pos, length)
+                       : -1;
+      if (id < 0) {
+        ++pos;
+        continue;
+      }
+      encodeOrdinary(text.substr(segmentStart, pos - segmentStart), ids, scratch);
+      ids.push_back(id);
+      pos += length;
+      segmentStart = pos;
     }
-    const AddedToken* added = matchAdded(text, pos);
-    if (!added) {
-      ++pos;
-      continue;
-    }
-    encodeOrdinary(text.substr(segmentStart, pos - segmentStart), ids, pieces);
-    ids.push_back(added->id);
-    pos += added->text.size();
-    segmentStart = pos;
   }
-  encodeOrdinary(text.substr(segmentStart), ids, pieces);
+  encodeOrdinary(text.substr(segmentStart), ids, scratch);
   return ids;
 }
 
 void ByteLevelBpe::encodeOrdinary(std::string_view text, std::vector<int32_t>& ids,
-                                  std::vector<std::string_view>& pieces) const {
+                                  Scratch& scratch) const {
   if (text.empty())
     return;
-  pieces.clear();
-  preTokenize(preTokenizer_, text, pieces);
-  for (std::string_view piece : pieces)
-    encodePiece(piece, ids);
+  if (normalizer_ == NormalizerKind::Nfc) {
+    scratch.normalized.clear();
+    unicode::appendNfc(text, scratch.normalized);
+    text = scratch.normalized;
+  }
+  scratch.pieces.clear();
+  scratch.pieces.reserve(text.size() / 4 + 8);
+  preTokenize(preTokenizer_, text, scratch.pieces);
+  for (std::string_view piece : scratch.pieces)
+    encodePiece(piece, ids, scratch);
 }
 
-void ByteLevelBpe::encodePiece(std::string_view piece, std::vector<int32_t>& ids) const {
+void ByteLevelBpe::encodePiece(std::string_view piece, std::vector<int32_t>& ids,
+                               Scratch& scratch) const {
   if (piece.size() == 1) {
     int32_t id = byteToId_[static_cast<unsigned char>(piece[0])];
     if (id >= 0)
       ids.push_back(id);
     return;
   }
-  if (piece.size() > kMaxCachedPieceBytes) {
-    applyMerges(piece, ids);
-    return;
-  }
-  std::string key(piece);
-  {
-    std::lock_guard<std::mutex> lock(cacheMutex_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) {
-      ids.insert(ids.end(), it->second.begin(), it->second.end());
+  if (ignoreMerges_) {
+    auto it = wholeWords_.find(piece);
+    if (it != wholeWords_.end()) {
+      ids.push_back(it->second);
       return;
     }
   }
-  size_t first = ids.size();
-  applyMerges(piece, ids);
-  std::lock_guard<std::mutex> lock(cacheMutex_);
-  if (cache_.size() < kCacheCapacity)
-    cache_.emplace(std::move(key), std::vector<int32_t>(ids.begin() + first, ids.end()));
-}
-
-void ByteLevelBpe::applyMerges(std::string_view piece, std::vector<int32_t>& ids) const {
-  // Symbols form a linked list over the piece; a merge folds the right symbol
-  // into the left one, so index 0 always heads the list.
-  struct Symbol {
-    int32_t id;
-    int32_t prev;
-    int32_t next;
-  };
-  struct Candidate {
-    uint32_t rank;
-    int32_t pos;
-    int32_t left;
-    int32_t right;
-    int32_t result;
-    // std::push_heap builds a max-heap: "greater" puts the lowest rank, then the
-    // leftmost position, on top.
-    bool operator<(const Candidate& o) const {
-      return rank != o.rank ? rank > o.rank : pos > o.pos;
-    }
-  };
-
-  std::vector<Symbol> symbols;
-  symbols.reserve(piece.size());
+  bool cacheable = scratch.cache && piece.size() <= bpe::WordCache::kMaxWordBytes;
+  uint64_t hash = 0;
+  if (cacheable) {
+    hash = bpe::hashBytes(piece);
+    if (scratch.cache->lookup(piece, hash, ids))
+      return;
+  }
+  std::vector<int32_t>& initial = scratch.merge.initial;
+  initial.clear();
   for (char ch : piece) {
     int32_t id = byteToId_[static_cast<unsigned char>(ch)];
-    if (id < 0)
-      continue;
-    int32_t index = static_cast<int32_t>(symbols.size());
-    symbols.push_back(Symbol{id, index - 1, -1});
-    if (index > 0)
-      symbols[index - 1].next = index;
+    // A byte without a token is dropped, as tokenizers does for BPE without unk.
+    if (id >= 0)
+      initial.push_back(id);
   }
-  if (symbols.empty())
-    return;
-
-  std::vector<Candidate> heap;
-  auto consider = [&](int32_t pos) {
-    if (pos < 0)
-      return;
-    const Symbol& s = symbols[pos];
-    if (s.next < 0)
-      return;
-    int32_t right = symbols[s.next].id;
-    auto it = merges_.find(pairKey(s.id, right));
-    if (it == merges_.end())
-      return;
-    heap.push_back(Candidate{it->second.rank, pos, s.id, right, it->second.result});
-    std::push_heap(heap.begin(), heap.end());
-  };
-  for (int32_t pos = 0; pos + 1 < static_cast<int32_t>(symbols.size()); ++pos)
-    consider(pos);
-
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end());
-    Candidate c = heap.back();
-    heap.pop_back();
-    Symbol& s = symbols[c.pos];
-    // Stale when either side has changed since the candidate was pushed.
-    if (s.id != c.left || s.next < 0 || symbols[s.next].id != c.right)
-      continue;
-    Symbol& right = symbols[s.next];
-    s.id = c.result;
-    s.next = right.next;
-    if (right.next >= 0)
-      symbols[right.next].prev = c.pos;
-    right.id = -1;
-    consider(s.prev);
-    consider(c.pos);
-  }
-
-  for (int32_t pos = 0; pos >= 0; pos = symbols[pos].next)
-    ids.push_back(symbols[pos].id);
+  size_t first = ids.size();
+  bpe::applyMerges(merges_, scratch.merge, ids);
+  if (cacheable)
+    scratch.cache->insert(piece, hash, ids.data() + first, ids.size() - first);
 }
 
 std::string ByteLevelBpe::tokenBytes(int32_t id) const {

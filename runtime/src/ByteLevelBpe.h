@@ -1,10 +1,14 @@
 // GPT-2 style byte-level BPE (TokenizerKind::ByteLevelBpe): added tokens are
-// split out first, the rest is pre-tokenized, each piece's bytes start as the
-// vocabulary's 256 byte tokens and are merged pairwise by rank. The vocabulary
-// stores bytes through GPT-2's bytes_to_unicode table ("Ġ" is a space); this
-// class maps that away once at construction, so encoding never touches it.
+// split out first, the text between them is normalized (nothing, or NFC for
+// Qwen2) and pre-tokenized, each piece's bytes start as the vocabulary's 256
+// byte tokens and are merged pairwise by rank. With ignore_merges (Llama 3) a
+// piece that is itself a token is taken whole. The vocabulary stores bytes
+// through GPT-2's bytes_to_unicode table ("Ġ" is a space); this class maps that
+// away once at construction, so encoding never touches it.
 #pragma once
 
+#include "BpeSupport.h"
+#include "Normalizer.h"
 #include "PreTokenizer.h"
 #include "ninfer/Tokenizer.h"
 
@@ -18,8 +22,8 @@ namespace ninfer {
 
 class ByteLevelBpe : public Tokenizer {
 public:
-  // Checks the table (ids in range, merges that produce vocabulary tokens, all
-  // 256 bytes present) and names the offending index when it is bad.
+  // Checks the table (ids in range, merges that produce vocabulary tokens, a
+  // known pre-tokenizer and normalizer) and names the offending index when it is bad.
   static Result<std::unique_ptr<Tokenizer>> create(const plan::Tokenizer& table);
 
   Result<std::vector<int32_t>> encode(std::string_view text, bool addSpecial) const override;
@@ -27,45 +31,37 @@ public:
   int vocabSize() const override { return static_cast<int>(tokenBytes_.size()); }
 
 private:
-  struct Merge {
-    uint32_t rank;
-    int32_t result;
-  };
-  struct AddedToken {
-    std::string text;
-    int32_t id;
+  // Per-call buffers, reused across the pieces of one encode call.
+  struct Scratch {
+    std::vector<std::string_view> pieces;
+    std::string normalized;
+    bpe::MergeScratch merge;
+    bpe::WordCache* cache = nullptr; // null when another thread holds it
   };
 
   ByteLevelBpe() = default;
   Status init(const plan::Tokenizer& table);
 
-  // The added token starting at text[pos] (longest wins), or nullptr.
-  const AddedToken* matchAdded(std::string_view text, size_t pos) const;
-  void encodeOrdinary(std::string_view text, std::vector<int32_t>& ids,
-                      std::vector<std::string_view>& pieces) const;
-  void encodePiece(std::string_view piece, std::vector<int32_t>& ids) const;
-  void applyMerges(std::string_view piece, std::vector<int32_t>& ids) const;
-
-  static uint64_t pairKey(int32_t left, int32_t right) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
-           static_cast<uint32_t>(right);
-  }
+  void encodeOrdinary(std::string_view text, std::vector<int32_t>& ids, Scratch& scratch) const;
+  void encodePiece(std::string_view piece, std::vector<int32_t>& ids, Scratch& scratch) const;
 
   PreTokenizerKind preTokenizer_ = PreTokenizerKind::Gpt2;
+  NormalizerKind normalizer_ = NormalizerKind::None;
+  bool ignoreMerges_ = false;
   std::vector<std::string> tokenBytes_;
   std::array<int32_t, 256> byteToId_{};
-  std::unordered_map<uint64_t, Merge> merges_;
-  // Added tokens grouped by first byte, longest first, for leftmost-longest matching.
-  std::array<std::vector<AddedToken>, 256> addedByFirstByte_;
+  bpe::MergeTable merges_;
+  // ignore_merges: the bytes of every ordinary token whose text lies in the
+  // byte alphabet (only those can equal a byte-mapped piece) -> id.
+  std::unordered_map<std::string_view, int32_t> wholeWords_;
+  bpe::AddedTokenMatcher added_;
   int32_t bosId_ = -1;
   bool addBos_ = false;
 
-  // Words repeat a lot in real text; remembering their ids skips BPE for most
-  // of them. Bounded, and guarded because encode() is const and may be shared.
-  static constexpr size_t kCacheCapacity = 1 << 16;
-  static constexpr size_t kMaxCachedPieceBytes = 64;
+  // encode() is const and may be shared between threads: the cache is used by
+  // one call at a time (try_lock); a call that finds it busy encodes without it.
   mutable std::mutex cacheMutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  mutable bpe::WordCache cache_;
 };
 
 // GPT-2's bytes_to_unicode: the code point that stands for byte `b` in a

@@ -19,6 +19,26 @@ struct Char {
   size_t length = 0; // 0: past the end
 };
 
+// The classes of the ASCII characters, as a table (the scanners' hot path).
+constexpr CharClass asciiClass(unsigned char b) {
+  if ((b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z'))
+    return CharClass::Letter;
+  if (b >= '0' && b <= '9')
+    return CharClass::Number;
+  if (b == ' ' || (b >= '\t' && b <= '\r'))
+    return CharClass::Whitespace;
+  return CharClass::Other;
+}
+struct AsciiClassTable {
+  CharClass cls[128];
+  constexpr AsciiClassTable() : cls() {
+    for (unsigned b = 0; b < 128; ++b)
+      cls[b] = asciiClass(static_cast<unsigned char>(b));
+  }
+  constexpr CharClass operator[](unsigned char b) const { return cls[b]; }
+};
+constexpr AsciiClassTable kAsciiClasses{};
+
 class Cursor {
 public:
   explicit Cursor(std::string_view text) : text_(text) {}
@@ -32,7 +52,7 @@ public:
     if (b < 0x80) {
       c.cp = b;
       c.length = 1;
-      c.cls = asciiClass(b);
+      c.cls = kAsciiClasses[b];
       return c;
     }
     c.cp = utf8::decodeValid(text_, pos, c.length);
@@ -43,6 +63,12 @@ public:
   // End of the run of characters of class `cls` starting at `pos`.
   size_t runOf(size_t pos, CharClass cls) const {
     for (;;) {
+      // ASCII (nearly all of code and English) without decoding.
+      while (pos < text_.size() && static_cast<unsigned char>(text_[pos]) < 0x80) {
+        if (kAsciiClasses[static_cast<unsigned char>(text_[pos])] != cls)
+          return pos;
+        ++pos;
+      }
       Char c = at(pos);
       if (c.length == 0 || c.cls != cls)
         return pos;
@@ -51,16 +77,6 @@ public:
   }
 
 private:
-  static CharClass asciiClass(unsigned char b) {
-    if ((b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z'))
-      return CharClass::Letter;
-    if (b >= '0' && b <= '9')
-      return CharClass::Number;
-    if (b == ' ' || (b >= '\t' && b <= '\r'))
-      return CharClass::Whitespace;
-    return CharClass::Other;
-  }
-
   std::string_view text_;
 };
 

@@ -3,6 +3,7 @@
 #include "ninfer/Tokenizer.h"
 
 #include "ByteLevelBpe.h"
+#include "SentencePieceBpe.h"
 #include "Utf8.h"
 #include "plan_generated.h"
 
@@ -17,6 +18,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::fromPlan(const plan::Tokenizer* ta
     return Status::error(noTokenizer);
   case plan::TokenizerKind::ByteLevelBpe:
     return ByteLevelBpe::create(*table);
+  case plan::TokenizerKind::SentencePieceBpe:
+    return SentencePieceBpe::create(*table);
   }
   return Status::error("the plan's tokenizer kind " +
                        std::to_string(static_cast<int>(table->kind())) +
@@ -60,10 +63,26 @@ std::string takeComplete(std::string& pending, bool flush) {
 } // namespace
 
 std::string StreamDecoder::push(int32_t id) {
-  pending_ += tokenizer_.tokenBytes(id);
+  std::string bytes = tokenizer_.tokenBytes(id);
+  if (atStart_ && !bytes.empty()) {
+    // The start of the text ends with the first token that shows something.
+    if (bytes[0] == ' ' && tokenizer_.dropsLeadingSpaceAtStart(id))
+      bytes.erase(0, 1);
+    atStart_ = false;
+  }
+  pending_ += bytes;
   return takeComplete(pending_, /*flush=*/false);
 }
 
 std::string StreamDecoder::finish() { return takeComplete(pending_, /*flush=*/true); }
+
+std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
+  StreamDecoder decoder(*this, /*startOfText=*/true);
+  std::string text;
+  for (int32_t id : ids)
+    text += decoder.push(id);
+  text += decoder.finish();
+  return text;
+}
 
 } // namespace ninfer

@@ -123,6 +123,79 @@ bool loadGoldens(Goldens& goldens, std::string& error) {
   return true;
 }
 
+std::string fnv1a64Bytes(std::string_view text) {
+  std::vector<int32_t> values;
+  values.reserve(text.size());
+  for (unsigned char c : text)
+    values.push_back(c);
+  return hashValues(values);
+}
+
+std::string testDataPath(const std::string& relative) {
+  return std::string(NINFER_TOKENIZER_TEST_DIR) + "/" + relative;
+}
+
+bool loadParityGoldens(const std::string& name, ParityGoldens& goldens, std::string& error) {
+  std::string path = testDataPath("goldens/" + name + ".txt");
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot read " + path;
+    return false;
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string tag;
+    fields >> tag;
+    if (tag.empty() || tag[0] == '#')
+      continue;
+    if (tag == "reference") {
+      std::getline(fields, goldens.reference);
+    } else if (tag == "case") {
+      ParityGoldens::Case c;
+      std::string hex;
+      fields >> c.name >> hex;
+      if (!fromHex(hex, c.text)) {
+        error = "bad hex in " + line.substr(0, 60);
+        return false;
+      }
+      goldens.cases.push_back(std::move(c));
+    } else if (tag == "ids" && !goldens.cases.empty()) {
+      int32_t id;
+      while (fields >> id)
+        goldens.cases.back().ids.push_back(id);
+    } else if (tag == "decoded" && !goldens.cases.empty()) {
+      std::string hex;
+      fields >> hex;
+      if (hex != "-" && !fromHex(hex, goldens.cases.back().decoded)) {
+        error = "bad hex in " + line.substr(0, 60);
+        return false;
+      }
+    } else if (tag == "chunk") {
+      ParityGoldens::Span span;
+      fields >> span.offset >> span.length >> span.count >> span.hash >> span.decodedLength >>
+          span.decodedHash;
+      goldens.chunks.push_back(span);
+    } else if (tag == "text") {
+      ParityGoldens::Span span;
+      fields >> span.name >> span.count >> span.hash >> span.decodedLength >> span.decodedHash;
+      goldens.texts.push_back(span);
+    } else {
+      error = "unexpected line in " + path + ": " + line.substr(0, 40);
+      return false;
+    }
+    if ((tag == "chunk" || tag == "text") && fields.fail()) {
+      error = "malformed line in " + path + ": " + line.substr(0, 40);
+      return false;
+    }
+  }
+  if (goldens.cases.empty() || goldens.chunks.empty() || goldens.texts.empty()) {
+    error = path + " is incomplete";
+    return false;
+  }
+  return true;
+}
+
 std::string sweepText() {
   static const char* const separators[] = {"", " ", "a", "", "1", "  ", "\n", "'s", "\r\n "};
   const size_t count = sizeof(separators) / sizeof(separators[0]);

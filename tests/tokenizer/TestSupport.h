@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ninfer {
@@ -38,6 +39,35 @@ struct Goldens {
 
 // Reads tests/tokenizer/tokenizer_goldens.txt; returns false with `error` set.
 bool loadGoldens(Goldens& goldens, std::string& error);
+
+// goldens/<name>.txt as written by make_goldens.py for the other tokenizers.
+struct ParityGoldens {
+  struct Case {
+    std::string name;
+    std::string text;
+    std::vector<int32_t> ids; // with special tokens
+    std::string decoded;      // reference decode of the ids without special tokens
+  };
+  struct Span {
+    std::string name;              // texts: sweep, multilingual, nfc_fuzz
+    size_t offset = 0, length = 0; // chunks of heldout_python.txt
+    size_t count = 0;
+    std::string hash;
+    size_t decodedLength = 0;
+    std::string decodedHash;
+  };
+  std::string reference;
+  std::vector<Case> cases;
+  std::vector<Span> chunks; // the last one is the whole file
+  std::vector<Span> texts;
+};
+bool loadParityGoldens(const std::string& name, ParityGoldens& goldens, std::string& error);
+
+// FNV-1a 64 over the bytes of `text` (each as a value), as make_goldens.py's bytes_hash.
+std::string fnv1a64Bytes(std::string_view text);
+
+// tests/tokenizer/<relative>.
+std::string testDataPath(const std::string& relative);
 
 // Same hash as make_goldens.py: FNV-1a 64 over each value as 4 little-endian bytes.
 std::string fnv1a64(const std::vector<int64_t>& values);

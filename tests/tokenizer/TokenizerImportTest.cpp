@@ -1,6 +1,7 @@
 // compiler/TokenizerImport.cpp on variations of the pycode tokenizer.json:
 // both merge spellings, BOS rules, the Llama 3 style Split pre-tokenizer, a
-// directory without tokenizer files, and one clear error per unsupported part.
+// directory without tokenizer files, and one clear error per unsupported part;
+// then the SentencePiece-style tokenizer.json and tokenizer.model directories.
 #include "TokenizerImport.h"
 #include "TestSupport.h"
 
@@ -28,7 +29,8 @@ protected:
     config_.eosIds = {1, 7};
   }
   void TearDown() override {
-    for (const char* name : {"tokenizer.json", "tokenizer_config.json", "config.json"})
+    for (const char* name :
+         {"tokenizer.json", "tokenizer_config.json", "config.json", "tokenizer.model"})
       llvm::sys::fs::remove(path(name));
     llvm::sys::fs::remove(dir_);
   }
@@ -44,10 +46,11 @@ protected:
     ASSERT_FALSE(ec) << ec.message();
     out << value;
   }
-  // Writes the pycode tokenizer.json after `edit` changed it.
-  void writeTokenizer(const std::function<void(json::Object&)>& edit) {
-    auto parsed =
-        json::parse(test::readFile(test::sharedPath("models/pycode-llama-3m/tokenizer.json")));
+  // Writes the pycode tokenizer.json (or `source`) after `edit` changed it.
+  void writeTokenizer(
+      const std::function<void(json::Object&)>& edit,
+      const std::string& source = test::sharedPath("models/pycode-llama-3m/tokenizer.json")) {
+    auto parsed = json::parse(test::readFile(source));
     ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
     edit(*parsed->getAsObject());
     write("tokenizer.json", *parsed);
@@ -143,8 +146,12 @@ TEST_F(TokenizerImport, RecognizesTheLlama3Split) {
 TEST_F(TokenizerImport, NamesUnsupportedParts) {
   writeTokenizer([](json::Object& root) { (*root.getObject("model"))["type"] = "Unigram"; });
   expectError("tokenizer.json model 'Unigram' is not supported yet");
-  writeTokenizer([](json::Object& root) { root["normalizer"] = json::Object{{"type", "NFC"}}; });
-  expectError("normalizer 'NFC' is not supported yet");
+  writeTokenizer([](json::Object& root) { root["normalizer"] = json::Object{{"type", "NFKC"}}; });
+  expectError("normalizer 'NFKC' is not supported yet");
+  writeTokenizer([](json::Object& root) {
+    root["normalizer"] = json::Object{{"type", "Prepend"}, {"prepend", "\xE2\x96\x81"}};
+  });
+  expectError("normalizer 'Prepend' is not supported yet");
   writeTokenizer([](json::Object& root) {
     root["pre_tokenizer"] = json::Object{{"type", "Metaspace"}};
   });
@@ -161,7 +168,15 @@ TEST_F(TokenizerImport, NamesUnsupportedParts) {
   });
   expectError("Split pattern '\\w+' is not supported yet");
   writeTokenizer([](json::Object& root) { (*root.getObject("model"))["byte_fallback"] = true; });
-  expectError("byte_fallback");
+  expectError("byte_fallback needs the SentencePiece-style decoder");
+  writeTokenizer([](json::Object& root) {
+    root["normalizer"] = json::Object{{"type", "NFC"}};
+    (*(*root.getArray("added_tokens"))[1].getAsObject())["normalized"] = true;
+  });
+  expectError("'<|end_of_text|>' is matched after normalization");
+  writeTokenizer([](json::Object&) {});
+  write("tokenizer_config.json", json::Object{{"add_eos_token", true}});
+  expectError("add_eos_token is not supported yet");
   writeTokenizer([](json::Object& root) {
     (*(*root.getArray("added_tokens"))[1].getAsObject())["lstrip"] = true;
   });
@@ -179,6 +194,104 @@ TEST_F(TokenizerImport, RejectsBrokenVocabularies) {
   config_.vocabSize = 1000;
   writeTokenizer([](json::Object&) {});
   expectError("4096 tokens but the model's vocab_size is 1000");
+}
+
+TEST_F(TokenizerImport, ReadsNfcAndIgnoreMerges) {
+  writeTokenizer([](json::Object& root) {
+    root["normalizer"] = json::Object{{"type", "Sequence"},
+                                      {"normalizers", json::Array{json::Object{{"type", "NFC"}}}}};
+    (*root.getObject("model"))["ignore_merges"] = true;
+  });
+  auto table = import();
+  ASSERT_TRUE(bool(table)) << llvm::toString(table.takeError());
+  EXPECT_EQ((*table)->normalizer, "nfc");
+  EXPECT_TRUE((*table)->ignore_merges);
+}
+
+TEST_F(TokenizerImport, NamesUnsupportedSentencePieceStyleParts) {
+  const std::string source = test::testDataPath("fixtures/sp_prepend/tokenizer.json");
+  auto edit = [&](const std::function<void(json::Object&)>& f) { writeTokenizer(f, source); };
+  edit([](json::Object&) {});
+  {
+    auto table = import();
+    ASSERT_TRUE(bool(table)) << llvm::toString(table.takeError());
+    EXPECT_EQ((*table)->kind, plan::TokenizerKind::SentencePieceBpe);
+    EXPECT_TRUE((*table)->add_dummy_prefix);
+    EXPECT_EQ((*table)->unk_id, 0);
+    EXPECT_EQ((*table)->bos_id, 1);
+  }
+  edit([](json::Object& root) { root["normalizer"] = json::Object{{"type", "Lowercase"}}; });
+  expectError("normalizer 'Lowercase' is not supported yet");
+  edit([](json::Object& root) { root["pre_tokenizer"] = json::Object{{"type", "Whitespace"}}; });
+  expectError("pre_tokenizer 'Whitespace' is not supported yet with SentencePiece-style BPE");
+  edit([](json::Object& root) {
+    root["normalizer"] = nullptr;
+    root["pre_tokenizer"] = json::Object{
+        {"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "sometimes"}};
+  });
+  expectError("Metaspace prepend_scheme 'sometimes' is unknown");
+  edit([](json::Object& root) { root["normalizer"] = nullptr; });
+  expectError("must turn spaces into");
+  edit([](json::Object& root) { root.getObject("decoder")->getArray("decoders")->pop_back(); });
+  expectError("decoder does not strip the");
+  edit([](json::Object& root) {
+    root.getObject("decoder")->getArray("decoders")->push_back(json::Object{{"type", "CTC"}});
+  });
+  expectError("decoder 'CTC' is not supported yet with SentencePiece-style BPE");
+  edit([](json::Object& root) { (*root.getObject("model"))["byte_fallback"] = false; });
+  expectError("SentencePiece-style BPE without byte_fallback is not supported yet");
+  edit([](json::Object& root) {
+    json::Object& vocab = *root.getObject("model")->getObject("vocab");
+    vocab.erase("<0x41>");
+    vocab["<0xZZ>"] = 3 + 0x41;
+  });
+  expectError("byte_fallback but no token <0x41>");
+  edit([](json::Object& root) {
+    (*(*root.getArray("added_tokens"))[1].getAsObject())["normalized"] = true;
+  });
+  expectError("'<s>' is matched after normalization");
+}
+
+TEST_F(TokenizerImport, ReadsATokenizerModelDirectory) {
+  auto copy = [&](const std::string& from) {
+    std::error_code ec = llvm::sys::fs::copy_file(from, path("tokenizer.model"));
+    ASSERT_FALSE(ec) << ec.message();
+  };
+  copy(test::testDataPath("fixtures/sp_tiny/tokenizer.model"));
+  auto table = import();
+  ASSERT_TRUE(bool(table)) << llvm::toString(table.takeError());
+  EXPECT_EQ((*table)->kind, plan::TokenizerKind::SentencePieceBpe);
+  EXPECT_FALSE((*table)->scores.empty());
+  EXPECT_TRUE((*table)->add_bos); // LlamaTokenizer's default
+  EXPECT_EQ((*table)->bos_id, 0); // config.json's BOS wins
+  EXPECT_EQ((*table)->eos_ids, (std::vector<int32_t>{1, 7}));
+
+  write("tokenizer_config.json", json::Object{{"add_bos_token", false}});
+  table = import();
+  ASSERT_TRUE(bool(table)) << llvm::toString(table.takeError());
+  EXPECT_FALSE((*table)->add_bos);
+
+  write("tokenizer_config.json", json::Object{{"add_eos_token", true}});
+  expectError("add_eos_token is not supported yet");
+  llvm::sys::fs::remove(path("tokenizer_config.json"));
+
+  config_.vocabSize = 100;
+  expectError("tokenizer.model has 600 pieces but the model's vocab_size is 100");
+  config_.vocabSize = 4096;
+
+  // tokenizer.json, when present, is what transformers uses: it wins.
+  writeTokenizer([](json::Object&) {});
+  table = import();
+  ASSERT_TRUE(bool(table)) << llvm::toString(table.takeError());
+  EXPECT_EQ((*table)->kind, plan::TokenizerKind::ByteLevelBpe);
+  llvm::sys::fs::remove(path("tokenizer.json"));
+
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(path("tokenizer.model"), ec);
+    out << "not a model";
+  }
+  expectError("is not a valid SentencePiece model");
 }
 
 } // namespace
