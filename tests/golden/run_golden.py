@@ -142,7 +142,9 @@ def main():
                     help="context for ninferc (prompts + 40 tokens need <= 80; 128 stays within every "
                          "golden model's max_position_embeddings except tiny-llama-dynamic's 32, which "
                          "dynamic NTK exists to exceed)")
-    ap.add_argument("--tol", type=float, default=2e-2, help="max abs logit error allowed")
+    ap.add_argument("--tol", type=float, default=None,
+                    help="max abs logit error allowed (default 2e-2 on cpu; 6e-2 on cuda, whose "
+                    "tensor-core prefill rounds activations to the weights' bf16/f16)")
     ap.add_argument("--min-match", type=int, default=32,
                     help="this many leading generated ids must match (default 32 of 40)")
     ap.add_argument("--compile-timeout", type=int, default=900)
@@ -150,6 +152,8 @@ def main():
     ap.add_argument("--extra-ninferc-args", default="", help="appended to the ninferc command (shell-split)")
     ap.add_argument("--extra-ninfer-args", default="", help="appended to each ninfer command (shell-split)")
     args = ap.parse_args()
+    if args.tol is None:
+        args.tol = 2e-2 if args.device == "cpu" else 6e-2
 
     if not args.ninferc and not args.plan_dir:
         ap.error("give --ninferc or --plan-dir")
