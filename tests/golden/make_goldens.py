@@ -62,7 +62,7 @@ MARGIN_OVER_ERR = 20      # ... and at least this many times the emulated f16-KV
 TINY_PROMPT_LENGTHS = [1, 10, 23, 40]
 TINY_MODELS = ["tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-llama3",
                "tiny-llama-yarn", "tiny-llama-dynamic", "tiny-llama-linear"]
-SHARED_MODELS = ["pycode-llama-23m", "pycode-llama-3m"]
+SHARED_MODELS = ["pycode-llama-23m", "pycode-llama-3m", "pycode-ternary-llama-23m"]
 
 PY_PROMPTS = [
     ("fibonacci", "def fibonacci(n):\n"),

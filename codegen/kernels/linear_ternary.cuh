@@ -1,0 +1,276 @@
+// Linear layer with ternary weights (DType TQ2, layout in ninfer/TernaryFormat.h):
+// y[t, o] = s * sum_k t[o, k] * x[t, k] (+ bias[o]), t in {-1, 0, +1}, x and y f32
+// rows, f32 accumulation. No weight multiplications: x is added where the code
+// says +1 and subtracted where it says -1; the tensor scale s multiplies each
+// output once at the end.
+//
+// One kernel, paths picked per step from state->nTokens (a uniform branch):
+//  * rows <= kTernaryMaxRows (decode, short prefill, last_row_only): GEMV, bound by
+//    the 2-bit weight stream. A warp owns RPW adjacent output rows; each lane
+//    reads WORDS consecutive u32 code words (16 values each) of every row per step
+//    (WORDS = 4: one 16-byte load per row; WORDS = 1 for short rows, so all 32
+//    lanes have work when K is small), two steps of loads in flight, bypassing L1
+//    (ld.global.nc.L1::no_allocate) so the x rows stay cached in L1 for every warp
+//    of the SM. Each x float4 is loaded once per step and used for all RPW rows.
+//    Per value: two bit tests on the code word that predicate one add and one
+//    subtract (no decode table, no multiply). One butterfly reduction per output.
+//    Decode (one row) has its own instantiation with one accumulator per row.
+//  * more rows (prefill): shared-memory tiled GEMM on CUDA cores, a TM x TN output
+//    tile per block, K in steps of TK. A weight tile is decoded once into select
+//    masks m (+1 -> 0xFFFFFFFF, -1 -> 0x7FFFFFFF, 0 -> 0) reused by TM tokens, and
+//    the inner loop applies them with one bitwise op per multiply-accumulate:
+//    x' = (x & (m | S)) ^ (S & ~m), S = the sign bit, which is x, -x or +-0; then
+//    one add. Each thread owns a 4x4 register tile.
+// Tiles and row groups are grid-strided, so the grid does not depend on the token
+// count. Launch: block 256 threads, grid (ceil(N / (8 * RPW)), 1, 1) (any grid is
+// correct), no dynamic shared memory (16.9 KB static for the tiled path).
+// last_row_only: x row n-1 -> y row 0.
+#pragma once
+
+#include "TernaryFormat.h"
+#include "common.cuh"
+
+namespace ninfer {
+namespace dev {
+
+constexpr int kTernaryThreads = 256;
+constexpr int kTernaryMaxRows = 8;
+
+// Output rows per warp: more rows share each x load, fewer rows give more warps
+// for small N (the kernel emitter uses the same rule for the grid).
+__host__ __device__ constexpr int ternaryRowsPerWarp(int n) {
+  return n >= 8192 ? 4 : n >= 2048 ? 2 : 1;
+}
+// u32 code words a lane reads per row and step: 4 (16 bytes) once a row has at
+// least 32 such 16-byte chunks, else 1 so short rows still spread over the warp.
+__host__ __device__ constexpr int ternaryWordsPerLane(int k) { return k / 64 >= 32 ? 4 : 1; }
+
+template <int WORDS> struct TernaryCodes { unsigned int w[WORDS]; };
+
+// One step's code words of a row: WORDS u32 starting at word index `word`,
+// streamed past L1 (the weights are read once per step).
+template <int WORDS>
+__device__ __forceinline__ TernaryCodes<WORDS> ternaryLoadCodes(const unsigned int *row,
+                                                                int word) {
+  TernaryCodes<WORDS> c;
+  if constexpr (WORDS == 4) {
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+                 : "l"(row + word));
+  } else {
+    asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(c.w[0]) : "l"(row + word));
+  }
+  return c;
+}
+
+// acc[t][r] += sum over this step's values of t(r, k) * x[t, k], for the step
+// whose first code word is `word` (values 16 * word ...).
+template <int K, int RPW, int WORDS, int MAXT>
+__device__ __forceinline__ void ternaryGemvStep(const float *x, int rows, int word,
+                                                const TernaryCodes<WORDS> (&codes)[RPW],
+                                                float (&acc)[MAXT][RPW]) {
+#pragma unroll
+  for (int t = 0; t < MAXT; ++t) {
+    if (MAXT == 1 || t < rows) {
+      const float4 *xr = reinterpret_cast<const float4 *>(x + static_cast<long long>(t) * K) +
+                         word * 4; // 16 values per word = 4 float4
+#pragma unroll
+      for (int q = 0; q < 4 * WORDS; ++q) {
+        const float4 v = __ldg(xr + q);
+        const float xs[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int r = 0; r < RPW; ++r) {
+          const unsigned int code = codes[r].w[q / 4];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int bit = 2 * (4 * (q % 4) + e); // value 4q + e of the step
+            if (code & (1u << bit))
+              acc[t][r] += xs[e];
+            if (code & (2u << bit))
+              acc[t][r] -= xs[e];
+          }
+        }
+      }
+    }
+  }
+}
+
+template <int BDT, bool HAS_BIAS, int K, int N, int RPW, int WORDS, int MAXT>
+__device__ __forceinline__ void ternaryGemv(const float *x, int rows, const unsigned int *w,
+                                            float scale, const void *bias, float *y) {
+  constexpr int kRowWords = K / 16;
+  constexpr int kSteps = kRowWords / WORDS; // steps per row, spread over the lanes
+  constexpr int kWarps = kTernaryThreads / kWarpSize;
+  constexpr int kGroups = (N + RPW - 1) / RPW;
+  static_assert(kRowWords % WORDS == 0, "K must be a multiple of 64");
+  const int lane = threadIdx.x % kWarpSize;
+  for (int g = blockIdx.x * kWarps + threadIdx.x / kWarpSize; g < kGroups;
+       g += gridDim.x * kWarps) {
+    const int o0 = g * RPW;
+    const unsigned int *rowPtr[RPW];
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) // rows past N re-read row N-1; their sums are dropped
+      rowPtr[r] = w + static_cast<long long>(min(o0 + r, N - 1)) * kRowWords;
+    float acc[MAXT][RPW];
+#pragma unroll
+    for (int t = 0; t < MAXT; ++t)
+#pragma unroll
+      for (int r = 0; r < RPW; ++r)
+        acc[t][r] = 0.0f;
+    int s = lane;
+    // Two steps per iteration: all their loads are issued before the first use.
+    for (; s + kWarpSize < kSteps; s += 2 * kWarpSize) {
+      TernaryCodes<WORDS> a[RPW], b[RPW];
+#pragma unroll
+      for (int r = 0; r < RPW; ++r) {
+        a[r] = ternaryLoadCodes<WORDS>(rowPtr[r], s * WORDS);
+        b[r] = ternaryLoadCodes<WORDS>(rowPtr[r], (s + kWarpSize) * WORDS);
+      }
+      ternaryGemvStep<K, RPW, WORDS, MAXT>(x, rows, s * WORDS, a, acc);
+      ternaryGemvStep<K, RPW, WORDS, MAXT>(x, rows, (s + kWarpSize) * WORDS, b, acc);
+    }
+    if (s < kSteps) {
+      TernaryCodes<WORDS> a[RPW];
+#pragma unroll
+      for (int r = 0; r < RPW; ++r)
+        a[r] = ternaryLoadCodes<WORDS>(rowPtr[r], s * WORDS);
+      ternaryGemvStep<K, RPW, WORDS, MAXT>(x, rows, s * WORDS, a, acc);
+    }
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+      const int o = o0 + r;
+      if (o >= N) // uniform over the warp
+        continue;
+      float b = 0.0f;
+      if constexpr (HAS_BIAS)
+        b = loadAsFloat<BDT>(bias, o);
+#pragma unroll
+      for (int t = 0; t < MAXT; ++t) {
+        if (MAXT == 1 || t < rows) {
+          const float sum = warpSum(acc[t][r]);
+          if (lane == 0)
+            y[static_cast<long long>(t) * N + o] = sum * scale + b;
+        }
+      }
+    }
+  }
+}
+
+// Select mask of a code for the tiled path (see the file comment).
+__device__ __forceinline__ unsigned int ternarySelectMask(unsigned int code) {
+  const int t = ternary::codeValue(code);
+  return t > 0 ? 0xFFFFFFFFu : t < 0 ? 0x7FFFFFFFu : 0u;
+}
+
+// x, -x or +-0 by the mask: one LOP3.
+__device__ __forceinline__ float ternarySelect(float x, unsigned int m) {
+  constexpr unsigned int kSign = 0x80000000u;
+  return __uint_as_float((__float_as_uint(x) & (m | kSign)) ^ (kSign & ~m));
+}
+
+template <int BDT, bool HAS_BIAS, int K, int N>
+__device__ __forceinline__ void ternaryTiled(const float *x, int rows, const unsigned int *w,
+                                             float scale, const void *bias, float *y) {
+  constexpr int TM = 64, TN = 64, TK = 32;
+  constexpr int kRowWords = K / 16;
+  static_assert(kTernaryThreads == 256, "the tile mapping assumes 256 threads");
+  static_assert(K % TK == 0, "K is a multiple of 64");
+  // +1 column: the k-major reads below hit 32 different banks.
+  __shared__ float xs[TM][TK + 1];
+  __shared__ unsigned int ws[TN][TK + 1];
+  const int tx = threadIdx.x % 16; // outputs tx + 16 j
+  const int ty = threadIdx.x / 16; // tokens ty + 16 i
+  const int loadK = threadIdx.x % TK;
+  const int loadRow = threadIdx.x / TK; // 0..7
+  constexpr int tilesN = (N + TN - 1) / TN;
+  const int tilesM = (rows + TM - 1) / TM;
+  for (int tile = blockIdx.x; tile < tilesN * tilesM; tile += gridDim.x) {
+    const int n0 = (tile % tilesN) * TN;
+    const int m0 = (tile / tilesN) * TM;
+    float acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        acc[i][j] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += TK) {
+      const int gk = k0 + loadK;
+#pragma unroll
+      for (int r = 0; r < TN / 8; ++r) {
+        const int o = loadRow + 8 * r;
+        const int gn = n0 + o;
+        unsigned int code = 0;
+        if (gn < N) // the 16 threads of one code word read it through L1 together
+          code = (__ldg(w + static_cast<long long>(gn) * kRowWords + (gk >> 4)) >>
+                  (2 * (gk & 15))) & 3u;
+        ws[o][loadK] = ternarySelectMask(code);
+      }
+#pragma unroll
+      for (int r = 0; r < TM / 8; ++r) {
+        const int m = loadRow + 8 * r;
+        const int gm = m0 + m;
+        xs[m][loadK] = gm < rows ? x[static_cast<long long>(gm) * K + gk] : 0.0f;
+      }
+      __syncthreads();
+#pragma unroll 8
+      for (int k = 0; k < TK; ++k) {
+        float a[4];
+        unsigned int b[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          a[i] = xs[ty + 16 * i][k];
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          b[j] = ws[tx + 16 * j][k];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            acc[i][j] += ternarySelect(a[i], b[j]);
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int gm = m0 + ty + 16 * i;
+      if (gm >= rows)
+        continue;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int gn = n0 + tx + 16 * j;
+        if (gn < N) {
+          float b = 0.0f;
+          if constexpr (HAS_BIAS)
+            b = loadAsFloat<BDT>(bias, gn);
+          y[static_cast<long long>(gm) * N + gn] = acc[i][j] * scale + b;
+        }
+      }
+    }
+  }
+}
+
+template <int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY>
+__device__ __forceinline__ void linearTernary(const float *x, const void *w, const void *bias,
+                                              float *y, const StepState *state) {
+  static_assert(ternary::isPackableCols(K), "TQ2 needs K to be a multiple of 64");
+  constexpr int RPW = ternaryRowsPerWarp(N);
+  constexpr int WORDS = ternaryWordsPerLane(K);
+  const unsigned int *codes = static_cast<const unsigned int *>(w);
+  // The scale follows the codes; that offset is a multiple of 16 bytes.
+  const float scale = __ldg(reinterpret_cast<const float *>(
+      static_cast<const char *>(w) + ternary::scaleOffset(N, K)));
+  const int n = state->nTokens;
+  if (LAST_ROW_ONLY) {
+    ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x + static_cast<long long>(n - 1) * K, 1,
+                                                    codes, scale, bias, y);
+  } else if (n == 1) {
+    ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x, 1, codes, scale, bias, y);
+  } else if (n <= kTernaryMaxRows) {
+    ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, kTernaryMaxRows>(x, n, codes, scale, bias, y);
+  } else {
+    ternaryTiled<BDT, HAS_BIAS, K, N>(x, n, codes, scale, bias, y);
+  }
+}
+
+} // namespace dev
+} // namespace ninfer

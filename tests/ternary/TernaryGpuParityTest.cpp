@@ -1,0 +1,209 @@
+// The CUDA TQ2 linear (codegen/kernels/linear_ternary.cuh) against the CPU
+// executor on the same plan: tokens -> Embedding (random f32 table) -> Linear
+// with a TQ2 weight -> an all-rows logits buffer, run over a prefill step of 64
+// tokens (tiled path), a decode step (GEMV, one row) and a 7-token step (GEMV,
+// several rows), swept over shapes K 256..4096 and N up to 14336, with and
+// without bias, last_row_only, and dummy-filled TQ2 weights (GPU fill vs CPU
+// fill). nMSE = sum((gpu - cpu)^2) / sum(cpu^2) must stay below 1e-9: the two
+// differ only in summation order.
+// The NVRTC test runs anywhere; the parity tests skip (GTEST_SKIP) without a GPU.
+#include "CudaDriver.h"
+#include "TestPlan.h"
+#include "ninfer/Executor.h"
+#include "ninfer/Plan.h"
+#include "ninfer/TernaryFormat.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace ninfer {
+namespace {
+
+using plan::DType;
+using test::TestPlan;
+
+constexpr int kVocab = 37;
+constexpr int kMaxStep = 64;
+constexpr double kBound = 1e-9;
+
+std::string gpuArch(std::string* why) {
+  Result<const CudaDriver*> driver = CudaDriver::get();
+  if (!driver) {
+    *why = driver.status().message();
+    return "";
+  }
+  const CudaDriver& cu = **driver;
+  int count = 0, major = 0, minor = 0;
+  CUdevice device;
+  if (cu.deviceGetCount(&count) != CUDA_SUCCESS || count == 0 ||
+      cu.deviceGet(&device, 0) != CUDA_SUCCESS ||
+      cu.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) !=
+          CUDA_SUCCESS ||
+      cu.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) !=
+          CUDA_SUCCESS) {
+    *why = "no usable CUDA device";
+    return "";
+  }
+  return "sm_" + std::to_string(major * 10 + minor);
+}
+
+struct Case {
+  int k;
+  int n;
+  bool bias;
+  bool lastRowOnly;
+  bool dummy;
+};
+
+std::string caseName(const Case& c) {
+  return "K" + std::to_string(c.k) + " N" + std::to_string(c.n) + (c.bias ? " bias" : "") +
+         (c.lastRowOnly ? " last_row_only" : "") + (c.dummy ? " dummy" : "");
+}
+
+// Turns weight slot `index` (reserved as F32, so the layout has room) into TQ2.
+void makeTernary(TestPlan& t, uint32_t index, int n, int k) {
+  plan::BufferT& b = *t.plan.buffers[index];
+  b.dtype = DType::TQ2;
+  b.size_bytes = uint64_t(ternary::tensorBytes(n, k));
+}
+
+TestPlan ternaryPlan(const Case& c, std::mt19937& rng) {
+  TestPlan t(kMaxStep, 2 * kMaxStep);
+  const uint32_t table = t.addWeight("table", DType::F32, {kVocab, c.k},
+                                     test::randomValues(size_t(kVocab) * c.k, 1.0f, rng));
+  const uint32_t x = t.addActivation("x", c.k);
+  plan::EmbeddingAttrsT embedding;
+  embedding.dim = c.k;
+  embedding.vocab = kVocab;
+  t.addOp("embed", embedding, {t.tokens, table}, {x});
+
+  // Reserve as a dummy F32 slot (no host bytes), then retype to TQ2.
+  const uint32_t w = t.addDummyWeight("w", DType::F32, {c.n, c.k}, 11, 0.02f, 0.0f);
+  makeTernary(t, w, c.n, c.k);
+  if (!c.dummy) {
+    t.plan.buffers[w]->dummy.reset();
+    t.plan.dummy_weights = false;
+    const float scale = 0.0213623046875f;
+    std::vector<uint8_t> bytes(size_t(ternary::tensorBytes(c.n, c.k)));
+    std::vector<signed char> row(size_t(c.k));
+    for (int r = 0; r < c.n; ++r) {
+      for (auto& v : row) // ~1/3 zeros like a trained BitNet
+        v = static_cast<signed char>(int(rng() % 3) - 1);
+      ternary::packRow(row.data(), c.k,
+                       reinterpret_cast<unsigned int*>(bytes.data() + r * ternary::rowBytes(c.k)));
+    }
+    ternary::writeScale(bytes.data(), c.n, c.k, scale);
+    t.data[w] = std::move(bytes);
+  }
+  std::vector<uint32_t> inputs = {x, w};
+  if (c.bias)
+    inputs.push_back(
+        t.addWeight("bias", DType::BF16, {c.n}, test::randomValues(size_t(c.n), 0.5f, rng)));
+  t.addLogits(c.lastRowOnly ? 1 : kMaxStep, c.n);
+  plan::LinearAttrsT linear;
+  linear.in_features = c.k;
+  linear.out_features = c.n;
+  linear.has_bias = c.bias;
+  linear.last_row_only = c.lastRowOnly;
+  t.addOp("linear_tq2", linear, inputs, {t.logits});
+  return t;
+}
+
+// Worst nMSE over the steps, or INFINITY after a reported failure.
+double runParity(TestPlan& t, const std::string& arch, const std::string& what) {
+  KernelOptions options;
+  options.archs = {arch};
+  options.embedPtx = false;
+  Status emitted = emitKernels(t.plan, options);
+  EXPECT_TRUE(emitted.isOk()) << what << ": " << emitted.message();
+  if (!emitted.isOk())
+    return INFINITY;
+  const std::string path = test::tempPlanPath("ternary");
+  Status written = t.write(path);
+  EXPECT_TRUE(written.isOk()) << what << ": " << written.message();
+  Result<std::unique_ptr<PlanFile>> file = PlanFile::open(path);
+  std::remove(path.c_str());
+  EXPECT_TRUE(file.isOk()) << what << ": " << file.status().message();
+  if (!written.isOk() || !file.isOk())
+    return INFINITY;
+  Result<std::unique_ptr<Executor>> cpu = createCpuExecutor(**file, 0);
+  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(**file, 0);
+  EXPECT_TRUE(cpu.isOk()) << what << ": " << cpu.status().message();
+  EXPECT_TRUE(cuda.isOk()) << what << ": " << cuda.status().message();
+  if (!cpu.isOk() || !cuda.isOk())
+    return INFINITY;
+  const size_t vocab = size_t(t.plan.model->vocab_size);
+  std::vector<float> expected(vocab), actual(vocab);
+  std::mt19937 rng(99);
+  int pos = 0;
+  double worst = 0;
+  for (int n : {kMaxStep, 1, 7}) {
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    for (auto& id : ids)
+      id = int32_t(rng() % kVocab);
+    std::fill(actual.begin(), actual.end(), NAN);
+    Status a = (*cpu)->forward(ids.data(), n, pos, expected.data());
+    Status b = (*cuda)->forward(ids.data(), n, pos, actual.data());
+    EXPECT_TRUE(a.isOk() && b.isOk()) << what << ": " << a.message() << " " << b.message();
+    if (!a.isOk() || !b.isOk())
+      return INFINITY;
+    const size_t compared = t.comparedValues(n);
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < compared; ++i) {
+      const double d = double(actual[i]) - double(expected[i]);
+      err += d * d;
+      ref += double(expected[i]) * expected[i];
+    }
+    const double nmse = ref > 0 ? err / ref : err;
+    EXPECT_TRUE(nmse < kBound) << what << " step of " << n << " tokens: nMSE " << nmse;
+    EXPECT_GT(ref, 0.0) << what << ": the reference output is all zero";
+    worst = std::max(worst, std::isnan(nmse) ? INFINITY : nmse);
+    pos += n;
+  }
+  return worst;
+}
+
+// NVRTC compiles the TQ2 kernels (every path) for the lowest and the H200 arch.
+TEST(TernaryKernels, CompileWithNvrtc) {
+  std::mt19937 rng(1);
+  for (const Case& c : {Case{256, 100, true, false, false}, Case{4096, 4096, false, false, true},
+                        Case{1536, 512, false, true, false}}) {
+    TestPlan t = ternaryPlan(c, rng);
+    KernelOptions options;
+    options.archs = {"sm_75", "sm_90"};
+    Status emitted = emitKernels(t.plan, options);
+    ASSERT_TRUE(emitted.isOk()) << caseName(c) << ": " << emitted.message();
+    bool found = false;
+    for (const std::string& name : t.plan.kernels->functions)
+      found = found || name.find("linear_tq2") != std::string::npos;
+    EXPECT_TRUE(found) << caseName(c);
+  }
+}
+
+TEST(TernaryKernels, ParityWithCpuExecutor) {
+  std::string why;
+  const std::string arch = gpuArch(&why);
+  if (arch.empty())
+    GTEST_SKIP() << "no usable GPU: " << why;
+  std::mt19937 rng(2024);
+  const std::vector<Case> cases = {
+      {256, 64, false, false, false},     {256, 1000, true, false, false},
+      {512, 512, false, false, false},    {512, 256, false, false, false},
+      {1536, 512, false, false, false},   {512, 1536, false, false, false},
+      {2048, 2048, false, false, false},  {4096, 1024, false, false, false},
+      {4096, 4096, false, false, false},  {4096, 14336, false, false, false},
+      {14336, 4096, false, false, false}, {4096, 4096, true, true, false},
+      {4096, 14336, false, false, true},  {512, 1536, false, false, true},
+  };
+  std::printf("%-36s %12s\n", "TQ2 linear (steps 64, 1, 7)", "worst nMSE");
+  for (const Case& c : cases) {
+    TestPlan t = ternaryPlan(c, rng);
+    const double worst = runParity(t, arch, caseName(c));
+    std::printf("%-36s %12.3g\n", caseName(c).c_str(), worst);
+  }
+}
+
+} // namespace
+} // namespace ninfer
