@@ -16,6 +16,15 @@ namespace ninfer {
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
+// The quantization pass as the compiler creates it, with its weight store
+// (passes/Quantize.h declares these types).
+struct QuantizeSettings;
+class QuantizeEnvironment;
+struct QuantizeReport;
+std::unique_ptr<mlir::Pass> createQuantizePass(const QuantizeSettings& settings,
+                                               QuantizeEnvironment* environment,
+                                               QuantizeReport* report);
+
 // True for the ops whose result lives in the activation arena.
 bool producesActivation(mlir::Operation* op);
 

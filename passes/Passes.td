@@ -34,4 +34,42 @@ def PlanMemory : Pass<"ninfer-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["::ninfer::NinferDialect"];
 }
 
+def Quantize : Pass<"ninfer-quantize", "mlir::ModuleOp"> {
+  let summary = "quantize linear, lm_head and embedding weights to group formats";
+  let description = [{
+    Every weight read by `ninfer.linear`, `ninfer.lm_head` or
+    `ninfer.embedding` (columns a multiple of 128) is quantized to a format of
+    ninfer/QuantFormats.h: GPTQ on the calibration Hessian H = X^T X of its
+    input (RTN for the embedding table, or with method=rtn), one format for all
+    (bits, group) or, with bpw > 0, one per tensor chosen by the exact bit
+    allocator so that every weight byte of the model (norms, embeddings and
+    scales included) fits the budget, each tensor's relative output error
+    weighted by its measured sensitivity (KL divergence on calibration text with
+    only that tensor quantized). The packed bytes replace the tensor in the
+    weight store; the op keeps its logical type and is marked:
+    ```mlir
+    // before
+    %w = ninfer.weight "model.layers.0.mlp.up_proj.weight" : tensor<1536x512xbf16>
+    // after
+    %w = ninfer.weight "model.layers.0.mlp.up_proj.weight"
+        {ninfer.storage = "q4_g64"} : tensor<1536x512xbf16>
+    ```
+    With awq, q/k/v and gate/up are scaled per input channel (AWQ search) and
+    the RMSNorm that feeds them reads a new f32 weight g / s
+    ("<norm>.weight.awq"), which leaves the float function unchanged.
+    The weights and statistics live outside the IR: the compiler creates this
+    pass with createQuantizePass() (passes/Quantize.h); created from the
+    command line it has no weight store and fails.
+  }];
+  let options = [
+    Option<"method", "method", "std::string", /*default=*/"\"gptq\"", "gptq or rtn">,
+    Option<"bits", "bits", "int", /*default=*/"4", "uniform format bits: 8, 4, 3 or 2">,
+    Option<"group", "group", "int", /*default=*/"64", "values per fp16 scale: 32, 64, 128">,
+    Option<"bpw", "bpw", "double", /*default=*/"0.0",
+           "mixed formats to this many bits per weight (0: uniform)">,
+    Option<"awq", "awq", "bool", /*default=*/"false", "AWQ scales folded into RMSNorm">,
+  ];
+  let dependentDialects = ["::ninfer::NinferDialect"];
+}
+
 #endif // NINFER_PASSES_TD

@@ -1,0 +1,202 @@
+// Linear layer and embedding lookup with group-quantized weights (Q8/Q4/Q3/Q2,
+// one fp16 scale per GROUP values; layout and reference decoding in
+// QuantFormats.h, which the CPU executor uses too, so both decode the same
+// bits): y[t, o] = sum_k x[t, k] * scale[o, k / GROUP] * q[o, k] (+ bias[o]).
+//
+// Two paths, picked per step from state->nTokens (a uniform branch):
+//  * rows <= kQuantGemvMaxRows (decode, short prefill, last_row_only): fused
+//    dequant GEMV. A warp owns one output row and walks it one 128-value unit
+//    per iteration: lane l takes values 4l..4l+3 of the unit, so the warp reads
+//    the unit's 16 * BITS contiguous bytes (coalesced, one pass over the weight
+//    plane) and each lane decodes its 4 codes with the header's shift-and-mask
+//    accessor. The scale of those 4 values is one fp16 of the scale plane (4
+//    values never straddle a group: GROUP >= 32). x rows (f32) are read through
+//    L1 with __ldg: every warp of the block reads the same x, and K x 8 rows of
+//    f32 (up to 458 KB at K = 14336) does not fit shared memory. f32
+//    accumulation, one butterfly reduction per output and row.
+//  * more rows: tiled GEMM on CUDA cores. A block computes a 64 x 64 tile of
+//    (tokens x outputs); per 64-value slice of K it dequantizes the 64 x 64
+//    weight tile once into shared memory (f32) and stages the 64 x 64 x tile,
+//    then each thread accumulates a 4 x 4 register tile. The dequantized tile
+//    is reused by all 64 tokens, so decoding costs 1/64 of a multiply-add per
+//    weight value. Tiles are grid-strided.
+// Launch: block kQuantThreads = 256, grid (ceil(N / 8), 1, 1) (any grid is
+// correct), no dynamic shared memory. last_row_only: x row n-1 -> y row 0.
+//
+// Embedding: out[t, :] = dequantized table row tokens[t]. Launch: block
+// THREADS, grid (blocks per row, n_tokens, 1), grid-stride over the row.
+#pragma once
+
+#include "QuantFormats.h"
+#include "common.cuh"
+
+namespace ninfer {
+namespace dev {
+
+constexpr int kQuantThreads = 256;
+constexpr int kQuantGemvMaxRows = 8;
+
+// Value k of row `o`: weight plane at w, scale plane right after it.
+template <int BITS, int GROUP, int K, int N>
+__device__ __forceinline__ float quantValue(const unsigned char* w, long long o, int k) {
+  using Packing = quant::QuantPacking<BITS>;
+  const unsigned int* row = reinterpret_cast<const unsigned int*>(
+      w + o * quant::quantRowWeightBytes(BITS, K));
+  const unsigned short* scales = reinterpret_cast<const unsigned short*>(
+      w + quant::quantScalePlaneOffset(BITS, N, K) + o * quant::quantRowScaleBytes(GROUP, K));
+  const int q = static_cast<int>(Packing::codeAt(row, k)) - Packing::kCodeOffset;
+  return f16ToF32(scales[k / GROUP]) * static_cast<float>(q);
+}
+
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
+__device__ __forceinline__ void linearQuantGemv(const float* x, int rows, const unsigned char* w,
+                                                const void* bias, float* y) {
+  using Packing = quant::QuantPacking<BITS>;
+  constexpr int kUnits = K / quant::kQuantUnitValues;
+  constexpr int kWarps = kQuantThreads / kWarpSize;
+  constexpr long long kRowWeightBytes = quant::quantRowWeightBytes(BITS, K);
+  constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
+  constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
+  const int lane = threadIdx.x % kWarpSize;
+  for (int o = blockIdx.x * kWarps + threadIdx.x / kWarpSize; o < N; o += gridDim.x * kWarps) {
+    const unsigned int* row =
+        reinterpret_cast<const unsigned int*>(w + static_cast<long long>(o) * kRowWeightBytes);
+    const unsigned short* scales = reinterpret_cast<const unsigned short*>(
+        w + kScalePlane + static_cast<long long>(o) * kRowScaleBytes);
+    float acc[kQuantGemvMaxRows];
+#pragma unroll
+    for (int r = 0; r < kQuantGemvMaxRows; ++r)
+      acc[r] = 0.0f;
+    for (int u = 0; u < kUnits; ++u) {
+      const unsigned int* unit = row + u * Packing::kUnitWords;
+      const int k = u * quant::kQuantUnitValues + 4 * lane;
+      const float scale = f16ToF32(__ldg(scales + k / GROUP));
+      float wv[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        wv[e] = scale * static_cast<float>(static_cast<int>(Packing::codeInUnit(unit, 4 * lane + e)) -
+                                           Packing::kCodeOffset);
+#pragma unroll
+      for (int r = 0; r < kQuantGemvMaxRows; ++r) {
+        if (r < rows) {
+          const float4 xv =
+              __ldg(reinterpret_cast<const float4*>(x + static_cast<long long>(r) * K + k));
+          acc[r] += wv[0] * xv.x + wv[1] * xv.y + wv[2] * xv.z + wv[3] * xv.w;
+        }
+      }
+    }
+    float b = 0.0f;
+    if constexpr (HAS_BIAS)
+      b = loadAsFloat<BDT>(bias, o);
+#pragma unroll
+    for (int r = 0; r < kQuantGemvMaxRows; ++r) {
+      if (r < rows) {
+        const float sum = warpSum(acc[r]);
+        if (lane == 0)
+          y[static_cast<long long>(r) * N + o] = sum + b;
+      }
+    }
+  }
+}
+
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
+__device__ __forceinline__ void linearQuantTiled(const float* x, int rows, const unsigned char* w,
+                                                 const void* bias, float* y) {
+  constexpr int TM = 64, TN = 64, TK = 64;
+  static_assert(kQuantThreads == 256, "the tile mapping assumes 256 threads");
+  static_assert(K % TK == 0, "K is a multiple of 128");
+  // +1 column: the k-major reads below hit 32 different banks.
+  __shared__ float xs[TM][TK + 1];
+  __shared__ float ws[TN][TK + 1];
+  const int tx = threadIdx.x % 16; // outputs tx + 16 j
+  const int ty = threadIdx.x / 16; // tokens ty + 16 i
+  // Loading: thread -> (tile row threadIdx.x / 4, 16 consecutive k at 16 * (threadIdx.x % 4)).
+  const int loadRow = threadIdx.x / 4;
+  const int loadK = 16 * (threadIdx.x % 4);
+  constexpr int tilesN = (N + TN - 1) / TN;
+  const int tilesM = (rows + TM - 1) / TM;
+  for (int tile = blockIdx.x; tile < tilesN * tilesM; tile += gridDim.x) {
+    const int n0 = (tile % tilesN) * TN;
+    const int m0 = (tile / tilesN) * TM;
+    float acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        acc[i][j] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += TK) {
+      const int gn = n0 + loadRow;
+      const int gm = m0 + loadRow;
+#pragma unroll
+      for (int e = 0; e < 16; ++e) {
+        const int k = k0 + loadK + e;
+        ws[loadRow][loadK + e] = gn < N ? quantValue<BITS, GROUP, K, N>(w, gn, k) : 0.0f;
+        xs[loadRow][loadK + e] = gm < rows ? x[static_cast<long long>(gm) * K + k] : 0.0f;
+      }
+      __syncthreads();
+#pragma unroll 8
+      for (int k = 0; k < TK; ++k) {
+        float a[4], b[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          a[i] = xs[ty + 16 * i][k];
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          b[j] = ws[tx + 16 * j][k];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            acc[i][j] += a[i] * b[j];
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int gm = m0 + ty + 16 * i;
+      if (gm >= rows)
+        continue;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int gn = n0 + tx + 16 * j;
+        if (gn < N) {
+          float b = 0.0f;
+          if constexpr (HAS_BIAS)
+            b = loadAsFloat<BDT>(bias, gn);
+          y[static_cast<long long>(gm) * N + gn] = acc[i][j] + b;
+        }
+      }
+    }
+  }
+}
+
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY>
+__device__ __forceinline__ void linearQuant(const float* x, const void* w, const void* bias,
+                                            float* y, const StepState* state) {
+  static_assert(K % quant::kQuantUnitValues == 0, "quantized rows are whole 128-value units");
+  const unsigned char* wb = static_cast<const unsigned char*>(w);
+  const int n = state->nTokens;
+  if (LAST_ROW_ONLY)
+    linearQuantGemv<BITS, GROUP, BDT, HAS_BIAS, K, N>(x + static_cast<long long>(n - 1) * K, 1, wb,
+                                                      bias, y);
+  else if (n <= kQuantGemvMaxRows)
+    linearQuantGemv<BITS, GROUP, BDT, HAS_BIAS, K, N>(x, n, wb, bias, y);
+  else
+    linearQuantTiled<BITS, GROUP, BDT, HAS_BIAS, K, N>(x, n, wb, bias, y);
+}
+
+template <int BITS, int GROUP, int DIM, int VOCAB, int THREADS>
+__device__ __forceinline__ void embeddingQuant(const int* tokens, const void* table, float* out,
+                                               const StepState* state) {
+  const int t = blockIdx.y;
+  if (t >= state->nTokens)
+    return;
+  const int id = tokens[t];
+  float* row = out + static_cast<long long>(t) * DIM;
+  const unsigned char* w = static_cast<const unsigned char*>(table);
+  for (int i = blockIdx.x * THREADS + threadIdx.x; i < DIM; i += gridDim.x * THREADS)
+    row[i] = (id < 0 || id >= VOCAB) ? 0.0f : quantValue<BITS, GROUP, DIM, VOCAB>(w, id, i);
+}
+
+} // namespace dev
+} // namespace ninfer

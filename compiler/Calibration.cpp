@@ -1,0 +1,406 @@
+// Calibration runner (see Calibration.h): a temporary CPU plan of the module,
+// an executor observer that accumulates X^T X per linear input and computes
+// per-position logits from lm_head's input (the plan's lm_head computes only
+// the last row), and the KL divergence measure for per-tensor sensitivity.
+#include "Calibration.h"
+
+#include "PlanBuilder.h"
+#include "PlanWriter.h"
+#include "TokenizerImport.h"
+#include "passes/Passes.h"
+
+#include "QuantCommon.h"
+
+#include "ninfer/Executor.h"
+#include "ninfer/Plan.h"
+#include "ninfer/Progress.h"
+#include "ninfer/Tokenizer.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace ninfer {
+namespace {
+
+llvm::Error calibrationError(const llvm::Twine& message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "calibration: " + message.str());
+}
+
+// Accumulators of one linear input.
+struct GroupStats {
+  int64_t cols = 0;
+  std::vector<double> h;      // upper triangle accumulated; mirrored at the end
+  std::vector<double> absSum; // sum |x| per channel
+  int64_t tokens = 0;
+  std::vector<double> xt;     // scratch: the step's rows transposed, f64 [cols, n]
+};
+
+// H += X^T X for X [n, cols]: X is transposed to f64 so each H entry is a dot
+// product of two contiguous runs; 2x2 blocks of H share their loads. Rows of
+// H are spread over threads (each writes only its own rows: deterministic).
+void accumulateHessian(GroupStats& g, const float* x, int n, int threads) {
+  const int64_t cols = g.cols;
+  g.xt.resize(size_t(cols) * size_t(n));
+  for (int t = 0; t < n; ++t)
+    for (int64_t j = 0; j < cols; ++j) {
+      const double v = x[int64_t(t) * cols + j];
+      g.xt[size_t(j) * size_t(n) + size_t(t)] = v;
+      g.absSum[size_t(j)] += std::fabs(v);
+    }
+  g.tokens += n;
+  const double* xt = g.xt.data();
+  double* h = g.h.data();
+  // Pairs of rows (i, i+1), balanced: pair p and its mirror do equal work.
+  const int64_t pairs = (cols + 1) / 2;
+  quant::parallelFor(pairs, threads, [&](int64_t p) {
+    const int64_t i0 = 2 * p;
+    const int64_t i1 = std::min(i0 + 1, cols - 1);
+    const double* a0 = xt + i0 * n;
+    const double* a1 = xt + i1 * n;
+    for (int64_t j0 = i0; j0 < cols; j0 += 2) {
+      const int64_t j1 = std::min(j0 + 1, cols - 1);
+      const double* b0 = xt + j0 * n;
+      const double* b1 = xt + j1 * n;
+      double s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+#pragma omp simd reduction(+ : s00, s01, s10, s11)
+      for (int t = 0; t < n; ++t) {
+        s00 += a0[t] * b0[t];
+        s01 += a0[t] * b1[t];
+        s10 += a1[t] * b0[t];
+        s11 += a1[t] * b1[t];
+      }
+      h[i0 * cols + j0] += s00;
+      if (j1 != j0)
+        h[i0 * cols + j1] += s01;
+      if (i1 != i0 && j0 >= i1)
+        h[i1 * cols + j0] += s10;
+      if (i1 != i0 && j1 != j0)
+        h[i1 * cols + j1] += s11;
+    }
+  });
+}
+
+// log softmax of n logits, in f64 with the max subtracted.
+void logSoftmax(const float* logits, int n, std::vector<double>& out) {
+  out.resize(size_t(n));
+  double top = logits[0];
+  for (int i = 1; i < n; ++i)
+    top = std::max(top, double(logits[i]));
+  double sum = 0;
+  for (int i = 0; i < n; ++i)
+    sum += std::exp(double(logits[i]) - top);
+  const double lse = top + std::log(sum);
+  for (int i = 0; i < n; ++i)
+    out[size_t(i)] = double(logits[i]) - lse;
+}
+
+} // namespace
+
+struct CalibrationRunner::Impl : CpuObserver {
+  CalibrationOptions options;
+  std::unique_ptr<PlanFile> file;
+  std::unique_ptr<Executor> executor;
+  std::vector<std::vector<int32_t>> chunks;
+  int threads = 1;
+  int vocab = 0;
+  int hidden = 0;
+
+  // Op index -> group index (-1: not a linear op, or not the first reader of its input).
+  std::vector<int> groupOfOp;
+  int lmHeadOp = -1;
+  std::vector<GroupStats> groups;
+  std::map<std::string, int> groupOfWeight;     // weight name -> group
+  std::map<std::string, std::vector<int>> opsOfWeight; // weight name -> ops reading it
+
+  // Modes of the observer.
+  bool collecting = false;
+  bool recordReference = false;
+  bool scoring = false;
+  std::map<int, const float*> overrides;
+  const float* lmHeadRows = nullptr;
+  int lmHeadRowCount = 0;
+  std::vector<float> logits;
+  std::vector<double> logProbs;
+  std::vector<std::vector<float>> reference; // per sensitivity chunk: [rows, vocab] log-probs
+  size_t chunkIndex = 0;
+  double kldSum = 0;
+  int64_t kldCount = 0;
+
+  void linearInput(int opIndex, const float* rows, int n, int width) override {
+    if (opIndex == lmHeadOp) {
+      lmHeadRows = rows;
+      lmHeadRowCount = n;
+    }
+    if (!collecting || opIndex < 0 || size_t(opIndex) >= groupOfOp.size())
+      return;
+    const int g = groupOfOp[size_t(opIndex)];
+    if (g >= 0 && groups[size_t(g)].cols == width)
+      accumulateHessian(groups[size_t(g)], rows, n, threads);
+  }
+
+  const float* weight(int opIndex, const float* values) override {
+    auto it = overrides.find(opIndex);
+    const float* used = it == overrides.end() ? values : it->second;
+    if (opIndex == lmHeadOp && (recordReference || scoring))
+      scorePositions(used);
+    return used;
+  }
+
+  // logits = rows * W^T for every row lm_head received, then either store
+  // the reference log-probs or add the KL divergence against them.
+  void scorePositions(const float* w) {
+    const int n = lmHeadRowCount;
+    logits.resize(size_t(n) * size_t(vocab));
+    const float* x = lmHeadRows;
+    const int64_t h = hidden;
+    quant::parallelFor(n, threads, [&](int64_t t) {
+      const float* row = x + t * h;
+      float* out = logits.data() + t * vocab;
+      for (int v = 0; v < vocab; ++v) {
+        const float* wv = w + int64_t(v) * h;
+        float s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t k = 0; k < h; ++k)
+          s += row[k] * wv[k];
+        out[v] = s;
+      }
+    });
+    if (recordReference) {
+      std::vector<float>& ref = reference.emplace_back(size_t(n) * size_t(vocab));
+      for (int t = 0; t < n; ++t) {
+        logSoftmax(logits.data() + int64_t(t) * vocab, vocab, logProbs);
+        for (int v = 0; v < vocab; ++v)
+          ref[size_t(t) * size_t(vocab) + size_t(v)] = float(logProbs[size_t(v)]);
+      }
+      return;
+    }
+    const std::vector<float>& ref = reference[chunkIndex];
+    for (int t = 0; t < n; ++t) {
+      logSoftmax(logits.data() + int64_t(t) * vocab, vocab, logProbs);
+      double kld = 0;
+      for (int v = 0; v < vocab; ++v) {
+        const double p = ref[size_t(t) * size_t(vocab) + size_t(v)];
+        kld += std::exp(p) * (p - logProbs[size_t(v)]);
+      }
+      kldSum += std::max(kld, 0.0);
+      ++kldCount;
+    }
+  }
+
+  size_t sensitivityChunks() const {
+    const int64_t per = int64_t(chunks.empty() ? 1 : chunks.front().size());
+    const int64_t wanted = std::max<int64_t>(1, (options.sensitivityTokens + per - 1) / per);
+    return std::min(chunks.size(), size_t(wanted));
+  }
+
+  llvm::Error runChunk(const std::vector<int32_t>& tokens) {
+    std::vector<float> last(static_cast<size_t>(vocab));
+    Status status = executor->forward(tokens.data(), int(tokens.size()), 0, last.data());
+    if (!status.isOk())
+      return calibrationError(status.message());
+    return llvm::Error::success();
+  }
+};
+
+CalibrationRunner::CalibrationRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CalibrationRunner::~CalibrationRunner() = default;
+
+int64_t CalibrationRunner::tokensUsed() const {
+  int64_t total = 0;
+  for (const auto& chunk : impl_->chunks)
+    total += int64_t(chunk.size());
+  return total;
+}
+
+llvm::Expected<std::unique_ptr<CalibrationRunner>>
+CalibrationRunner::create(mlir::ModuleOp module, const WeightStore& weights,
+                          const ModelConfig& config, const CalibrationOptions& options) {
+  if (weights.isDummy())
+    return calibrationError("needs real weights (not --dummy-weights)");
+  if (options.chunkTokens < 2 || options.maxTokens < options.chunkTokens)
+    return calibrationError("needs at least one chunk of at least 2 tokens");
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->threads = quant::resolveThreads(options.threads, 1 << 30);
+
+  // The text first: a missing file should fail before any work.
+  auto text = llvm::MemoryBuffer::getFile(options.textPath, /*IsText=*/true);
+  if (!text)
+    return calibrationError("cannot read '" + options.textPath + "': " + text.getError().message());
+
+  // The module as the pipeline leaves it, with the chunk as context and step.
+  mlir::OwningOpRef<mlir::ModuleOp> clone(module.clone());
+  mlir::PassManager passManager(module.getContext());
+  PipelineOptions pipeline;
+  pipeline.maxStepTokens = options.chunkTokens;
+  buildNinferPipeline(passManager, pipeline);
+  if (mlir::failed(passManager.run(*clone)))
+    return calibrationError("the pass pipeline failed on the calibration copy of the module");
+  PlanOptions planOptions;
+  planOptions.context = options.chunkTokens;
+  planOptions.maxStepTokens = options.chunkTokens;
+  auto plan = buildPlan(*clone, config, weights, planOptions);
+  if (!plan)
+    return plan.takeError();
+  auto tokenizer = importTokenizer(options.modelDir, config);
+  if (!tokenizer)
+    return tokenizer.takeError();
+  (*plan)->tokenizer = std::move(*tokenizer);
+
+  llvm::SmallString<128> path;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("ninfer-calib", "nplan", path))
+    return calibrationError("cannot create a temporary file: " + ec.message());
+  Status written = writePlan(path.str().str(), **plan, [&](const plan::BufferT& buffer) {
+    const TensorRef* tensor = weights.find(buffer.name);
+    return tensor ? tensor->data : nullptr;
+  });
+  if (!written.isOk()) {
+    llvm::sys::fs::remove(path);
+    return calibrationError(written.message());
+  }
+  Result<std::unique_ptr<PlanFile>> file = PlanFile::open(path.str().str());
+  llvm::sys::fs::remove(path); // the mapping keeps the bytes
+  if (!file.isOk())
+    return calibrationError(file.status().message());
+  impl->file = std::move(*file);
+  const plan::Plan& p = impl->file->plan();
+  impl->vocab = p.model()->vocab_size();
+  impl->hidden = p.model()->hidden_size();
+
+  Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::fromPlan(p.tokenizer());
+  if (!tok.isOk())
+    return calibrationError("needs the checkpoint's tokenizer: " + tok.status().message());
+  Result<std::vector<int32_t>> ids = (*tok)->encode((*text)->getBuffer().str(), false);
+  if (!ids.isOk())
+    return calibrationError("cannot tokenize '" + options.textPath + "': " + ids.status().message());
+  const int chunk = options.chunkTokens;
+  const int64_t count = std::min<int64_t>(int64_t(ids->size()) / chunk, options.maxTokens / chunk);
+  if (count < 1)
+    return calibrationError("'" + options.textPath + "' has " + llvm::Twine(ids->size()) +
+                            " tokens, fewer than one chunk of " + llvm::Twine(chunk));
+  for (int64_t c = 0; c < count; ++c) {
+    std::vector<int32_t> tokens(ids->begin() + c * chunk, ids->begin() + (c + 1) * chunk);
+    if (config.bosId >= 0)
+      tokens[0] = config.bosId;
+    impl->chunks.push_back(std::move(tokens));
+  }
+
+  // Groups: a linear op that reads the same input buffer as the linear op
+  // right before it shares that op's statistics (q/k/v, gate/up).
+  const auto& buffers = *p.buffers();
+  const auto& ops = *p.ops();
+  impl->groupOfOp.assign(ops.size(), -1);
+  uint32_t previousInput = UINT32_MAX;
+  int previousGroup = -1;
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    const plan::Op* op = ops.Get(i);
+    const plan::LinearAttrs* linear = op->attrs_as_LinearAttrs();
+    const plan::EmbeddingAttrs* embedding = op->attrs_as_EmbeddingAttrs();
+    if (embedding && op->inputs()->size() > 1)
+      impl->opsOfWeight[buffers.Get(op->inputs()->Get(1))->name()->str()].push_back(int(i));
+    if (!linear) {
+      previousInput = UINT32_MAX;
+      continue;
+    }
+    const uint32_t input = op->inputs()->Get(0);
+    const std::string weightName = buffers.Get(op->inputs()->Get(1))->name()->str();
+    int group = previousGroup;
+    if (input != previousInput) {
+      group = int(impl->groups.size());
+      GroupStats g;
+      g.cols = linear->in_features();
+      g.h.assign(size_t(g.cols) * size_t(g.cols), 0.0);
+      g.absSum.assign(size_t(g.cols), 0.0);
+      impl->groups.push_back(std::move(g));
+      impl->groupOfOp[i] = group;
+    }
+    impl->groupOfWeight[weightName] = group;
+    impl->opsOfWeight[weightName].push_back(int(i));
+    if (linear->last_row_only())
+      impl->lmHeadOp = int(i);
+    previousInput = input;
+    previousGroup = group;
+  }
+  if (impl->lmHeadOp < 0)
+    return calibrationError("the plan has no lm_head");
+
+  Result<std::unique_ptr<Executor>> executor =
+      createCpuExecutor(*impl->file, options.threads, impl.get());
+  if (!executor.isOk())
+    return calibrationError(executor.status().message());
+  impl->executor = std::move(*executor);
+  return std::unique_ptr<CalibrationRunner>(new CalibrationRunner(std::move(impl)));
+}
+
+llvm::Error CalibrationRunner::collect(CalibrationData& data) {
+  Impl& s = *impl_;
+  Progress progress("calibrating", s.chunks.size(), s.options.progress);
+  s.collecting = true;
+  s.reference.clear();
+  const size_t scored = s.sensitivityChunks();
+  for (size_t c = 0; c < s.chunks.size(); ++c) {
+    s.recordReference = c < scored;
+    llvm::Error error = s.runChunk(s.chunks[c]);
+    if (error) {
+      s.collecting = s.recordReference = false;
+      return error;
+    }
+    progress.update(c + 1);
+  }
+  s.collecting = s.recordReference = false;
+  progress.finish();
+
+  std::vector<std::shared_ptr<InputStatistics>> finished;
+  for (GroupStats& g : s.groups) {
+    auto stats = std::make_shared<InputStatistics>();
+    stats->cols = g.cols;
+    stats->tokens = g.tokens;
+    stats->h = std::move(g.h);
+    for (int64_t i = 0; i < g.cols; ++i)
+      for (int64_t j = 0; j < i; ++j)
+        stats->h[size_t(i * g.cols + j)] = stats->h[size_t(j * g.cols + i)];
+    stats->meanAbs.resize(size_t(g.cols));
+    for (int64_t j = 0; j < g.cols; ++j)
+      stats->meanAbs[size_t(j)] = g.tokens ? float(g.absSum[size_t(j)] / double(g.tokens)) : 0.0f;
+    g.xt = {};
+    finished.push_back(std::move(stats));
+  }
+  for (const auto& [name, group] : s.groupOfWeight)
+    data.inputs[name] = finished[size_t(group)];
+  data.tokens = tokensUsed();
+  return llvm::Error::success();
+}
+
+llvm::Expected<double> CalibrationRunner::klDivergenceWith(const std::string& weightName,
+                                                           const std::vector<float>& values) {
+  Impl& s = *impl_;
+  auto it = s.opsOfWeight.find(weightName);
+  if (it == s.opsOfWeight.end())
+    return calibrationError("no op of the calibration plan reads '" + weightName + "'");
+  if (s.reference.empty())
+    return calibrationError("run collect() before measuring sensitivity");
+  s.overrides.clear();
+  for (int op : it->second)
+    s.overrides[op] = values.data();
+  s.scoring = true;
+  s.kldSum = 0;
+  s.kldCount = 0;
+  for (s.chunkIndex = 0; s.chunkIndex < s.reference.size(); ++s.chunkIndex) {
+    llvm::Error error = s.runChunk(s.chunks[s.chunkIndex]);
+    if (error) {
+      s.scoring = false;
+      s.overrides.clear();
+      return error;
+    }
+  }
+  s.scoring = false;
+  s.overrides.clear();
+  return s.kldCount ? s.kldSum / double(s.kldCount) : 0.0;
+}
+
+} // namespace ninfer

@@ -1,0 +1,256 @@
+// ninferc's quantization step (see QuantizeDriver.h): validates the options,
+// calibrates on the CPU executor, runs ninfer-quantize with an environment over
+// the weight store, and prints what was chosen.
+#include "QuantizeDriver.h"
+
+#include "Calibration.h"
+#include "passes/Passes.h"
+
+#include "ninfer/Progress.h"
+#include "ninfer/QuantFormats.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <optional>
+
+namespace ninfer {
+namespace {
+
+llvm::Error optionError(const llvm::Twine& message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+}
+
+// The weight store seen by the pass.
+class StoreEnvironment final : public QuantizeEnvironment {
+public:
+  StoreEnvironment(WeightStore& weights, CalibrationRunner* runner, const CalibrationData* data,
+                   bool quiet)
+      : weights_(weights), runner_(runner), data_(data), quiet_(quiet) {}
+
+  llvm::Expected<std::vector<float>> readF32(const std::string& name, int64_t rows,
+                                             int64_t cols) override {
+    const TensorRef* ref = weights_.find(name);
+    if (!ref || !ref->data)
+      return optionError("quantization: tensor '" + name + "' has no bytes in the weight store");
+    const uint64_t count = uint64_t(rows) * uint64_t(cols);
+    if (ref->elements() != count)
+      return optionError("quantization: tensor '" + name + "' has " +
+                         llvm::Twine(ref->elements()) + " values, expected " + llvm::Twine(count));
+    std::vector<float> out(count);
+    for (uint64_t i = 0; i < count; ++i) {
+      switch (ref->dtype) {
+      case WeightDType::F32:
+        std::memcpy(&out[i], ref->data + 4 * i, 4);
+        break;
+      case WeightDType::F16:
+      case WeightDType::BF16: {
+        uint16_t bits;
+        std::memcpy(&bits, ref->data + 2 * i, 2);
+        out[i] = ref->dtype == WeightDType::F16 ? quant::halfBitsToFloat(bits)
+                                                : quant::bitsToFloat(uint32_t(bits) << 16);
+        break;
+      }
+      default:
+        return optionError(llvm::Twine("quantization: tensor '") + name + "' is " +
+                           dtypeName(ref->dtype) + ", not a float tensor");
+      }
+    }
+    return out;
+  }
+
+  uint64_t storedBytes(const std::string& name) override {
+    const TensorRef* ref = weights_.find(name);
+    return ref ? tensorBytes(ref->dtype, ref->shape) : 0;
+  }
+
+  void storeQuantized(const std::string& name, int formatId, int64_t rows, int64_t cols,
+                      std::vector<uint8_t> packed) override {
+    weights_.addOwned(name, weightDTypeOfQuantFormat(formatId), {rows, cols}, std::move(packed));
+  }
+
+  void storeF32(const std::string& name, std::vector<float> values) override {
+    std::vector<uint8_t> bytes(values.size() * 4);
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    weights_.addOwned(name, WeightDType::F32, {int64_t(values.size())}, std::move(bytes));
+  }
+
+  const CalibrationData* calibration() override { return data_; }
+
+  llvm::Expected<double> klDivergenceWith(const std::string& name,
+                                          const std::vector<float>& values) override {
+    if (!runner_)
+      return optionError("quantization: mixed precision needs calibration");
+    return runner_->klDivergenceWith(name, values);
+  }
+
+  void progress(const std::string& what, int done, int total) override {
+    if (quiet_)
+      return;
+    if (!bar_ || what != label_) {
+      if (bar_)
+        bar_->finish();
+      label_ = what;
+      bar_.emplace(what, uint64_t(total));
+    }
+    bar_->update(uint64_t(done));
+    if (done >= total)
+      bar_->finish();
+  }
+
+private:
+  WeightStore& weights_;
+  CalibrationRunner* runner_;
+  const CalibrationData* data_;
+  bool quiet_;
+  std::string label_;
+  std::optional<Progress> bar_;
+};
+
+bool fileExists(const std::string& path) {
+  return llvm::sys::fs::exists(path) && !llvm::sys::fs::is_directory(path);
+}
+
+// --calib, else the shipped text relative to the working directory, else
+// relative to the source tree the compiler was built from.
+llvm::Expected<std::string> calibrationPath(const QuantOptions& options) {
+  if (!options.calibPath.empty()) {
+    if (!fileExists(options.calibPath))
+      return optionError("--calib: cannot read '" + options.calibPath + "'");
+    return options.calibPath;
+  }
+  if (fileExists(kDefaultCalibration))
+    return std::string(kDefaultCalibration);
+#ifdef NINFER_SOURCE_DIR
+  llvm::SmallString<256> shipped(NINFER_SOURCE_DIR);
+  llvm::sys::path::append(shipped, kDefaultCalibration);
+  if (fileExists(shipped.str().str()))
+    return shipped.str().str();
+#endif
+  return optionError(llvm::Twine("no calibration text: give --calib FILE (the default ") +
+                     kDefaultCalibration + " was not found)");
+}
+
+} // namespace
+
+bool isQuantFlag(llvm::StringRef flag) {
+  return flag == "--quant" || flag == "--bpw" || flag == "--group" || flag == "--calib" ||
+         flag == "--calib-tokens" || flag == "--quant-method";
+}
+
+bool isQuantSwitch(llvm::StringRef flag) { return flag == "--awq"; }
+
+llvm::Error applyQuantFlag(llvm::StringRef flag, llvm::StringRef value, QuantOptions& options) {
+  if (flag == "--awq") {
+    options.awq = true;
+  } else if (flag == "--quant") {
+    if (value != "auto" && value != "none" && value != "ternary" && value != "q8" &&
+        value != "q4" && value != "q3" && value != "q2")
+      return optionError("--quant expects auto, none, ternary, q8, q4, q3 or q2, got '" + value +
+                         "'");
+    options.mode = value.str();
+  } else if (flag == "--bpw") {
+    double bpw = 0;
+    if (value.getAsDouble(bpw) || !(bpw >= 2.25 && bpw <= 16.0))
+      return optionError("--bpw expects bits per weight between 2.25 (all q2_g64) and 16, got '" +
+                         value + "'");
+    options.bpw = bpw;
+  } else if (flag == "--group") {
+    int group = 0;
+    if (value.getAsInteger(10, group) || !quant::isQuantGroupSize(group))
+      return optionError("--group expects 32, 64 or 128, got '" + value + "'");
+    options.group = group;
+  } else if (flag == "--calib") {
+    options.calibPath = value.str();
+  } else if (flag == "--calib-tokens") {
+    long long tokens = 0;
+    if (value.getAsInteger(10, tokens) || tokens < 512 || tokens > (1ll << 24))
+      return optionError("--calib-tokens expects an integer in [512, 16777216], got '" + value +
+                         "'");
+    options.calibTokens = tokens;
+  } else if (flag == "--quant-method") {
+    if (value != "gptq" && value != "rtn")
+      return optionError("--quant-method expects gptq or rtn, got '" + value + "'");
+    options.method = value.str();
+  } else {
+    return optionError("not a quantization option: " + flag);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error runQuantization(mlir::ModuleOp module, WeightStore& weights, const ModelConfig& config,
+                            const QuantOptions& options, QuantizeReport* reportOut) {
+  if (!options.enabled())
+    return llvm::Error::success();
+  const auto start = std::chrono::steady_clock::now();
+  QuantizeSettings settings;
+  settings.gptq = options.method == "gptq";
+  settings.bits = options.mode.size() == 2 ? options.mode[1] - '0' : 4;
+  settings.groupSize = options.group;
+  settings.bpw = options.bpw;
+  settings.awq = options.awq;
+  settings.threads = options.threads;
+  if (llvm::Error error = validateQuantizeSettings(settings))
+    return error;
+  if (weights.isDummy())
+    return optionError("--quant/--bpw need real weights: quantizing --dummy-weights is not "
+                       "supported");
+
+  // Calibration: needed by GPTQ, AWQ, importance-weighted RTN and the
+  // sensitivity measure of mixed precision.
+  llvm::Expected<std::string> calib = calibrationPath(options);
+  if (!calib)
+    return calib.takeError();
+  CalibrationOptions calibOptions;
+  calibOptions.textPath = *calib;
+  calibOptions.modelDir = options.modelDir;
+  calibOptions.maxTokens = options.calibTokens;
+  calibOptions.threads = options.threads;
+  calibOptions.progress = !options.quiet;
+  auto runner = CalibrationRunner::create(module, weights, config, calibOptions);
+  if (!runner)
+    return runner.takeError();
+  CalibrationData data;
+  if (llvm::Error error = (*runner)->collect(data))
+    return error;
+  const double calibSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  StoreEnvironment environment(weights, runner->get(), &data, options.quiet);
+  QuantizeReport report;
+  mlir::PassManager passManager(module.getContext());
+  passManager.addPass(createQuantizePass(settings, &environment, &report));
+  std::string diagnostics;
+  {
+    mlir::ScopedDiagnosticHandler handler(module.getContext(), [&](mlir::Diagnostic& diag) {
+      diagnostics += diagnostics.empty() ? diag.str() : "; " + diag.str();
+      return mlir::success();
+    });
+    if (mlir::failed(passManager.run(module)))
+      return optionError(diagnostics.empty() ? "quantization failed" : diagnostics);
+  }
+  if (!options.quiet) {
+    std::map<std::string, int> counts;
+    for (const QuantizedTensorInfo& t : report.tensors)
+      ++counts[t.format];
+    std::string formats;
+    for (const auto& [format, count] : counts)
+      formats += llvm::formatv("{0}{1} x{2}", formats.empty() ? "" : ", ", format, count).str();
+    std::fprintf(stderr,
+                 "quantized %zu tensors (%s): %.3f bits per weight over %.2fM parameters; "
+                 "calibration %lld tokens %.1f s, quantization %.1f s\n",
+                 report.tensors.size(), formats.c_str(), report.bitsPerWeight(),
+                 double(report.parameters) / 1e6, static_cast<long long>(data.tokens),
+                 calibSeconds, report.seconds);
+  }
+  if (reportOut)
+    *reportOut = std::move(report);
+  return llvm::Error::success();
+}
+
+} // namespace ninfer

@@ -1,0 +1,51 @@
+// ninferc's quantization step: option parsing (--quant, --bpw, --group,
+// --calib, --calib-tokens, --quant-method, --awq), calibration on the CPU
+// executor and the ninfer-quantize pass over the imported module, with a
+// report of formats, bits per weight and time. Runs between import and the
+// pass pipeline.
+#pragma once
+
+#include "ModelConfig.h"
+#include "WeightStore.h"
+#include "passes/Quantize.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace ninfer {
+
+struct QuantOptions {
+  // --quant auto|none|ternary|q8|q4|q3|q2; auto/none/ternary are lossless (see
+  // TernaryPacking.h), q8..q2 quantize uniformly.
+  std::string mode = "auto";
+  double bpw = 0.0;            // --bpw X: mixed formats to this budget (overrides --quant)
+  int group = 64;              // --group 32|64|128
+  std::string method = "gptq"; // --quant-method gptq|rtn
+  bool awq = false;            // --awq
+  std::string calibPath;       // --calib FILE (default: kDefaultCalibration next to the tools)
+  int64_t calibTokens = 16384; // --calib-tokens N
+  std::string modelDir;        // the checkpoint (tokenizer for calibration)
+  int threads = 0;
+  bool quiet = false;
+  bool enabled() const { return (mode.size() == 2 && mode[0] == 'q') || bpw > 0; }
+};
+
+// The calibration text shipped with the sources.
+inline constexpr const char* kDefaultCalibration = "examples/data/calib_python.txt";
+
+// True when `flag` is one of the options above; then `value` (the next
+// argument) is parsed into `options` (errors name the flag and the value).
+bool isQuantFlag(llvm::StringRef flag);
+llvm::Error applyQuantFlag(llvm::StringRef flag, llvm::StringRef value, QuantOptions& options);
+// Flags that take no value (--awq).
+bool isQuantSwitch(llvm::StringRef flag);
+
+// Quantizes `module`'s weights in `weights` as `options` say (nothing when
+// !options.enabled()). report: optional, filled on success.
+llvm::Error runQuantization(mlir::ModuleOp module, WeightStore& weights, const ModelConfig& config,
+                            const QuantOptions& options, QuantizeReport* report = nullptr);
+
+} // namespace ninfer

@@ -1,0 +1,73 @@
+// The mapping between the plan's quantized weight dtypes (plan.fbs DType
+// Q8_G32..Q2_G128) and ninfer::quant::QuantFormatId, in one place, so the plan
+// builder, the loader, the executors and the kernel emitter agree. Written as
+// an explicit table rather than "4 + id" so formats appended later (other bit
+// widths) can take plan values that are not contiguous with these.
+#pragma once
+
+#include "ninfer/QuantFormats.h"
+
+namespace ninfer {
+namespace quant {
+
+// Plan DType value of a format (plan::DType is a ubyte enum; the values are
+// fixed by plan.fbs and never renumbered).
+constexpr int planDTypeOfFormat(QuantFormatId id) {
+  switch (id) {
+  case QuantFormatId::Q8G32:
+    return 4;
+  case QuantFormatId::Q8G64:
+    return 5;
+  case QuantFormatId::Q8G128:
+    return 6;
+  case QuantFormatId::Q4G32:
+    return 7;
+  case QuantFormatId::Q4G64:
+    return 8;
+  case QuantFormatId::Q4G128:
+    return 9;
+  case QuantFormatId::Q3G32:
+    return 10;
+  case QuantFormatId::Q3G64:
+    return 11;
+  case QuantFormatId::Q3G128:
+    return 12;
+  case QuantFormatId::Q2G32:
+    return 13;
+  case QuantFormatId::Q2G64:
+    return 14;
+  case QuantFormatId::Q2G128:
+    return 15;
+  }
+  return -1;
+}
+
+// The format stored as plan DType value `dtype`, or -1 when it is not a
+// group-quantized dtype.
+constexpr int formatOfPlanDType(int dtype) {
+  for (int id = 0; id < kQuantFormatCount; ++id)
+    if (planDTypeOfFormat(static_cast<QuantFormatId>(id)) == dtype)
+      return id;
+  return -1;
+}
+
+// The format called `name` ("q4_g64"), or -1.
+inline int formatOfName(const char* name) {
+  for (int id = 0; id < kQuantFormatCount; ++id) {
+    const char* a = quantFormatTraits(static_cast<QuantFormatId>(id)).name;
+    const char* b = name;
+    while (*a && *a == *b) {
+      ++a;
+      ++b;
+    }
+    if (*a == 0 && *b == 0)
+      return id;
+  }
+  return -1;
+}
+
+static_assert(formatOfPlanDType(9) == static_cast<int>(QuantFormatId::Q4G128), "Q4_G128 = 9");
+static_assert(formatOfPlanDType(16) == -1, "TQ2 is not a group format");
+
+} // namespace quant
+} // namespace ninfer
