@@ -17,6 +17,7 @@
 #include "ir/NinferOps.h"
 
 #include "ninfer/Format.h"
+#include "ninfer/QuantDType.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -63,6 +64,9 @@ WeightRole roleOf(WeightOp weight) {
 }
 
 plan::DType planDType(WeightDType dtype) {
+  if (const int format = quantFormatOf(dtype); format >= 0)
+    return static_cast<plan::DType>(
+        quant::planDTypeOfFormat(static_cast<quant::QuantFormatId>(format)));
   switch (dtype) {
   case WeightDType::F32:
     return plan::DType::F32;
@@ -72,6 +76,10 @@ plan::DType planDType(WeightDType dtype) {
     return plan::DType::BF16;
   case WeightDType::I32:
     return plan::DType::I32;
+  case WeightDType::TQ2:
+    return plan::DType::TQ2;
+  default:
+    break;
   }
   return plan::DType::F32;
 }
@@ -170,14 +178,23 @@ llvm::Expected<uint32_t> Lowering::weightBuffer(WeightOp op) {
   if (!ref)
     return opError(op, "weight '" + name + "' is not in the weight store");
   RankedTensorType type = op.getOutput().getType();
+  // A weight the quantization pass packed keeps its logical IR type; the
+  // storage attribute names the store's packed dtype, which fixes the size.
+  auto storage = op->getAttrOfType<StringAttr>(kStorageAttr);
+  if (storage && (dtypeSize(ref->dtype) != 0 ||
+                  !storage.getValue().equals_insensitive(dtypeName(ref->dtype))))
+    return opError(op, "weight '" + name + "' is marked " + kStorageAttr + " = \"" +
+                           storage.getValue() + "\" but the weight store holds it as " +
+                           dtypeName(ref->dtype));
   if (std::vector<int64_t>(type.getShape().begin(), type.getShape().end()) != ref->shape ||
-      !elementTypeMatches(type.getElementType(), ref->dtype))
+      (!storage && !elementTypeMatches(type.getElementType(), ref->dtype)))
     return opError(op, "weight '" + name + "' is " + dtypeName(ref->dtype) +
                            " in the weight store but the IR declares a different shape or dtype");
   uint64_t elements = 1;
   for (int64_t dim : ref->shape)
     elements *= static_cast<uint64_t>(dim);
-  uint64_t bytes = elements * elementBytes(ref->dtype);
+  uint64_t bytes =
+      storage ? tensorBytes(ref->dtype, ref->shape) : elements * elementBytes(ref->dtype);
   if (ref->data && ref->bytes != bytes)
     return opError(op, "weight '" + name + "' holds " + llvm::Twine(ref->bytes) +
                            " bytes, its shape needs " + llvm::Twine(bytes));

@@ -5,6 +5,9 @@
 
 #include "Safetensors.h"
 
+#include "ninfer/QuantFormats.h"
+#include "ninfer/TernaryFormat.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -83,11 +86,40 @@ size_t dtypeSize(WeightDType dtype) {
   case WeightDType::F16:
   case WeightDType::BF16:
     return 2;
+  case WeightDType::TQ2:
+    return 0;
+  default: // group-quantized: not element-sized
+    return 0;
   }
-  return 0;
+}
+
+int quantFormatOf(WeightDType dtype) {
+  const int id = static_cast<int>(dtype) - static_cast<int>(WeightDType::Q8G32);
+  return id >= 0 && id < quant::kQuantFormatCount ? id : -1;
+}
+
+WeightDType weightDTypeOfQuantFormat(int formatId) {
+  return static_cast<WeightDType>(static_cast<int>(WeightDType::Q8G32) + formatId);
+}
+
+uint64_t tensorBytes(WeightDType dtype, const std::vector<int64_t>& shape) {
+  if (const int format = quantFormatOf(dtype); format >= 0) {
+    const auto traits = quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
+    return shape.size() == 2 ? static_cast<uint64_t>(quant::quantTensorBytes(
+                                   traits.bits, traits.groupSize, shape[0], shape[1]))
+                             : 0;
+  }
+  uint64_t elements = 1;
+  for (int64_t dim : shape)
+    elements *= static_cast<uint64_t>(dim);
+  if (dtype == WeightDType::TQ2)
+    return shape.size() == 2 ? static_cast<uint64_t>(ternary::tensorBytes(shape[0], shape[1])) : 0;
+  return elements * dtypeSize(dtype);
 }
 
 const char* dtypeName(WeightDType dtype) {
+  if (const int format = quantFormatOf(dtype); format >= 0)
+    return quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format)).name;
   switch (dtype) {
   case WeightDType::F32:
     return "F32";
@@ -97,6 +129,8 @@ const char* dtypeName(WeightDType dtype) {
     return "BF16";
   case WeightDType::I32:
     return "I32";
+  case WeightDType::TQ2:
+    return "TQ2";
   }
   return "?";
 }
@@ -235,7 +269,7 @@ const TensorRef& WeightStore::addDummy(const std::string& name, WeightDType dtyp
   ref.name = name;
   ref.dtype = dtype;
   ref.shape = std::move(shape);
-  ref.bytes = ref.elements() * dtypeSize(dtype);
+  ref.bytes = tensorBytes(dtype, ref.shape);
   TensorRef& slot = tensors_[name];
   slot = std::move(ref);
   return slot;

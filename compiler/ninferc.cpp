@@ -7,7 +7,9 @@
 #include "ChatTemplateImport.h"
 #include "Importer.h"
 #include "ModelConfig.h"
+#include "QuantizeDriver.h"
 #include "Targets.h"
+#include "TernaryPacking.h"
 #include "TokenizerImport.h"
 #include "WeightStore.h"
 
@@ -51,6 +53,7 @@ struct Options {
   bool embedPtx = true;
   bool quiet = false;
   std::string emitMlir;
+  QuantOptions quant;
 };
 
 void printHelp() {
@@ -68,6 +71,19 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
   --dummy-weights        no weights needed: the runtime fills deterministic pseudo-random weights
                          (fp16) on the device; for checking fit and speed before downloading
   --no-ptx               do not embed PTX (the plan then runs only on the listed architectures)
+
+quantization:
+  --quant MODE           auto (default): pack exactly-ternary linear weights losslessly (2 bits),
+                         keep the rest; none: keep the checkpoint's dtypes; ternary: require every
+                         block linear to be ternary (refuses other models); q8|q4|q3|q2: GPTQ
+                         group quantization of every linear, embedding and lm_head weight
+  --bpw X                mixed formats chosen per tensor by measured sensitivity to hit X bits per
+                         weight over the whole model (scales and norms counted)
+  --group N              group size 32|64|128 (default 64)
+  --calib FILE           calibration text (default examples/data/calib_python.txt)
+  --calib-tokens N       calibration tokens (default 16384)
+  --quant-method M       gptq (default) or rtn
+  --awq                  also search AWQ per-channel scales, folded into the preceding RMSNorm
   --emit-mlir FILE       also write the ninfer dialect program after the pass pipeline
   -q, --quiet            no progress display or memory report
   -h, --help             this text
@@ -128,6 +144,10 @@ Options parseArgs(int argc, char** argv) {
       options.dummyWeights = true;
     } else if (arg == "--no-ptx") {
       options.embedPtx = false;
+    } else if (isQuantSwitch(arg) || isQuantFlag(arg)) {
+      if (llvm::Error error =
+              applyQuantFlag(arg, isQuantSwitch(arg) ? "" : next(i, arg), options.quant))
+        fail(llvm::toString(std::move(error)), 2);
     } else if (arg == "--emit-mlir") {
       options.emitMlir = next(i, arg);
     } else if (arg == "-q" || arg == "--quiet") {
@@ -166,7 +186,7 @@ void checkMemory(const plan::PlanT& plan, const std::vector<Target>& targets, bo
     double params = static_cast<double>(model.parameters);
     std::fprintf(stderr, "  weights     %s  (%.2f%s parameters%s)\n", mib(memory.weight_bytes).c_str(),
                  params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M",
-                 plan.dummy_weights ? ", dummy fp16" : "");
+                 plan.dummy_weights ? ", dummy" : "");
     std::fprintf(stderr, "  KV cache    %s  (fp16, %d layers x %d KV heads x %d x %d positions)\n",
                  mib(memory.kv_bytes).c_str(), model.layers, model.kv_heads, model.head_dim,
                  plan.context);
@@ -224,6 +244,7 @@ int main(int argc, char** argv) {
       fail("'" + options.input +
            "' is a file: give the checkpoint directory, or add --dummy-weights to compile the shape "
            "alone");
+    failOn(checkCheckpointQuantization(modelDir));
     auto opened = WeightStore::openCheckpoint(modelDir);
     failOn(opened.takeError());
     weights = std::move(*opened);
@@ -236,6 +257,21 @@ int main(int argc, char** argv) {
 
   auto module = importModel(context, *config, *weights);
   failOn(module.takeError());
+
+  // Lossless ternary packing (auto/ternary), or lossy quantization (q8..q2, --bpw).
+  QuantMode ternaryMode = QuantMode::None;
+  if (options.quant.mode == "auto" || options.quant.mode == "ternary")
+    ternaryMode = *parseQuantMode(options.quant.mode);
+  if (ternaryMode == QuantMode::Ternary && options.quant.bpw > 0)
+    fail("--quant ternary and --bpw exclude each other", 2);
+  TernaryReport ternary;
+  failOn(applyTernary(*weights, **module, ternaryMode, &ternary));
+  if (!options.quiet && ternary.packed > 0)
+    std::fprintf(stderr, "ternary: %d linear weights packed to 2 bits (%.1f -> %.1f MiB)\n",
+                 ternary.packed, ternary.bytesBefore / 1048576.0, ternary.bytesAfter / 1048576.0);
+  options.quant.modelDir = modelDir;
+  options.quant.quiet = options.quiet;
+  failOn(runQuantization(**module, *weights, *config, options.quant));
 
   mlir::PassManager passManager(&context);
   PipelineOptions pipelineOptions;

@@ -9,6 +9,8 @@
 #include "ninfer/DummyFill.h"
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
+#include "ninfer/QuantDType.h"
+#include "ninfer/TernaryFormat.h"
 #include "plan_generated.h"
 
 #include <algorithm>
@@ -32,13 +34,15 @@ struct PreparedOp {
   void* in[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   void* out = nullptr;
   int64_t outWidth = 0;
+  int index = 0; // in the plan's op list
 };
 
 float* asF32(void* p) { return static_cast<float*>(p); }
 
 class CpuExecutor final : public Executor {
 public:
-  CpuExecutor(const PlanFile& file, int threads) : file_(file), pool_(threads) {}
+  CpuExecutor(const PlanFile& file, int threads, CpuObserver* observer)
+      : file_(file), pool_(threads), observer_(observer) {}
 
   Status init();
   Status forward(const int32_t* tokens, int n, int pos, float* logits) override;
@@ -46,11 +50,14 @@ public:
 
 private:
   Status loadWeight(uint32_t index, const plan::Buffer& buffer);
+  Status loadQuantWeight(uint32_t index, const plan::Buffer& buffer, int format);
+  Status loadTernaryWeight(uint32_t index, const plan::Buffer& buffer);
   void* bufferPointer(uint32_t index);
   Status runOp(const PreparedOp& p, int n, int pos);
 
   const PlanFile& file_;
   CpuThreadPool pool_;
+  CpuObserver* observer_ = nullptr;
   std::vector<float> activations_;
   std::vector<uint16_t> kv_;
   std::vector<int32_t> tokens_;
@@ -66,7 +73,97 @@ private:
   int embeddingVocab_ = 0; // smallest table of any Embedding op
 };
 
+// Group-quantized weights become f32 once, through the shared header's
+// reference decoding (so the CPU result defines what the kernels must match).
+// The loader checked: 2-D, cols a multiple of 128, size_bytes exact.
+Status CpuExecutor::loadQuantWeight(uint32_t index, const plan::Buffer& b, int format) {
+  if (b.dummy())
+    return Status::error("weight buffer " + std::to_string(index) +
+                         ": dummy fill of quantized weights is not supported");
+  const uint8_t* data = file_.weightData(index);
+  if (!data)
+    return Status::error("weight buffer " + std::to_string(index) + " has no data");
+  const quant::QuantFormatTraits traits =
+      quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
+  const int64_t rows = b.shape()->Get(0);
+  const int64_t cols = b.shape()->Get(1);
+  std::vector<float>& w = ownedWeights_[index];
+  w.resize(size_t(rows * cols));
+  const uint64_t rowWeightBytes = uint64_t(quant::quantRowWeightBytes(traits.bits, cols));
+  const uint64_t rowScaleBytes = uint64_t(quant::quantRowScaleBytes(traits.groupSize, cols));
+  const uint8_t* scalePlane = data + quant::quantScalePlaneOffset(traits.bits, rows, cols);
+  pool_.parallelFor(rows, 16, [&](int64_t begin, int64_t end, int) {
+    // Rows start 16-byte aligned inside a 4096-aligned segment of the mapping,
+    // but copying keeps the decode independent of where the bytes lie.
+    std::vector<unsigned int> words(rowWeightBytes / 4);
+    std::vector<unsigned short> scales(rowScaleBytes / 2);
+    for (int64_t r = begin; r < end; ++r) {
+      std::memcpy(words.data(), data + uint64_t(r) * rowWeightBytes, rowWeightBytes);
+      std::memcpy(scales.data(), scalePlane + uint64_t(r) * rowScaleBytes, rowScaleBytes);
+      float* out = w.data() + r * cols;
+      for (int64_t k = 0; k < cols; ++k) {
+        unsigned int code = 0;
+        switch (traits.bits) {
+        case 8:
+          code = quant::QuantPacking<8>::codeAt(words.data(), k);
+          break;
+        case 4:
+          code = quant::QuantPacking<4>::codeAt(words.data(), k);
+          break;
+        case 3:
+          code = quant::QuantPacking<3>::codeAt(words.data(), k);
+          break;
+        default:
+          code = quant::QuantPacking<2>::codeAt(words.data(), k);
+          break;
+        }
+        const int q = int(code) - (1 << (traits.bits - 1));
+        out[k] = quant::halfBitsToFloat(scales[size_t(k / traits.groupSize)]) * float(q);
+      }
+    }
+  });
+  weights_[index] = w.data();
+  return Status::ok();
+}
+
+// Ternary weights become f32 {-s, 0, +s} once (exactly the values of the
+// checkpoint they were packed from, so a TQ2 plan computes what its bf16 plan
+// does). Dummy TQ2 weights are generated packed, as the GPU fill does, then
+// decoded the same way. The loader checked: 2-D, cols a multiple of 64.
+Status CpuExecutor::loadTernaryWeight(uint32_t index, const plan::Buffer& b) {
+  const int64_t rows = b.shape()->Get(0);
+  const int64_t cols = b.shape()->Get(1);
+  std::vector<uint8_t> generated;
+  const uint8_t* data = file_.weightData(index);
+  if (const plan::DummyFill* fill = b.dummy()) {
+    const uint64_t units = b.size_bytes() / 2;
+    generated.resize(size_t(units) * 2);
+    pool_.parallelFor(int64_t(units), 1 << 14, [&](int64_t begin, int64_t end, int) {
+      for (int64_t u = begin; u < end; ++u) {
+        const uint16_t unit = ternary::dummyUnit(fill->seed(), uint64_t(u), units, fill->scale());
+        std::memcpy(generated.data() + 2 * u, &unit, 2);
+      }
+    });
+    data = generated.data();
+  }
+  if (!data)
+    return Status::error("weight buffer " + std::to_string(index) + " has no data");
+  std::vector<float>& w = ownedWeights_[index];
+  w.resize(size_t(rows * cols));
+  pool_.parallelFor(rows, 16, [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r)
+      ternary::dequantizeRow(data, rows, cols, r, w.data() + r * cols);
+  });
+  weights_[index] = w.data();
+  return Status::ok();
+}
+
 Status CpuExecutor::loadWeight(uint32_t index, const plan::Buffer& b) {
+  if (b.dtype() == DType::TQ2)
+    return loadTernaryWeight(index, b);
+  const int format = quant::formatOfPlanDType(int(b.dtype()));
+  if (format >= 0)
+    return loadQuantWeight(index, b, format);
   const uint64_t count =
       b.size_bytes() / (b.dtype() == DType::F32 || b.dtype() == DType::I32 ? 4 : 2);
   const DType dtype = b.dtype();
@@ -153,6 +250,7 @@ Status CpuExecutor::init() {
   for (const plan::Op* op : *p.ops()) {
     PreparedOp prepared;
     prepared.op = op;
+    prepared.index = int(ops_.size());
     prepared.kind = op->attrs_type();
     for (uint32_t k = 0; k < op->inputs()->size() && k < 5; ++k)
       prepared.in[k] = bufferPointer(op->inputs()->Get(k));
@@ -180,8 +278,11 @@ Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
   switch (p.kind) {
   case OpAttrs::EmbeddingAttrs: {
     const auto* a = op.attrs_as_EmbeddingAttrs();
+    const float* table = asF32(p.in[1]);
+    if (observer_)
+      table = observer_->weight(p.index, table);
     // forward() checked the ids against every table before anything ran.
-    cpu::embedding(static_cast<const int32_t*>(p.in[0]), n, asF32(p.in[1]), a->dim(), asF32(p.out));
+    cpu::embedding(static_cast<const int32_t*>(p.in[0]), n, table, a->dim(), asF32(p.out));
     return Status::ok();
   }
   case OpAttrs::RmsNormAttrs: {
@@ -194,7 +295,12 @@ Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
     const auto* a = op.attrs_as_LinearAttrs();
     const int rows = a->last_row_only() ? 1 : n;
     const float* x = asF32(p.in[0]) + (a->last_row_only() ? int64_t(n - 1) * a->in_features() : 0);
-    cpu::linear(pool_, x, rows, asF32(p.in[1]), a->has_bias() ? asF32(p.in[2]) : nullptr,
+    const float* w = asF32(p.in[1]);
+    if (observer_) {
+      observer_->linearInput(p.index, asF32(p.in[0]), n, a->in_features());
+      w = observer_->weight(p.index, w);
+    }
+    cpu::linear(pool_, x, rows, w, a->has_bias() ? asF32(p.in[2]) : nullptr,
                 a->in_features(), a->out_features(), asF32(p.out));
     return Status::ok();
   }
@@ -265,11 +371,12 @@ Status CpuExecutor::forward(const int32_t* tokens, int n, int pos, float* logits
 
 } // namespace
 
-Result<std::unique_ptr<Executor>> createCpuExecutor(const PlanFile& plan, int threads) {
+Result<std::unique_ptr<Executor>> createCpuExecutor(const PlanFile& plan, int threads,
+                                                    CpuObserver* observer) {
   if (threads <= 0)
     threads = int(std::max(1u, std::thread::hardware_concurrency()));
   try {
-    auto executor = std::make_unique<CpuExecutor>(plan, threads);
+    auto executor = std::make_unique<CpuExecutor>(plan, threads, observer);
     NINFER_RETURN_IF_ERROR(executor->init());
     return std::unique_ptr<Executor>(std::move(executor));
   } catch (const std::bad_alloc&) {

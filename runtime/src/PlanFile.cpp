@@ -7,6 +7,8 @@
 #include "ninfer/StepAbi.h"
 
 #include "ninfer/Format.h"
+#include "ninfer/QuantDType.h"
+#include "ninfer/TernaryFormat.h"
 #include "plan_generated.h"
 
 #include <cerrno>
@@ -135,7 +137,28 @@ private:
       info.elements = elements;
       info.rows = uint64_t(b->shape()->Get(0));
       info.width = elements / info.rows;
-      const uint64_t expected = elements * dtypeSize(b->dtype());
+      uint64_t expected = elements * dtypeSize(b->dtype());
+      // Group-quantized weights: [rows, cols] packed as ninfer/QuantFormats.h says.
+      const int quantFormat = quant::formatOfPlanDType(int(b->dtype()));
+      if (quantFormat >= 0) {
+        const auto traits = quant::quantFormatTraits(quant::QuantFormatId(quantFormat));
+        if (b->kind() != BufferKind::Weight || b->shape()->size() != 2 ||
+            !quant::isQuantizableCols(int64_t(info.width)))
+          return fail(label + ": " + plan::EnumNameDType(b->dtype()) +
+                      " needs a 2-D weight whose columns are a multiple of 128");
+        expected = uint64_t(
+            quant::quantTensorBytes(traits.bits, traits.groupSize, int64_t(info.rows),
+                                    int64_t(info.width)));
+      }
+      // Ternary weights: 2-bit codes + one f32 scale (ninfer/TernaryFormat.h).
+      const bool ternaryWeight = b->dtype() == DType::TQ2;
+      if (ternaryWeight) {
+        if (b->kind() != BufferKind::Weight || b->shape()->size() != 2 ||
+            !ternary::isPackableCols(int64_t(info.width)))
+          return fail(label + ": TQ2 needs a 2-D weight whose columns are a multiple of " +
+                      std::to_string(ternary::kColsMultiple));
+        expected = uint64_t(ternary::tensorBytes(int64_t(info.rows), int64_t(info.width)));
+      }
       if (b->size_bytes() != expected)
         return fail(label + ": size_bytes " + std::to_string(b->size_bytes()) +
                     " does not match its shape and dtype " + plan::EnumNameDType(b->dtype()) +
@@ -149,7 +172,7 @@ private:
           break;
         }
         anyFileWeight = true;
-        if (b->offset() % dtypeSize(b->dtype()) != 0)
+        if (b->offset() % (quantFormat >= 0 || ternaryWeight ? 16 : dtypeSize(b->dtype())) != 0)
           return fail(label + ": weight offset " + std::to_string(b->offset()) +
                       " is not aligned to its dtype");
         if (b->offset() > plan_.weights_size() || size > plan_.weights_size() - b->offset())
@@ -255,6 +278,9 @@ private:
     const BufferInfo& info = infos_[index];
     if (info.buffer->dtype() == DType::I32)
       return opFail(std::string(role) + " " + bufferLabel(index) + " must be floating point");
+    if (info.buffer->dtype() == DType::TQ2 && std::string(role) != "weight")
+      return opFail(std::string(role) + " " + bufferLabel(index) +
+                    " is TQ2, which only linear weights may be");
     if (info.elements != elements)
       return opFail(std::string(role) + " " + bufferLabel(index) + " has " +
                     std::to_string(info.elements) + " values, expected " +

@@ -20,10 +20,30 @@ public:
   // logits: vocab_size floats for the step's last token.
   virtual Status forward(const int32_t* tokens, int n, int pos, float* logits) = 0;
   virtual std::string name() const = 0;
+  // Device memory this executor holds (weights, arenas, KV cache, staging), in
+  // bytes; 0 when it runs on the host.
+  virtual uint64_t deviceMemoryBytes() const { return 0; }
 };
 
-// threads <= 0: use all hardware threads.
-Result<std::unique_ptr<Executor>> createCpuExecutor(const PlanFile& plan, int threads);
+// Hooks into the CPU executor for the compiler's calibration (activation
+// statistics, per-tensor sensitivity). Called on the executor's thread, in op
+// order; the pointers are valid only during the call.
+class CpuObserver {
+public:
+  virtual ~CpuObserver() = default;
+  // Before Linear op `opIndex` (an index into the plan's ops) runs: all n rows
+  // of its input, `width` floats each (lm_head too, though it computes only the
+  // last row).
+  virtual void linearInput(int opIndex, const float* rows, int n, int width) = 0;
+  // The f32 weights (Linear) or table (Embedding) op `opIndex` is about to use;
+  // an override returns other values of the same shape to run with instead.
+  virtual const float* weight(int opIndex, const float* values) { return values; }
+};
+
+// threads <= 0: use all hardware threads. observer: optional, not owned, must
+// outlive the executor.
+Result<std::unique_ptr<Executor>> createCpuExecutor(const PlanFile& plan, int threads,
+                                                    CpuObserver* observer = nullptr);
 // Loads libcuda.so.1 with dlopen; fails cleanly on machines without a GPU.
 Result<std::unique_ptr<Executor>> createCudaExecutor(const PlanFile& plan, int deviceOrdinal);
 
