@@ -69,8 +69,13 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
   --ctx N                context length the KV cache is sized for (default 4096)
   --max-step-tokens N    tokens per prefill step (default 512)
   --dummy-weights        no weights needed: the runtime fills deterministic pseudo-random weights
-                         (fp16) on the device; for checking fit and speed before downloading
+                         (fp16; ternary with --quant ternary) on the device; for checking fit and
+                         speed before downloading
   --no-ptx               do not embed PTX (the plan then runs only on the listed architectures)
+  --emit-mlir FILE       also write the ninfer dialect program after the pass pipeline
+  -q, --quiet            no progress display or memory report
+  -h, --help             this text
+  --version              print the version
 
 quantization:
   --quant MODE           auto (default): pack exactly-ternary linear weights losslessly (2 bits),
@@ -84,10 +89,6 @@ quantization:
   --calib-tokens N       calibration tokens (default 16384)
   --quant-method M       gptq (default) or rtn
   --awq                  also search AWQ per-channel scales, folded into the preceding RMSNorm
-  --emit-mlir FILE       also write the ninfer dialect program after the pass pipeline
-  -q, --quiet            no progress display or memory report
-  -h, --help             this text
-  --version              print the version
 
 families: llama, mistral, qwen2, qwen3 (bf16, f16, f32 weights)
 targets:
