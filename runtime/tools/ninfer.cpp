@@ -4,6 +4,7 @@
 #include "BenchCommand.h"
 #include "ChatCommand.h"
 #include "CliCommon.h"
+#include "EvalCommand.h"
 
 #include "ninfer/Executor.h"
 #include "ninfer/Format.h"
@@ -47,6 +48,8 @@ usage:
   ninfer chat PLAN [options]          interactive chat with the plan's chat template
   ninfer tokenize PLAN "text"         print the token ids of a text
   ninfer bench PLAN [options]         prefill/decode speed, latency, bandwidth use (--help)
+  ninfer perplexity PLAN --file TEXT  perplexity, 512-token chunks, second halves scored (--help)
+  ninfer kld PLAN --ref REF --file T  KL divergence, same-top %, PPL ratio against REF (--help)
   ninfer inspect PLAN [--json]        describe what a plan holds
   ninfer --help | --version
 
@@ -396,6 +399,10 @@ int run(int argc, char** argv) {
       return runTokenizeCommand(argc, argv);
     if (command == "bench")
       return runBenchCommand(argc, argv);
+    if (command == "perplexity")
+      return runPerplexityCommand(argc, argv);
+    if (command == "kld")
+      return runKldCommand(argc, argv);
   }
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
