@@ -4,12 +4,15 @@
 #include "QuantizeDriver.h"
 
 #include "Calibration.h"
+#include "ir/NinferDialect.h"
+#include "ir/NinferOps.h"
 #include "passes/Passes.h"
 
 #include "ninfer/Progress.h"
 #include "ninfer/QuantFormats.h"
 
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -136,6 +139,62 @@ llvm::Expected<std::string> calibrationPath(const QuantOptions& options) {
                      kDefaultCalibration + " was not found)");
 }
 
+// --dummy-weights --quant qN: no values to quantize, so every weight the pass
+// would quantize (read only as the weight of linear / lm_head / embedding, a
+// matrix with a multiple of 128 columns, not already packed) is declared in
+// the store in the format, without bytes, and marked like the pass marks it;
+// the plan builder gives it a DummyFill and the executors generate the packed
+// bytes (quant::dummyUnit).
+llvm::Error declareDummyQuantized(mlir::ModuleOp module, WeightStore& weights,
+                                  const QuantOptions& options, int bits) {
+  if (options.bpw > 0)
+    return optionError("--bpw is not supported with --dummy-weights (mixed formats are chosen by "
+                       "measuring real weights): use --quant q8, q4, q3 or q2");
+  if (options.awq)
+    return optionError("--awq is not supported with --dummy-weights (AWQ needs real weights)");
+  const int format = quant::quantFormatIndex(bits, options.group);
+  if (format < 0)
+    return optionError("no quantized format with " + llvm::Twine(bits) + " bits and group " +
+                       llvm::Twine(options.group));
+  const char* formatName = quant::quantFormatTraits(quant::QuantFormatId(format)).name;
+  llvm::MapVector<llvm::StringRef, llvm::SmallVector<WeightOp, 2>> byName;
+  module.walk([&](WeightOp op) { byName[op.getName()].push_back(op); });
+  int declared = 0;
+  uint64_t bytes = 0;
+  for (auto& [name, ops] : byName) {
+    mlir::RankedTensorType type = ops.front().getOutput().getType();
+    bool matrixUse = true, anyUse = false;
+    for (WeightOp op : ops)
+      for (mlir::OpOperand& use : op.getOutput().getUses()) {
+        anyUse = true;
+        if (!(mlir::isa<LinearOp, LmHeadOp, EmbeddingOp>(use.getOwner()) &&
+              use.getOperandNumber() == 1))
+          matrixUse = false;
+      }
+    if (!anyUse || !matrixUse || type.getRank() != 2 || ops.front()->hasAttr(kStorageAttr) ||
+        !quant::isQuantizableCols(type.getDimSize(1)))
+      continue;
+    const TensorRef* ref = weights.find(name.str());
+    if (!ref)
+      return optionError("weight '" + name + "' is not in the weight store");
+    if (ref->data)
+      continue; // bytes the compiler computed are never replaced by noise
+    const TensorRef& packed = weights.addDummy(name.str(), weightDTypeOfQuantFormat(format),
+                                               {type.getDimSize(0), type.getDimSize(1)});
+    bytes += packed.bytes;
+    ++declared;
+    for (WeightOp op : ops)
+      op->setAttr(kStorageAttr, mlir::StringAttr::get(op->getContext(), formatName));
+  }
+  if (declared == 0)
+    return optionError("no weight can be quantized (linear/lm_head/embedding weights whose "
+                       "columns are a multiple of 128)");
+  if (!options.quiet)
+    std::fprintf(stderr, "dummy weights: %d tensors declared %s (%.1f MiB, filled at load)\n",
+                 declared, formatName, double(bytes) / (1024.0 * 1024.0));
+  return llvm::Error::success();
+}
+
 } // namespace
 
 bool isQuantFlag(llvm::StringRef flag) {
@@ -198,8 +257,7 @@ llvm::Error runQuantization(mlir::ModuleOp module, WeightStore& weights, const M
   if (llvm::Error error = validateQuantizeSettings(settings))
     return error;
   if (weights.isDummy())
-    return optionError("--quant/--bpw need real weights: quantizing --dummy-weights is not "
-                       "supported");
+    return declareDummyQuantized(module, weights, options, settings.bits);
 
   // Calibration: needed by GPTQ, AWQ, importance-weighted RTN and the
   // sensitivity measure of mixed precision.

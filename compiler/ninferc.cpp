@@ -69,8 +69,8 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
   --ctx N                context length the KV cache is sized for (default 4096)
   --max-step-tokens N    tokens per prefill step (default 512)
   --dummy-weights        no weights needed: the runtime fills deterministic pseudo-random weights
-                         (fp16; ternary with --quant ternary) on the device; for checking fit and
-                         speed before downloading
+                         (fp16; ternary with --quant ternary; q8..q2 with --quant qN [--group N])
+                         on the device; for checking fit and speed before downloading
   --no-ptx               do not embed PTX (the plan then runs only on the listed architectures)
   --emit-mlir FILE       also write the ninfer dialect program after the pass pipeline
   -q, --quiet            no progress display or memory report

@@ -4,25 +4,33 @@
 // (__fmul_rn/__fadd_rn) so the compiler cannot contract them into an FMA the
 // host does not do.
 // TQ2 (ternary) buffers are filled in 16-bit units (count = size_bytes / 2) by
-// ninfer::ternary::dummyUnit, which the CPU executor calls too.
+// ninfer::ternary::dummyUnit, which the CPU executor calls too. Group-quantized
+// buffers (Q8_G32..Q2_G128) likewise, by ninfer::quant::dummyUnit (QuantFormats.h).
 // Launch: block 256, any grid (grid-stride loop over count elements).
 // Not a plan op: every generated module carries it and the executor looks it up
 // by name with its own parameters.
 #pragma once
 
 #include "DummyFill.h"
+#include "QuantDType.h"
 #include "TernaryFormat.h"
 #include "common.cuh"
 
 extern "C" __global__ void ninfer_fill_dummy(void *dst, unsigned long long count, int dtype,
                                              unsigned int seed, float scale, float offset) {
   using namespace ninfer::dev;
+  const int quantFormat = ninfer::quant::formatOfPlanDType(dtype);
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long i =
            static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < count; i += stride) {
     if (dtype == 16) { // plan DType TQ2
       static_cast<unsigned short *>(dst)[i] = ninfer::ternary::dummyUnit(seed, i, count, scale);
+      continue;
+    }
+    if (quantFormat >= 0) {
+      static_cast<unsigned short *>(dst)[i] =
+          ninfer::quant::dummyUnit(quantFormat, seed, i, count, scale);
       continue;
     }
     const float v = __fadd_rn(__fmul_rn(ninfer::dummyUniform(seed, i), scale), offset);

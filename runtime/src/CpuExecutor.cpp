@@ -75,12 +75,24 @@ private:
 
 // Group-quantized weights become f32 once, through the shared header's
 // reference decoding (so the CPU result defines what the kernels must match).
+// Dummy ones are generated packed, as the GPU fill does (quant::dummyUnit),
+// then decoded the same way.
 // The loader checked: 2-D, cols a multiple of 128, size_bytes exact.
 Status CpuExecutor::loadQuantWeight(uint32_t index, const plan::Buffer& b, int format) {
-  if (b.dummy())
-    return Status::error("weight buffer " + std::to_string(index) +
-                         ": dummy fill of quantized weights is not supported");
+  std::vector<uint8_t> generated;
   const uint8_t* data = file_.weightData(index);
+  if (const plan::DummyFill* fill = b.dummy()) {
+    const uint64_t units = b.size_bytes() / 2;
+    generated.resize(size_t(units) * 2);
+    pool_.parallelFor(int64_t(units), 1 << 14, [&](int64_t begin, int64_t end, int) {
+      for (int64_t u = begin; u < end; ++u) {
+        const uint16_t unit =
+            quant::dummyUnit(format, fill->seed(), uint64_t(u), units, fill->scale());
+        std::memcpy(generated.data() + 2 * u, &unit, 2);
+      }
+    });
+    data = generated.data();
+  }
   if (!data)
     return Status::error("weight buffer " + std::to_string(index) + " has no data");
   const quant::QuantFormatTraits traits =

@@ -1,18 +1,19 @@
 // The mapping between the plan's quantized weight dtypes (plan.fbs DType
 // Q8_G32..Q2_G128) and ninfer::quant::QuantFormatId, in one place, so the plan
-// builder, the loader, the executors and the kernel emitter agree. Written as
+// builder, the loader, the executors, the kernel emitter and the dummy fill
+// kernel (an NVRTC header too) agree. Written as
 // an explicit table rather than "4 + id" so formats appended later (other bit
 // widths) can take plan values that are not contiguous with these.
 #pragma once
 
-#include "ninfer/QuantFormats.h"
+#include "QuantFormats.h" // same directory: also resolves as an NVRTC header
 
 namespace ninfer {
 namespace quant {
 
 // Plan DType value of a format (plan::DType is a ubyte enum; the values are
 // fixed by plan.fbs and never renumbered).
-constexpr int planDTypeOfFormat(QuantFormatId id) {
+NINFER_HD constexpr int planDTypeOfFormat(QuantFormatId id) {
   switch (id) {
   case QuantFormatId::Q8G32:
     return 4;
@@ -44,13 +45,14 @@ constexpr int planDTypeOfFormat(QuantFormatId id) {
 
 // The format stored as plan DType value `dtype`, or -1 when it is not a
 // group-quantized dtype.
-constexpr int formatOfPlanDType(int dtype) {
+NINFER_HD constexpr int formatOfPlanDType(int dtype) {
   for (int id = 0; id < kQuantFormatCount; ++id)
     if (planDTypeOfFormat(static_cast<QuantFormatId>(id)) == dtype)
       return id;
   return -1;
 }
 
+#if !defined(__CUDACC_RTC__) // host only (NVRTC refuses unannotated functions)
 // The format called `name` ("q4_g64"), or -1.
 inline int formatOfName(const char* name) {
   for (int id = 0; id < kQuantFormatCount; ++id) {
@@ -65,6 +67,7 @@ inline int formatOfName(const char* name) {
   }
   return -1;
 }
+#endif
 
 static_assert(formatOfPlanDType(9) == static_cast<int>(QuantFormatId::Q4G128), "Q4_G128 = 9");
 static_assert(formatOfPlanDType(16) == -1, "TQ2 is not a group format");

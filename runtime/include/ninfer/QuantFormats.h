@@ -42,6 +42,8 @@
 // ((w >> s) & 0x000F000F) gets values i and i+4 of a Q4 word and pairs x to match.
 #pragma once
 
+#include "DummyFill.h" // dummyHash (and NINFER_HD)
+
 #ifndef NINFER_HD
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define NINFER_HD __host__ __device__
@@ -333,6 +335,34 @@ NINFER_QUANT_CHECK_FORMAT(2, 32)
 NINFER_QUANT_CHECK_FORMAT(2, 64)
 NINFER_QUANT_CHECK_FORMAT(2, 128)
 #undef NINFER_QUANT_CHECK_FORMAT
+
+// ---- Dummy weights (--dummy-weights --quant qN plans) ----
+//
+// The executors fill a quantized buffer of size_bytes = 2 * units in 16-bit
+// units: unit u of the weight plane is half u % 2 (low half first) of the
+// pseudo-random 32-bit word dummyHash(seed, u / 2) (every code pattern is a
+// valid value), every unit of the scale plane is the fp16 value of
+// dummyGroupScale(bits, scale), so dequantized values lie in [-scale, scale).
+// The CUDA fill kernel and the CPU executor both call dummyUnit(), so both
+// executors hold the same bytes. The weight plane's size follows from the
+// buffer size alone: size_bytes = groups * (bits * G / 8 + 2).
+NINFER_HD inline float dummyGroupScale(int bits, float scale) {
+  return scale / static_cast<float>(1 << (bits - 1));
+}
+
+// Unit `unit` of a dummy buffer of format `formatId` and `units` 16-bit units.
+NINFER_HD inline unsigned short dummyUnit(int formatId, unsigned int seed, unsigned long long unit,
+                                          unsigned long long units, float scale) {
+  const int bits = formatId / 3 == 0 ? 8 : formatId / 3 == 1 ? 4 : formatId / 3 == 2 ? 3 : 2;
+  const int group = 32 << (formatId % 3);
+  const unsigned long long groupWeightBytes = static_cast<unsigned long long>(bits * group / 8);
+  const unsigned long long groups = 2ull * units / (groupWeightBytes + 2ull);
+  const unsigned long long weightUnits = groups * groupWeightBytes / 2ull;
+  if (unit >= weightUnits)
+    return floatToHalfBits(dummyGroupScale(bits, scale));
+  const unsigned int word = static_cast<unsigned int>(dummyHash(seed, unit >> 1));
+  return static_cast<unsigned short>((unit & 1ull) ? (word >> 16) : (word & 0xFFFFu));
+}
 
 } // namespace quant
 } // namespace ninfer

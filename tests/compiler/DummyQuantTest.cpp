@@ -1,0 +1,308 @@
+// --dummy-weights --quant qN plans (H14): the compiler declares every linear,
+// lm_head and embedding weight in the group format without bytes, the plan
+// gives them a DummyFill, and the executors generate the packed bytes with the
+// shared quant::dummyUnit (QuantFormats.h). Checks: the plan's buffers, a CPU
+// step with finite logits, the CPU executor's weights equal the decoding of a
+// direct call of quant::dummyUnit, the layout of the shared fill for all 12
+// formats, clear --bpw / --awq refusals, and NVRTC compiling the fill kernel
+// (which dispatches every quantized dtype) without a GPU.
+#include "Importer.h"
+#include "ModelConfig.h"
+#include "Nvrtc.h"
+#include "PlanBuilder.h"
+#include "PlanWriter.h"
+#include "QuantizeDriver.h"
+#include "TokenizerImport.h"
+#include "WeightStore.h"
+#include "ir/NinferDialect.h"
+#include "passes/Passes.h"
+
+#include "ninfer/DummyFill.h"
+#include "ninfer/Executor.h"
+#include "ninfer/Plan.h"
+#include "ninfer/QuantDType.h"
+#include "ninfer/QuantFormats.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <unistd.h>
+
+namespace ninfer {
+namespace {
+
+const std::string kModel = std::string(NINFER_SHARED_DIR) + "/models/pycode-llama-3m";
+
+struct DummyPlan {
+  std::string path;
+  std::unique_ptr<PlanFile> file;
+  ~DummyPlan() {
+    file.reset();
+    if (!path.empty())
+      std::remove(path.c_str());
+  }
+};
+
+// ninferc's steps for `config.json --dummy-weights --quant <mode> --group <group>`
+// without kernels (the CPU executor needs none).
+std::unique_ptr<DummyPlan> buildDummyPlan(const QuantOptions& quantOptions, std::string* error) {
+  auto config = loadModelConfig(kModel + "/config.json");
+  if (!config) {
+    *error = llvm::toString(config.takeError());
+    return nullptr;
+  }
+  std::unique_ptr<WeightStore> store = WeightStore::createDummy();
+  mlir::DialectRegistry registry;
+  registry.insert<NinferDialect, mlir::func::FuncDialect>();
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  auto module = importModel(context, *config, *store);
+  if (!module) {
+    *error = llvm::toString(module.takeError());
+    return nullptr;
+  }
+  QuantOptions options = quantOptions;
+  options.quiet = true;
+  if (llvm::Error e = runQuantization(**module, *store, *config, options)) {
+    *error = llvm::toString(std::move(e));
+    return nullptr;
+  }
+  mlir::PassManager pm(&context);
+  PipelineOptions pipelineOptions;
+  pipelineOptions.maxStepTokens = 64;
+  buildNinferPipeline(pm, pipelineOptions);
+  if (mlir::failed(pm.run(**module))) {
+    *error = "pass pipeline failed";
+    return nullptr;
+  }
+  PlanOptions planOptions;
+  planOptions.context = 128;
+  planOptions.maxStepTokens = 64;
+  auto plan = buildPlan(**module, *config, *store, planOptions);
+  if (!plan) {
+    *error = llvm::toString(plan.takeError());
+    return nullptr;
+  }
+  (*plan)->compiler = "compiler_tests";
+  (*plan)->target = "cpu";
+  (*plan)->dummy_weights = true;
+  auto tokenizer = importTokenizer(kModel, *config);
+  if (!tokenizer) {
+    *error = llvm::toString(tokenizer.takeError());
+    return nullptr;
+  }
+  (*plan)->tokenizer = std::move(*tokenizer);
+  auto built = std::make_unique<DummyPlan>();
+  static int counter = 0;
+  built->path = "/tmp/ninfer_dummy_quant_test_" + std::to_string(getpid()) + "_" +
+                std::to_string(counter++) + ".nplan";
+  Status written = writePlan(built->path, **plan, [&](const plan::BufferT& b) {
+    const TensorRef* ref = store->find(b.name);
+    return ref ? ref->data : nullptr;
+  });
+  if (!written) {
+    *error = written.message();
+    return nullptr;
+  }
+  auto file = PlanFile::open(built->path);
+  if (!file) {
+    *error = file.status().message();
+    return nullptr;
+  }
+  built->file = std::move(*file);
+  return built;
+}
+
+QuantOptions quantMode(const char* mode, int group) {
+  QuantOptions options;
+  options.mode = mode;
+  options.group = group;
+  return options;
+}
+
+// The f32 values of a dummy quantized buffer, decoded from a direct call of the
+// shared fill (the reference the CPU executor's weights must equal).
+std::vector<float> referenceWeights(const plan::Buffer& b) {
+  const int format = quant::formatOfPlanDType(int(b.dtype()));
+  const auto traits = quant::quantFormatTraits(quant::QuantFormatId(format));
+  const int64_t rows = b.shape()->Get(0), cols = b.shape()->Get(1);
+  const uint64_t units = b.size_bytes() / 2;
+  std::vector<uint16_t> bytes(units);
+  for (uint64_t u = 0; u < units; ++u)
+    bytes[u] = quant::dummyUnit(format, b.dummy()->seed(), u, units, b.dummy()->scale());
+  const auto* base = reinterpret_cast<const uint8_t*>(bytes.data());
+  const auto* scales = reinterpret_cast<const uint16_t*>(
+      base + quant::quantScalePlaneOffset(traits.bits, rows, cols));
+  std::vector<float> out(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto* words =
+        reinterpret_cast<const unsigned int*>(base + r * quant::quantRowWeightBytes(traits.bits, cols));
+    for (int64_t k = 0; k < cols; ++k) {
+      unsigned int code = traits.bits == 8   ? quant::QuantPacking<8>::codeAt(words, k)
+                          : traits.bits == 4 ? quant::QuantPacking<4>::codeAt(words, k)
+                          : traits.bits == 3 ? quant::QuantPacking<3>::codeAt(words, k)
+                                             : quant::QuantPacking<2>::codeAt(words, k);
+      const float scale = quant::halfBitsToFloat(scales[r * (cols / traits.groupSize) +
+                                                        k / traits.groupSize]);
+      out[size_t(r * cols + k)] = scale * float(int(code) - (1 << (traits.bits - 1)));
+    }
+  }
+  return out;
+}
+
+// Records the weights the CPU executor hands each Linear / Embedding op.
+class WeightRecorder final : public CpuObserver {
+public:
+  void linearInput(int, const float*, int, int) override {}
+  const float* weight(int opIndex, const float* values) override {
+    seen[opIndex] = values;
+    return values;
+  }
+  std::map<int, const float*> seen;
+};
+
+void checkDummyPlan(const char* mode, int group, plan::DType expected) {
+  SCOPED_TRACE(std::string(mode) + " group " + std::to_string(group));
+  std::string error;
+  auto built = buildDummyPlan(quantMode(mode, group), &error);
+  ASSERT_TRUE(built) << error;
+  const plan::Plan& plan = built->file->plan();
+  EXPECT_TRUE(plan.dummy_weights());
+  int quantized = 0;
+  for (const plan::Buffer* b : *plan.buffers()) {
+    if (b->kind() != plan::BufferKind::Weight)
+      continue;
+    const std::string name = b->name()->str();
+    const bool matrix = name.find("_proj.weight") != std::string::npos ||
+                        name == "model.embed_tokens.weight" || name == "lm_head.weight";
+    if (!matrix) {
+      EXPECT_LT(quant::formatOfPlanDType(int(b->dtype())), 0) << name;
+      continue;
+    }
+    ++quantized;
+    EXPECT_EQ(b->dtype(), expected) << name;
+    ASSERT_TRUE(b->dummy()) << name;
+    const auto traits = quant::quantFormatTraits(
+        quant::QuantFormatId(quant::formatOfPlanDType(int(expected))));
+    EXPECT_EQ(b->size_bytes(), uint64_t(quant::quantTensorBytes(traits.bits, traits.groupSize,
+                                                                b->shape()->Get(0),
+                                                                b->shape()->Get(1))))
+        << name;
+  }
+  EXPECT_EQ(quantized, 4 * 7 + 1); // 7 linears a layer + the tied embedding / lm_head
+
+  WeightRecorder recorder;
+  auto cpu = createCpuExecutor(*built->file, 2, &recorder);
+  ASSERT_TRUE(cpu) << cpu.status().message();
+  std::vector<int32_t> ids = {0, 5, 17, 300};
+  std::vector<float> logits(4096);
+  ASSERT_TRUE((*cpu)->forward(ids.data(), 4, 0, logits.data()));
+  double sum = 0, sumSquares = 0;
+  for (float v : logits) {
+    ASSERT_TRUE(std::isfinite(v));
+    sum += v;
+    sumSquares += double(v) * v;
+  }
+  const double variance = sumSquares / 4096 - (sum / 4096) * (sum / 4096);
+  EXPECT_GT(variance, 0.0) << "logits are all equal: the weights are not random";
+
+  // The CPU executor's weights are the shared fill's bytes, decoded.
+  int compared = 0;
+  for (const auto& [opIndex, values] : recorder.seen) {
+    const plan::Op* op = plan.ops()->Get(uint32_t(opIndex));
+    const plan::Buffer* w = plan.buffers()->Get(op->inputs()->Get(1));
+    if (quant::formatOfPlanDType(int(w->dtype())) < 0)
+      continue;
+    const std::vector<float> reference = referenceWeights(*w);
+    size_t mismatches = 0;
+    float largest = 0;
+    for (size_t i = 0; i < reference.size(); ++i) {
+      mismatches += values[i] != reference[i];
+      largest = std::max(largest, std::fabs(reference[i]));
+    }
+    EXPECT_EQ(mismatches, 0u) << w->name()->str();
+    EXPECT_GT(largest, 0.0f) << w->name()->str();
+    EXPECT_LE(largest, 1.01f * w->dummy()->scale()) << w->name()->str(); // fp16 scale rounding
+    ++compared;
+  }
+  EXPECT_GE(compared, 4 * 7 + 1) << "every quantized linear and the embedding are compared";
+}
+
+TEST(DummyQuant, Q4PlanRunsOnCpuWithSharedFill) {
+  checkDummyPlan("q4", 64, plan::DType::Q4_G64);
+}
+
+TEST(DummyQuant, OtherFormatsRunOnCpu) {
+  checkDummyPlan("q8", 128, plan::DType::Q8_G128);
+  checkDummyPlan("q3", 32, plan::DType::Q3_G32);
+  checkDummyPlan("q2", 64, plan::DType::Q2_G64);
+}
+
+TEST(DummyQuant, BpwAndAwqAreRefusedClearly) {
+  std::string error;
+  QuantOptions bpw;
+  bpw.bpw = 4.5;
+  EXPECT_FALSE(buildDummyPlan(bpw, &error));
+  EXPECT_EQ(error.rfind("--bpw is not supported with --dummy-weights", 0), 0u) << error;
+  QuantOptions awq = quantMode("q4", 64);
+  awq.awq = true;
+  EXPECT_FALSE(buildDummyPlan(awq, &error));
+  EXPECT_EQ(error.rfind("--awq is not supported with --dummy-weights", 0), 0u) << error;
+}
+
+// The shared fill's layout for every format: weight-plane units are halves of
+// dummyHash words, every scale-plane unit is fp16(scale / 2^(bits-1)).
+TEST(DummyQuant, SharedFillLayout) {
+  for (int id = 0; id < quant::kQuantFormatCount; ++id) {
+    const auto traits = quant::quantFormatTraits(quant::QuantFormatId(id));
+    SCOPED_TRACE(traits.name);
+    for (int64_t rows : {1, 3, 8}) {
+      const int64_t cols = 256;
+      const uint64_t bytes = uint64_t(quant::quantTensorBytes(traits.bits, traits.groupSize, rows,
+                                                              cols));
+      const uint64_t units = bytes / 2;
+      const uint64_t weightUnits =
+          uint64_t(quant::quantScalePlaneOffset(traits.bits, rows, cols)) / 2;
+      const uint16_t scale = quant::floatToHalfBits(0.02f / float(1 << (traits.bits - 1)));
+      for (uint64_t u = 0; u < units; ++u) {
+        const uint16_t got = quant::dummyUnit(id, 7, u, units, 0.02f);
+        uint16_t want = scale;
+        if (u < weightUnits) {
+          const uint32_t word = uint32_t(dummyHash(7, u / 2));
+          want = uint16_t(u % 2 ? word >> 16 : word & 0xFFFFu);
+        }
+        ASSERT_EQ(got, want) << "rows " << rows << " unit " << u << " of " << units;
+      }
+    }
+  }
+}
+
+// NVRTC compiles the fill kernel (one kernel, every quantized dtype is a
+// runtime branch) plus a probe that calls the dtype mapping and the shared
+// fill in device code for each of the 12 quantized dtypes. No GPU needed.
+TEST(DummyQuant, FillKernelCompilesWithNvrtc) {
+  std::string source = "#include \"fill.cuh\"\n"
+                       "extern \"C\" __global__ void probe(unsigned short *out) {\n";
+  for (int dtype = 4; dtype <= 15; ++dtype)
+    source += "  out[" + std::to_string(dtype) +
+              "] = ninfer::quant::dummyUnit(ninfer::quant::formatOfPlanDType(" +
+              std::to_string(dtype) + "), 1u, threadIdx.x, 1000ull, 0.02f);\n";
+  source += "}\n";
+  for (const char* arch : {"compute_75", "sm_90"}) {
+    Result<std::string> compiled = nvrtc::compile(source, "dummy_quant_fill", arch);
+    ASSERT_TRUE(compiled) << arch << ": " << compiled.status().message();
+    EXPECT_FALSE(compiled->empty());
+    if (std::string(arch).rfind("compute_", 0) == 0) {
+      EXPECT_NE(compiled->find("ninfer_fill_dummy"), std::string::npos);
+      EXPECT_NE(compiled->find("probe"), std::string::npos);
+    }
+  }
+}
+
+} // namespace
+} // namespace ninfer
