@@ -9,6 +9,7 @@
 #include "Nvrtc.h"
 
 #include "ninfer/QuantDType.h"
+#include "ninfer/PlanDType.h"
 #include "ninfer/StepAbi.h"
 
 #include <algorithm>
@@ -33,17 +34,7 @@ constexpr int kMaxHeadDim = 256;
 
 const char *dtypeName(DType dtype) { return plan::EnumNameDType(dtype); }
 
-int dtypeBytes(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::F16:
-  case DType::BF16:
-    return 2;
-  }
-  return 0;
-}
+int dtypeBytes(DType dtype) { return static_cast<int>(plainDTypeBytes(dtype)); }
 
 bool isFloatWeightType(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;

@@ -84,10 +84,6 @@ plan::DType planDType(WeightDType dtype) {
   return plan::DType::F32;
 }
 
-uint64_t elementBytes(WeightDType dtype) {
-  return dtype == WeightDType::F16 || dtype == WeightDType::BF16 ? 2 : 4;
-}
-
 bool elementTypeMatches(Type type, WeightDType dtype) {
   switch (dtype) {
   case WeightDType::F32:
@@ -194,7 +190,7 @@ llvm::Expected<uint32_t> Lowering::weightBuffer(WeightOp op) {
   for (int64_t dim : ref->shape)
     elements *= static_cast<uint64_t>(dim);
   uint64_t bytes =
-      storage ? tensorBytes(ref->dtype, ref->shape) : elements * elementBytes(ref->dtype);
+      storage ? tensorBytes(ref->dtype, ref->shape) : elements * dtypeSize(ref->dtype);
   if (ref->data && ref->bytes != bytes)
     return opError(op, "weight '" + name + "' holds " + llvm::Twine(ref->bytes) +
                            " bytes, its shape needs " + llvm::Twine(bytes));

@@ -7,6 +7,8 @@
 // here, at compile time, with the file, line and construct named.
 #include "ChatTemplateImport.h"
 
+#include "JsonFile.h"
+
 #include "ninfer/ChatTemplate.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -27,12 +29,6 @@ llvm::Error fail(const llvm::Twine& message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-llvm::Expected<std::string> readText(const std::string& path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return fail("cannot read '" + path + "': " + buffer.getError().message());
-  return (*buffer)->getBuffer().str();
-}
 
 // "text" or {"content": "text"}; null or absent gives nullopt.
 std::optional<std::string> specialTokenText(const json::Object& config, llvm::StringRef key) {
@@ -78,12 +74,9 @@ llvm::Error importChatTemplate(const std::string& modelDir, plan::TokenizerT& ta
   std::optional<json::Value> config;
   const std::string configPath = pathOf("tokenizer_config.json");
   if (llvm::sys::fs::exists(configPath)) {
-    auto text = readText(configPath);
-    if (!text)
-      return text.takeError();
-    auto parsed = json::parse(*text);
+    auto parsed = readJsonFile(configPath);
     if (!parsed)
-      return fail("'" + configPath + "' is not valid JSON: " + llvm::toString(parsed.takeError()));
+      return parsed.takeError();
     config = std::move(*parsed);
   }
   const json::Object* tokConfig = config ? config->getAsObject() : nullptr;
@@ -92,7 +85,7 @@ llvm::Error importChatTemplate(const std::string& modelDir, plan::TokenizerT& ta
   std::string sourceName;
   const std::string jinjaPath = pathOf("chat_template.jinja");
   if (llvm::sys::fs::exists(jinjaPath)) {
-    auto text = readText(jinjaPath);
+    auto text = readTextFile(jinjaPath);
     if (!text)
       return text.takeError();
     source = std::move(*text);

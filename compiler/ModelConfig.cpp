@@ -4,6 +4,8 @@
 // modeling_rope_utils.py (in double, stored as float).
 #include "ModelConfig.h"
 
+#include "JsonFile.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -22,16 +24,6 @@ using llvm::json::Value;
 
 llvm::Error makeError(const llvm::Twine& message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-llvm::Expected<Value> readJsonFile(const std::string& path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return makeError("cannot read " + path + ": " + buffer.getError().message());
-  auto value = llvm::json::parse((*buffer)->getBuffer());
-  if (!value)
-    return makeError(path + ": invalid JSON: " + llvm::toString(value.takeError()));
-  return std::move(*value);
 }
 
 // Typed access to one JSON object; every error names the file and the field.

@@ -15,6 +15,8 @@
 //    (SentencePieceModel.cpp), the reference being the sentencepiece library.
 #include "TokenizerImport.h"
 
+#include "JsonFile.h"
+
 #include "SentencePieceModel.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -36,15 +38,6 @@ llvm::Error fail(const llvm::Twine& message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-llvm::Expected<json::Value> readJson(const std::string& path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return fail("cannot read '" + path + "': " + buffer.getError().message());
-  auto value = json::parse((*buffer)->getBuffer());
-  if (!value)
-    return fail("'" + path + "' is not valid JSON: " + llvm::toString(value.takeError()));
-  return std::move(*value);
-}
 
 std::string typeOf(const json::Object& object) {
   auto type = object.getString("type");
@@ -478,7 +471,7 @@ llvm::Expected<std::unique_ptr<plan::TokenizerT>> importTokenizer(const std::str
 
   std::optional<json::Value> tokenizerConfig;
   if (llvm::sys::fs::exists(pathOf("tokenizer_config.json"))) {
-    auto value = readJson(pathOf("tokenizer_config.json"));
+    auto value = readJsonFile(pathOf("tokenizer_config.json"));
     if (!value)
       return value.takeError();
     tokenizerConfig = std::move(*value);
@@ -498,7 +491,7 @@ llvm::Expected<std::unique_ptr<plan::TokenizerT>> importTokenizer(const std::str
     return table;
   }
 
-  auto parsed = readJson(pathOf("tokenizer.json"));
+  auto parsed = readJsonFile(pathOf("tokenizer.json"));
   if (!parsed)
     return parsed.takeError();
   const json::Object* root = parsed->getAsObject();

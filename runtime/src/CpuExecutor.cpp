@@ -7,6 +7,7 @@
 #include "Half.h"
 
 #include "ninfer/DummyFill.h"
+#include "StepCheck.h"
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
 #include "ninfer/QuantDType.h"
@@ -357,18 +358,7 @@ Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
 
 Status CpuExecutor::forward(const int32_t* tokens, int n, int pos, float* logits) {
   const plan::Plan& p = file_.plan();
-  if (!tokens || !logits)
-    return Status::error("forward: tokens and logits must not be null");
-  if (n < 1 || n > p.max_step_tokens())
-    return Status::error("a step takes 1 to " + std::to_string(p.max_step_tokens()) +
-                         " tokens, got " + std::to_string(n));
-  if (pos < 0 || pos > p.context() - n)
-    return Status::error("positions " + std::to_string(pos) + ".." + std::to_string(pos + n - 1) +
-                         " exceed the plan's context of " + std::to_string(p.context()));
-  for (int t = 0; t < n; ++t)
-    if (tokens[t] < 0 || (embeddingVocab_ > 0 && tokens[t] >= embeddingVocab_))
-      return Status::error("token id " + std::to_string(tokens[t]) +
-                           " is outside the vocabulary (" + std::to_string(embeddingVocab_) + ")");
+  NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logits, embeddingVocab_));
   std::copy(tokens, tokens + n, tokens_.begin());
   for (const PreparedOp& op : ops_) {
     Status status = runOp(op, n, pos);

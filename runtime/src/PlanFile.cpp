@@ -4,6 +4,7 @@
 // bounds, op arities and shapes) so that executors can trust the plan and never
 // read out of bounds. Every error is one line naming the file and the index.
 #include "ninfer/Plan.h"
+#include "ninfer/PlanDType.h"
 #include "ninfer/StepAbi.h"
 
 #include "ninfer/Format.h"
@@ -28,17 +29,7 @@ using plan::BufferKind;
 using plan::DType;
 using plan::OpAttrs;
 
-uint64_t dtypeSize(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::F16:
-  case DType::BF16:
-    return 2;
-  }
-  return 0;
-}
+uint64_t dtypeSize(DType dtype) { return plainDTypeBytes(dtype); }
 
 std::string opKindName(OpAttrs kind) {
   std::string name = plan::EnumNameOpAttrs(kind);

@@ -142,7 +142,7 @@ TEST_F(ChatTemplateImportTest, MalformedConfigIsAnError) {
   write("tokenizer_config.json", R"({"chat_template": 42})");
   EXPECT_NE(importError().find("neither a string nor a list"), std::string::npos);
   write("tokenizer_config.json", "{not json");
-  EXPECT_NE(importError().find("not valid JSON"), std::string::npos);
+  EXPECT_NE(importError().find("invalid JSON"), std::string::npos);
 }
 
 } // namespace

@@ -162,13 +162,22 @@ TEST(QuantFormats, FloatToHalfMatchesRuntime) {
     check(bits);
 }
 
-// NVRTC compiles the header as device code with no other header available.
-TEST(QuantFormats, CompilesWithNvrtc) {
-  std::ifstream file(NINFER_QUANT_FORMATS_HEADER);
-  ASSERT_TRUE(file.good()) << NINFER_QUANT_FORMATS_HEADER;
+std::string readHeader(const std::string& path) {
+  std::ifstream file(path);
   std::stringstream text;
   text << file.rdbuf();
-  const std::string header = text.str();
+  return text.str();
+}
+
+// NVRTC compiles the header as device code with no header but its own sibling
+// DummyFill.h available.
+TEST(QuantFormats, CompilesWithNvrtc) {
+  const std::string formatsPath = NINFER_QUANT_FORMATS_HEADER;
+  const std::string header = readHeader(formatsPath);
+  ASSERT_FALSE(header.empty()) << formatsPath;
+  const std::string dummyFill =
+      readHeader(formatsPath.substr(0, formatsPath.rfind('/') + 1) + "DummyFill.h");
+  ASSERT_FALSE(dummyFill.empty());
   const char* source = R"(#include "QuantFormats.h"
 using namespace ninfer::quant;
 template <int B, int G>
@@ -184,9 +193,9 @@ extern "C" __global__ void probe(const unsigned int *w, const unsigned short *s,
            static_cast<float>(quantTensorBytes(3, 64, 2, 256));
 })";
   nvrtcProgram program;
-  const char* headers[] = {header.c_str()};
-  const char* names[] = {"QuantFormats.h"};
-  ASSERT_EQ(nvrtcCreateProgram(&program, source, "probe.cu", 1, headers, names), NVRTC_SUCCESS);
+  const char* headers[] = {header.c_str(), dummyFill.c_str()};
+  const char* names[] = {"QuantFormats.h", "DummyFill.h"};
+  ASSERT_EQ(nvrtcCreateProgram(&program, source, "probe.cu", 2, headers, names), NVRTC_SUCCESS);
   const char* options[] = {"--gpu-architecture=sm_80", "-std=c++17"};
   const nvrtcResult result = nvrtcCompileProgram(program, 2, options);
   size_t logSize = 0;
