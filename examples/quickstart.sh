@@ -13,4 +13,6 @@ plan="$root/build/pycode-llama-3m.nplan"
 "$root/build/bin/ninferc" "$root/examples/pycode-llama-3m" --target "$target" --ctx 2048 -o "$plan"
 "$root/build/bin/ninfer" inspect "$plan" | head -n 20
 echo
+printf '%s' "$prompt"   # ninfer prints only the continuation
 "$root/build/bin/ninfer" "$plan" -p "$prompt" -n 128 --temp 0.7 --top-p 0.9 --top-k 40 --seed 1
+echo
