@@ -199,7 +199,7 @@ llvm::Error declareDummyQuantized(mlir::ModuleOp module, WeightStore& weights,
 
 bool isQuantFlag(llvm::StringRef flag) {
   return flag == "--quant" || flag == "--bpw" || flag == "--group" || flag == "--calib" ||
-         flag == "--calib-tokens" || flag == "--quant-method";
+         flag == "--calib-tokens" || flag == "--sensitivity-tokens" || flag == "--quant-method";
 }
 
 bool isQuantSwitch(llvm::StringRef flag) { return flag == "--awq"; }
@@ -232,6 +232,12 @@ llvm::Error applyQuantFlag(llvm::StringRef flag, llvm::StringRef value, QuantOpt
       return optionError("--calib-tokens expects an integer in [512, 16777216], got '" + value +
                          "'");
     options.calibTokens = tokens;
+  } else if (flag == "--sensitivity-tokens") {
+    long long tokens = 0;
+    if (value.getAsInteger(10, tokens) || tokens < 256 || tokens > (1ll << 20))
+      return optionError("--sensitivity-tokens expects an integer in [256, 1048576], got '" +
+                         value + "'");
+    options.sensitivityTokens = tokens;
   } else if (flag == "--quant-method") {
     if (value != "gptq" && value != "rtn")
       return optionError("--quant-method expects gptq or rtn, got '" + value + "'");
@@ -268,6 +274,7 @@ llvm::Error runQuantization(mlir::ModuleOp module, WeightStore& weights, const M
   calibOptions.textPath = *calib;
   calibOptions.modelDir = options.modelDir;
   calibOptions.maxTokens = options.calibTokens;
+  calibOptions.sensitivityTokens = options.sensitivityTokens;
   calibOptions.threads = options.threads;
   calibOptions.progress = !options.quiet;
   auto runner = CalibrationRunner::create(module, weights, config, calibOptions);

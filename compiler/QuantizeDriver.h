@@ -27,6 +27,7 @@ struct QuantOptions {
   bool awq = false;            // --awq
   std::string calibPath;       // --calib FILE (default: kDefaultCalibration next to the tools)
   int64_t calibTokens = 16384; // --calib-tokens N
+  int64_t sensitivityTokens = 512; // --sensitivity-tokens N (mixed precision only)
   std::string modelDir;        // the checkpoint (tokenizer for calibration)
   int threads = 0;
   bool quiet = false;

@@ -87,6 +87,7 @@ quantization:
   --group N              group size 32|64|128 (default 64)
   --calib FILE           calibration text (default examples/data/calib_python.txt)
   --calib-tokens N       calibration tokens (default 16384)
+  --sensitivity-tokens N with --bpw: tokens each per-tensor sensitivity is measured on (default 512)
   --quant-method M       gptq (default) or rtn
   --awq                  also search AWQ per-channel scales, folded into the preceding RMSNorm
 

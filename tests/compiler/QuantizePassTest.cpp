@@ -195,6 +195,11 @@ TEST(QuantizeOptionsTest, BadOptionsAreClearErrors) {
   llvm::Error method = applyQuantFlag("--quant-method", "awq", o);
   EXPECT_TRUE(bool(method));
   llvm::consumeError(std::move(method));
+  llvm::Error sens = applyQuantFlag("--sensitivity-tokens", "10", o);
+  ASSERT_TRUE(bool(sens));
+  EXPECT_NE(llvm::toString(std::move(sens)).find("[256, 1048576]"), std::string::npos);
+  EXPECT_FALSE(bool(applyQuantFlag("--sensitivity-tokens", "4096", o)));
+  EXPECT_EQ(o.sensitivityTokens, 4096);
   EXPECT_FALSE(bool(applyQuantFlag("--group", "128", o)));
   EXPECT_EQ(o.group, 128);
   QuantizeSettings s;
