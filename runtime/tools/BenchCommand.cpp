@@ -7,6 +7,7 @@
 // context length into a PNG, written by a minimal encoder at the end of this
 // file (stored deflate blocks, CRC-32, Adler-32; no compression library).
 #include "BenchCommand.h"
+#include "BenchProfile.h"
 
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
@@ -42,6 +43,8 @@ const char *const kBenchHelp =
   --bandwidth B       memory bandwidth in bytes/s for MBU (default: a table by device name)
   --json              print the results as JSON on stdout
   --plot OUT.png      draw decode tok/s against context length into a PNG
+  --profile           then time every kernel of one decode step (at the first prompt
+                      length) and of one prefill step, grouped by kernel (not with --json)
 )";
 
 struct BadUsage {
@@ -59,6 +62,7 @@ struct BenchOptions {
   double bandwidth = 0.0;
   bool json = false;
   std::string plot;
+  bool profile = false;
 };
 
 long long parseInt(const std::string &option, const std::string &text, long long lo,
@@ -115,6 +119,8 @@ BenchOptions parseOptions(int argc, char **argv) {
         throw BadUsage{"--bandwidth expects bytes per second (e.g. 4.29e12), got '" + text + "'"};
     } else if (arg == "--json") {
       o.json = true;
+    } else if (arg == "--profile") {
+      o.profile = true;
     } else if (arg == "--plot") {
       o.plot = value();
     } else if (arg == "--help" || arg == "-h") {
@@ -131,6 +137,8 @@ BenchOptions parseOptions(int argc, char **argv) {
   }
   if (!sawPlan)
     throw BadUsage{"no plan given (usage: ninfer bench PLAN [options])"};
+  if (o.profile && o.json)
+    throw BadUsage{"--profile prints a table; it cannot be combined with --json"};
   return o;
 }
 
@@ -393,6 +401,14 @@ int bench(const BenchOptions &o) {
         std::snprintf(mbu, sizeof(mbu), "-");
       std::printf("%8d  %28s  %28s  %9.3f  %9.3f  %9.1f  %6s\n", r.prompt, prefill, decode, r.p50Ms,
                   r.p95Ms, r.achievedBytesPerSecond / 1e9, mbu);
+    }
+  }
+  if (o.profile) {
+    const int prefill = std::min(o.prompts.front(), std::max(1, p.max_step_tokens()));
+    Status s = printKernelProfile(*executor, p, o.prompts.front(), prefill, results.front().p50Ms);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
+      return 1;
     }
   }
   if (!o.plot.empty()) {

@@ -8,10 +8,18 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ninfer {
 
 class PlanFile;
+
+// GPU time of one kernel launch of a profiled step.
+struct LaunchTiming {
+  uint32_t op = 0;       // index into the plan's ops
+  uint32_t function = 0; // index into the plan's kernel functions
+  double microseconds = 0;
+};
 
 class Executor {
 public:
@@ -23,6 +31,13 @@ public:
   // Device memory this executor holds (weights, arenas, KV cache, staging), in
   // bytes; 0 when it runs on the host.
   virtual uint64_t deviceMemoryBytes() const { return 0; }
+  // Runs one step like forward() (no logits returned) with every launch timed
+  // on its own: plain launches with a timer between each, so the launches do
+  // not overlap and the sum exceeds a graph-replayed step by the gaps it hides.
+  virtual Result<std::vector<LaunchTiming>> profileStep(const int32_t* tokens, int n, int pos) {
+    (void)tokens, (void)n, (void)pos;
+    return Status::error(name() + " cannot time kernels (profiling needs the CUDA executor)");
+  }
 };
 
 // Hooks into the CPU executor for the compiler's calibration (activation

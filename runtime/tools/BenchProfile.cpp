@@ -1,0 +1,133 @@
+#include "BenchProfile.h"
+
+#include "plan_generated.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ninfer {
+namespace {
+
+constexpr int kDecodeRepeats = 21;
+constexpr int kPrefillRepeats = 5;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Weight bytes op `opIndex` reads per step (every weight input, whole).
+double opWeightBytes(const plan::Plan &p, uint32_t opIndex) {
+  const plan::Op *op = p.ops()->Get(opIndex);
+  if (op->attrs_type() == plan::OpAttrs::EmbeddingAttrs)
+    return 0.0; // one row per token: negligible, and not the whole table
+  double bytes = 0.0;
+  for (uint32_t b : *op->inputs()) {
+    const plan::Buffer *buffer = p.buffers()->Get(b);
+    if (buffer->kind() == plan::BufferKind::Weight)
+      bytes += double(buffer->size_bytes());
+  }
+  return bytes;
+}
+
+std::string describe(const plan::Plan &p, uint32_t opIndex) {
+  const plan::Op *op = p.ops()->Get(opIndex);
+  std::string text = plan::EnumNameOpAttrs(op->attrs_type());
+  if (text.size() > 5 && text.compare(text.size() - 5, 5, "Attrs") == 0)
+    text.resize(text.size() - 5);
+  if (const plan::LinearAttrs *a = op->attrs_as_LinearAttrs()) {
+    const plan::Buffer *w = p.buffers()->Get(op->inputs()->Get(1));
+    text += " " + std::to_string(a->in_features()) + "->" + std::to_string(a->out_features()) +
+            " " + plan::EnumNameDType(w->dtype());
+    if (a->last_row_only())
+      text += " last row";
+  }
+  return text;
+}
+
+struct Row {
+  std::string kernel, what;
+  int calls = 0;
+  double microseconds = 0, weightBytes = 0;
+};
+
+Status printTable(Executor &executor, const plan::Plan &p, const std::vector<int32_t> &ids,
+                  int pos, int repeats, const char *title, double measuredMs) {
+  std::vector<std::vector<double>> perLaunch;
+  std::vector<LaunchTiming> layout;
+  for (int r = 0; r < repeats; ++r) {
+    Result<std::vector<LaunchTiming>> timed =
+        executor.profileStep(ids.data(), static_cast<int>(ids.size()), pos);
+    if (!timed.isOk())
+      return timed.status();
+    layout = timed.value();
+    perLaunch.resize(layout.size());
+    for (size_t i = 0; i < layout.size(); ++i)
+      perLaunch[i].push_back(layout[i].microseconds);
+  }
+  std::map<uint32_t, Row> rows; // by kernel function
+  std::vector<bool> opCounted(p.ops()->size(), false);
+  double total = 0.0;
+  const auto *functions = p.kernels() ? p.kernels()->functions() : nullptr;
+  for (size_t i = 0; i < layout.size(); ++i) {
+    Row &row = rows[layout[i].function];
+    if (row.kernel.empty()) {
+      row.kernel = functions && layout[i].function < functions->size()
+                       ? functions->Get(layout[i].function)->str()
+                       : "?";
+      row.what = describe(p, layout[i].op);
+    }
+    const double us = median(perLaunch[i]);
+    row.calls += 1;
+    row.microseconds += us;
+    if (!opCounted[layout[i].op]) {
+      opCounted[layout[i].op] = true;
+      row.weightBytes += opWeightBytes(p, layout[i].op);
+    }
+    total += us;
+  }
+  std::vector<Row> sorted;
+  for (auto &entry : rows)
+    sorted.push_back(entry.second);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Row &a, const Row &b) { return a.microseconds > b.microseconds; });
+  std::printf("\n%s (%zu tokens at position %d; kernel by kernel, median of %d)\n", title,
+              ids.size(), pos, repeats);
+  std::printf("%-22s  %-34s  %5s  %9s  %9s  %6s  %8s\n", "kernel", "op", "calls", "us/call",
+              "us/step", "share", "GB/s");
+  for (const Row &row : sorted) {
+    char gbs[16] = "-";
+    if (row.weightBytes > 0 && row.microseconds > 0)
+      std::snprintf(gbs, sizeof(gbs), "%.0f", row.weightBytes / (row.microseconds * 1e3));
+    std::printf("%-22s  %-34s  %5d  %9.2f  %9.1f  %5.1f%%  %8s\n", row.kernel.c_str(),
+                row.what.c_str(), row.calls, row.microseconds / row.calls, row.microseconds,
+                total > 0 ? 100.0 * row.microseconds / total : 0.0, gbs);
+  }
+  std::printf("sum of kernel times: %.1f us", total);
+  if (measuredMs > 0)
+    std::printf("; measured step (p50) %.1f us: %.1f us outside kernels (launch gaps, host)",
+                1e3 * measuredMs, std::max(0.0, 1e3 * measuredMs - total));
+  std::printf("\n");
+  return Status::ok();
+}
+
+} // namespace
+
+Status printKernelProfile(Executor &executor, const plan::Plan &p, int context, int prefillTokens,
+                          double decodeStepMs) {
+  const int vocab = std::max(2, p.model()->vocab_size());
+  std::vector<int32_t> one{1 + context % (vocab - 1)};
+  NINFER_RETURN_IF_ERROR(
+      printTable(executor, p, one, context, kDecodeRepeats, "decode step", decodeStepMs));
+  if (prefillTokens <= 1)
+    return Status::ok();
+  std::vector<int32_t> ids(static_cast<size_t>(prefillTokens));
+  for (int i = 0; i < prefillTokens; ++i)
+    ids[size_t(i)] = 1 + static_cast<int32_t>((int64_t(i) * 7919 + 13) % (vocab - 1));
+  return printTable(executor, p, ids, 0, kPrefillRepeats, "prefill step", 0.0);
+}
+
+} // namespace ninfer

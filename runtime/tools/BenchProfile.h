@@ -1,0 +1,22 @@
+// `ninfer bench --profile`: where the time of a step goes, kernel by kernel.
+#pragma once
+
+#include "ninfer/Executor.h"
+#include "ninfer/Status.h"
+
+namespace ninfer {
+namespace plan {
+struct Plan;
+}
+
+// Times every launch of one decode step at position `context` and of one
+// prefill step of `prefillTokens` tokens at position 0 (each repeated, median
+// per launch), groups the launches by kernel and prints a table: calls per
+// step, microseconds per call and per step, share, and the weight bytes the
+// kernel's ops read per second. `decodeStepMs` (the measured median decode
+// latency, 0 if unknown) is set against the sum of kernel times to show the
+// launch gaps and host time a step spends outside kernels.
+Status printKernelProfile(Executor &executor, const plan::Plan &p, int context, int prefillTokens,
+                          double decodeStepMs);
+
+} // namespace ninfer
