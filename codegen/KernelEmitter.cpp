@@ -206,7 +206,9 @@ private:
       std::string name = "k" + std::to_string(functions_.size()) + "_" + suffix;
       source_ << "// first used by " << label(op) << "\nextern \"C\" __global__ void "
               << "__launch_bounds__(" << threads << ") " << name
-              << "(const StepState* state, KernelArgs args) {\n  " << call << ";\n}\n\n";
+              << "(const StepState* state, KernelArgs args) {\n"
+              << "  ninfer::dev::gridDependencyWait();\n  "
+              << call << ";\n}\n\n";
       functions_.push_back(std::move(name));
     }
     auto launch = std::make_unique<plan::LaunchT>();
@@ -275,7 +277,8 @@ private:
     NINFER_RETURN_IF_ERROR(checkRows(op, op.outputs[0], maxRows(), *width, "output"));
     NINFER_RETURN_IF_ERROR(checkWeight(op, op.inputs[1], a.dim, "weight"));
     const int64_t groups = *width / a.dim;
-    const bool blockPerGroup = a.dim >= 512;
+    // rmsNormBlock keeps dim / threads values per thread in registers (at most 64).
+    const bool blockPerGroup = a.dim >= 512 && a.dim <= 64 * kThreads;
     std::ostringstream call;
     call << "ninfer::dev::" << (blockPerGroup ? "rmsNormBlock<" : "rmsNormWarp<")
          << int(buf(op.inputs[1]).dtype) << ", " << a.dim << ", " << *width << ", " << kThreads
@@ -287,9 +290,15 @@ private:
   }
 
   Status emitLinear(OpT &op, const plan::LinearAttrsT &a) {
-    NINFER_RETURN_IF_ERROR(checkArity(op, a.has_bias ? 3 : 2, a.has_bias ? 3 : 2, 1));
+    const size_t arity = 2 + (a.has_bias ? 1 : 0) + (a.residual ? 1 : 0);
+    NINFER_RETURN_IF_ERROR(checkArity(op, arity, arity, 1));
     if (a.in_features <= 0 || a.out_features <= 0)
       return fail(op, "in_features and out_features must be positive");
+    if (a.residual && a.last_row_only)
+      return fail(op, "a residual add cannot be fused into a last-row-only linear");
+    if (a.residual)
+      NINFER_RETURN_IF_ERROR(
+          checkRows(op, op.inputs[arity - 1], maxRows(), a.out_features, "residual"));
     NINFER_RETURN_IF_ERROR(checkRows(op, op.inputs[0], maxRows(), a.in_features, "input"));
     NINFER_RETURN_IF_ERROR(
         checkRows(op, op.outputs[0], a.last_row_only ? 1 : maxRows(), a.out_features, "output"));
@@ -314,14 +323,19 @@ private:
          << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", " << a.out_features
          << ", " << (a.last_row_only ? "true" : "false") << ", " << (vec ? "true" : "false") << ">("
          << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[1]) << ", "
-         << (a.has_bias ? raw(op.inputs[2]) : std::string("nullptr")) << ", "
-         << ptr("float*", op.outputs[0]) << ", state)";
+         << (a.has_bias ? raw(op.inputs[2]) : std::string("nullptr")) << ", " << residualArg(op, a)
+         << ", " << ptr("float*", op.outputs[0]) << ", state)";
     // The grid does not scale with the token count: the GEMM paths grid-stride over
     // tiles. One GEMV row group per warp; rows per warp as linearRowsPerWarp() in linear.cuh.
     const int rowsPerWarp = a.out_features >= 4096 ? 2 : 1;
     const uint32_t blocks =
         static_cast<uint32_t>(ceilDiv(a.out_features, (kThreads / 32) * rowsPerWarp));
     return addKernel(op, "linear", call.str(), {{blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}});
+  }
+
+  // The fused residual input (the last input), or a null pointer.
+  std::string residualArg(const OpT &op, const plan::LinearAttrsT &a) {
+    return a.residual ? ptr("const float*", op.inputs.back()) : std::string("nullptr");
   }
 
   // Group-quantized weights (Q8..Q2, plan dtypes of ninfer/QuantDType.h):
@@ -358,10 +372,12 @@ private:
          << biasType << ", " << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", "
          << a.out_features << ", " << (a.last_row_only ? "true" : "false") << ">("
          << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[1]) << ", "
-         << (a.has_bias ? raw(op.inputs[2]) : std::string("nullptr")) << ", "
-         << ptr("float*", op.outputs[0]) << ", state)";
-    // One output row per warp, 8 warps a block (the tiled path grid-strides).
-    const uint32_t blocks = static_cast<uint32_t>(ceilDiv(a.out_features, kThreads / 32));
+         << (a.has_bias ? raw(op.inputs[2]) : std::string("nullptr")) << ", " << residualArg(op, a)
+         << ", " << ptr("float*", op.outputs[0]) << ", state)";
+    // gemv_quant_mma.cuh: 16 rows per row tile, gemvMmaRowTiles(N) tiles per block (the
+    // sm_75 GEMV and the tiled path grid-stride, so any grid is correct for them).
+    const int rowTiles = a.out_features >= 32768 ? 4 : a.out_features >= 8192 ? 2 : 1;
+    const uint32_t blocks = static_cast<uint32_t>(ceilDiv(a.out_features, 16 * rowTiles));
     return addKernel(op, "linear_quant", call.str(), {{blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}});
   }
 
@@ -395,8 +411,8 @@ private:
          << ", " << a.in_features << ", " << a.out_features << ", "
          << (a.last_row_only ? "true" : "false") << ">(" << ptr("const float*", op.inputs[0])
          << ", " << raw(op.inputs[1]) << ", "
-         << (a.has_bias ? raw(op.inputs[2]) : std::string("nullptr")) << ", "
-         << ptr("float*", op.outputs[0]) << ", state)";
+         << (a.has_bias ? raw(op.inputs[2]) : std::string("nullptr")) << ", " << residualArg(op, a)
+         << ", " << ptr("float*", op.outputs[0]) << ", state)";
     // Row groups of ternaryRowsPerWarp(N) rows (linear_ternary.cuh), 8 warps a block.
     const int rowsPerWarp = a.out_features >= 8192 ? 4 : a.out_features >= 2048 ? 2 : 1;
     const uint32_t blocks =
@@ -541,6 +557,7 @@ Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {
   auto kernels = std::make_unique<plan::KernelModuleT>();
   kernels->functions = emitter.functions();
   kernels->source = source;
+  kernels->grid_dependency_wait = true; // every wrapper starts with gridDependencyWait
   Status firstError = Status::ok();
   for (size_t i = 0; i < jobs.size(); ++i) {
     Result<std::string> code = jobs[i].get();

@@ -11,6 +11,7 @@
 //  - weight segments are laid out in buffer order, each 4096-aligned; the
 //    weight area size is the end of the last segment rounded up to 4096.
 #include "PlanBuilder.h"
+#include "PlanFusion.h"
 
 #include "compiler/ModelConfig.h"
 #include "compiler/WeightStore.h"
@@ -474,6 +475,8 @@ llvm::Expected<std::unique_ptr<plan::PlanT>> Lowering::run(ModuleOp module) {
   memory->workspace_bytes = 0;
   plan_->memory = std::move(memory);
   plan_->kernels = std::make_unique<plan::KernelModuleT>();
+  if (options_.fuse)
+    fuseResidualAdds(*plan_);
   return std::move(plan_);
 }
 

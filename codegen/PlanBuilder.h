@@ -19,6 +19,7 @@ struct ModelConfig;
 struct PlanOptions {
   int context = 4096;
   int maxStepTokens = 512;
+  bool fuse = true; // PlanFusion.h: residual adds into the linear before them
 };
 
 llvm::Expected<std::unique_ptr<plan::PlanT>> buildPlan(mlir::ModuleOp module, const ModelConfig& config,

@@ -51,6 +51,7 @@ struct Options {
   int maxStepTokens = 512;
   bool dummyWeights = false;
   bool embedPtx = true;
+  bool fuse = true;
   bool quiet = false;
   std::string emitMlir;
   QuantOptions quant;
@@ -72,6 +73,7 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
                          (fp16; ternary with --quant ternary; q8..q2 with --quant qN [--group N])
                          on the device; for checking fit and speed before downloading
   --no-ptx               do not embed PTX (the plan then runs only on the listed architectures)
+  --no-fusion            keep residual adds as separate ops (A/B timing, debugging)
   --emit-mlir FILE       also write the ninfer dialect program after the pass pipeline
   -q, --quiet            no progress display or memory report
   -h, --help             this text
@@ -146,6 +148,8 @@ Options parseArgs(int argc, char** argv) {
       options.dummyWeights = true;
     } else if (arg == "--no-ptx") {
       options.embedPtx = false;
+    } else if (arg == "--no-fusion") {
+      options.fuse = false;
     } else if (isQuantSwitch(arg) || isQuantFlag(arg)) {
       if (llvm::Error error =
               applyQuantFlag(arg, isQuantSwitch(arg) ? "" : next(i, arg), options.quant))
@@ -293,6 +297,7 @@ int main(int argc, char** argv) {
   PlanOptions planOptions;
   planOptions.context = options.context;
   planOptions.maxStepTokens = options.maxStepTokens;
+  planOptions.fuse = options.fuse;
   auto plan = buildPlan(**module, *config, *weights, planOptions);
   failOn(plan.takeError());
   plan::PlanT& planT = **plan;

@@ -9,6 +9,27 @@
 namespace ninfer {
 namespace dev {
 
+// Programmatic dependent launch (sm_90+). Every generated kernel starts with
+// this wait: when the executor launches it with programmatic serialization it
+// may be scheduled while the previous kernel drains, and must not touch that
+// kernel's results before it has finished and its writes are visible. Waiting
+// first thing in every block keeps the order transitive: no kernel can finish
+// before its predecessor has. A no-op on older architectures and when the
+// kernel was launched without the attribute.
+__device__ __forceinline__ void gridDependencyWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Linear epilogue: y[i] = v, plus residual[i] when the residual add that
+// followed the linear was fused into it (residual may alias y: element i is
+// read before it is written, by the same thread).
+__device__ __forceinline__ void storeLinearOut(float *y, const float *residual, long long i,
+                                               float v) {
+  y[i] = residual ? v + residual[i] : v;
+}
+
 // Values of plan.fbs DType (never renumbered).
 constexpr int kF32 = 0;
 constexpr int kF16 = 1;

@@ -117,7 +117,8 @@ __device__ __forceinline__ void loadWTile(const unsigned short *w, int n0, int k
 
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void linearMma(const float *x, int rows, const void *wRaw,
-                                          const void *bias, float *y) {
+                                          const void *bias, const float *residual,
+                                          float *y) {
   static_assert(WDT == kF16 || WDT == kBF16, "tensor-core path takes f16 or bf16 weights");
   static_assert(K % 8 == 0, "16-byte weight chunks need K % 8 == 0");
   __shared__ __align__(16) unsigned short aS[2][kMmaTM][kMmaLd];
@@ -214,11 +215,11 @@ __device__ __forceinline__ void linearMma(const float *x, int rows, const void *
           const int m = m0 + wm + i * 16 + g + half * 8;
           if (m >= rows)
             continue;
-          float *yRow = y + static_cast<long long>(m) * N;
+          const long long row = static_cast<long long>(m) * N;
           if (n < N)
-            yRow[n] = acc[i][j][2 * half] + b0;
+            storeLinearOut(y, residual, row + n, acc[i][j][2 * half] + b0);
           if (n + 1 < N)
-            yRow[n + 1] = acc[i][j][2 * half + 1] + b1;
+            storeLinearOut(y, residual, row + n + 1, acc[i][j][2 * half + 1] + b1);
         }
       }
     }

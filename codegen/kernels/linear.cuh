@@ -81,7 +81,8 @@ __device__ __forceinline__ void gemvChunk(const float *x, int rows, int c, const
 // GEMV with 16-byte weight loads (K % elemsPer16 == 0, 16-byte aligned rows).
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int MAXR>
 __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const void *w,
-                                              const void *bias, float *y) {
+                                              const void *bias, const float *residual,
+                                              float *y) {
   constexpr int RPW = linearRowsPerWarp(N);
   constexpr int kElems = elemsPer16<WDT>();
   constexpr int kChunks = K / kElems;
@@ -142,7 +143,7 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
         if (MAXR == 1 || r < rows) {
           const float sum = warpSum(acc[i][r]);
           if (lane == 0 && o < N)
-            y[static_cast<long long>(r) * N + o] = sum + b;
+            storeLinearOut(y, residual, static_cast<long long>(r) * N + o, sum + b);
         }
       }
     }
@@ -152,7 +153,8 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
 // GEMV with scalar weight loads (any K and alignment): warp per output row.
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void linearGemvScalar(const float *x, int rows, const void *w,
-                                                 const void *bias, float *y) {
+                                                 const void *bias, const float *residual,
+                                              float *y) {
   constexpr int kWarps = kLinearThreads / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   for (int o = blockIdx.x * kWarps + threadIdx.x / kWarpSize; o < N; o += gridDim.x * kWarps) {
@@ -177,7 +179,7 @@ __device__ __forceinline__ void linearGemvScalar(const float *x, int rows, const
       if (r < rows) {
         const float sum = warpSum(acc[r]);
         if (lane == 0)
-          y[static_cast<long long>(r) * N + o] = sum + b;
+          storeLinearOut(y, residual, static_cast<long long>(r) * N + o, sum + b);
       }
     }
   }
@@ -185,20 +187,22 @@ __device__ __forceinline__ void linearGemvScalar(const float *x, int rows, const
 
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N, bool VEC>
 __device__ __forceinline__ void linearGemv(const float *x, int rows, const void *w,
-                                           const void *bias, float *y) {
+                                           const void *bias, const float *residual,
+                                              float *y) {
   if constexpr (VEC) {
     if (rows == 1)
-      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, 1>(x, 1, w, bias, y);
+      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, 1>(x, 1, w, bias, residual, y);
     else
-      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, kGemvMaxRows>(x, rows, w, bias, y);
+      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, kGemvMaxRows>(x, rows, w, bias, residual, y);
   } else {
-    linearGemvScalar<WDT, BDT, HAS_BIAS, K, N>(x, rows, w, bias, y);
+    linearGemvScalar<WDT, BDT, HAS_BIAS, K, N>(x, rows, w, bias, residual, y);
   }
 }
 
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void linearTiled(const float *x, int rows, const void *w,
-                                            const void *bias, float *y) {
+                                            const void *bias, const float *residual,
+                                              float *y) {
   constexpr int TM = 64, TN = 64, TK = 32;
   static_assert(kLinearThreads == 256, "the tile mapping assumes 256 threads");
   // +1 column: the k-major reads below hit 32 different banks.
@@ -264,7 +268,7 @@ __device__ __forceinline__ void linearTiled(const float *x, int rows, const void
           float b = 0.0f;
           if constexpr (HAS_BIAS)
             b = loadAsFloat<BDT>(bias, gn);
-          y[static_cast<long long>(gm) * N + gn] = acc[i][j] + b;
+          storeLinearOut(y, residual, static_cast<long long>(gm) * N + gn, acc[i][j] + b);
         }
       }
     }
@@ -272,22 +276,23 @@ __device__ __forceinline__ void linearTiled(const float *x, int rows, const void
 }
 
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY, bool VEC>
-__device__ __forceinline__ void linear(const float *x, const void *w, const void *bias, float *y,
+__device__ __forceinline__ void linear(const float *x, const void *w, const void *bias,
+                                       const float *residual, float *y,
                                        const StepState *state) {
   const int n = state->nTokens;
   if (LAST_ROW_ONLY) {
-    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC>(x + static_cast<long long>(n - 1) * K, 1, w, bias, y);
+    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC>(x + static_cast<long long>(n - 1) * K, 1, w, bias, residual, y);
   } else if (n <= kGemvMaxRows) {
-    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC>(x, n, w, bias, y);
+    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC>(x, n, w, bias, residual, y);
   } else {
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     // Only one GEMM path is instantiated per kernel: their static shared memory adds up.
     if constexpr (WDT != kF32 && VEC)
-      linearMma<WDT, BDT, HAS_BIAS, K, N>(x, n, w, bias, y);
+      linearMma<WDT, BDT, HAS_BIAS, K, N>(x, n, w, bias, residual, y);
     else
-      linearTiled<WDT, BDT, HAS_BIAS, K, N>(x, n, w, bias, y);
+      linearTiled<WDT, BDT, HAS_BIAS, K, N>(x, n, w, bias, residual, y);
 #else
-    linearTiled<WDT, BDT, HAS_BIAS, K, N>(x, n, w, bias, y);
+    linearTiled<WDT, BDT, HAS_BIAS, K, N>(x, n, w, bias, residual, y);
 #endif
   }
 }

@@ -5,7 +5,8 @@
 //
 // Two paths, picked per step from state->nTokens (a uniform branch):
 //  * rows <= kQuantGemvMaxRows (decode, short prefill, last_row_only): fused
-//    dequant GEMV. A warp owns one output row and walks it one 128-value unit
+//    dequant GEMV, on tensor cores on sm_80+ (gemv_quant_mma.cuh), else (sm_75)
+//    this CUDA-core one. A warp owns one output row and walks it one 128-value unit
 //    per iteration: lane l takes values 4l..4l+3 of the unit, so the warp reads
 //    the unit's 16 * BITS contiguous bytes (coalesced, one pass over the weight
 //    plane) and each lane decodes its 4 codes with the header's shift-and-mask
@@ -20,8 +21,8 @@
 //    then each thread accumulates a 4 x 4 register tile. The dequantized tile
 //    is reused by all 64 tokens, so decoding costs 1/64 of a multiply-add per
 //    weight value. Tiles are grid-strided.
-// Launch: block kQuantThreads = 256, grid (ceil(N / 8), 1, 1) (any grid is
-// correct), no dynamic shared memory. last_row_only: x row n-1 -> y row 0.
+// Launch: block kQuantThreads = 256, grid (ceil(N / (16 gemvMmaRowTiles(N))), 1, 1)
+// (any grid is correct), no dynamic shared memory. last_row_only: x row n-1 -> y row 0.
 //
 // Embedding: out[t, :] = dequantized table row tokens[t]. Launch: block
 // THREADS, grid (blocks per row, n_tokens, 1), grid-stride over the row.
@@ -29,6 +30,7 @@
 
 #include "QuantFormats.h"
 #include "common.cuh"
+#include "gemv_quant_mma.cuh"
 
 namespace ninfer {
 namespace dev {
@@ -50,7 +52,8 @@ __device__ __forceinline__ float quantValue(const unsigned char* w, long long o,
 
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void linearQuantGemv(const float* x, int rows, const unsigned char* w,
-                                                const void* bias, float* y) {
+                                                const void* bias, const float* residual,
+                                                float* y) {
   using Packing = quant::QuantPacking<BITS>;
   constexpr int kUnits = K / quant::kQuantUnitValues;
   constexpr int kWarps = kQuantThreads / kWarpSize;
@@ -93,7 +96,7 @@ __device__ __forceinline__ void linearQuantGemv(const float* x, int rows, const 
       if (r < rows) {
         const float sum = warpSum(acc[r]);
         if (lane == 0)
-          y[static_cast<long long>(r) * N + o] = sum + b;
+          storeLinearOut(y, residual, static_cast<long long>(r) * N + o, sum + b);
       }
     }
   }
@@ -101,7 +104,8 @@ __device__ __forceinline__ void linearQuantGemv(const float* x, int rows, const 
 
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void linearQuantTiled(const float* x, int rows, const unsigned char* w,
-                                                 const void* bias, float* y) {
+                                                 const void* bias, const float* residual,
+                                                float* y) {
   constexpr int TM = 64, TN = 64, TK = 64;
   static_assert(kQuantThreads == 256, "the tile mapping assumes 256 threads");
   static_assert(K % TK == 0, "K is a multiple of 128");
@@ -163,7 +167,7 @@ __device__ __forceinline__ void linearQuantTiled(const float* x, int rows, const
           float b = 0.0f;
           if constexpr (HAS_BIAS)
             b = loadAsFloat<BDT>(bias, gn);
-          y[static_cast<long long>(gm) * N + gn] = acc[i][j] + b;
+          storeLinearOut(y, residual, static_cast<long long>(gm) * N + gn, acc[i][j] + b);
         }
       }
     }
@@ -172,17 +176,28 @@ __device__ __forceinline__ void linearQuantTiled(const float* x, int rows, const
 
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY>
 __device__ __forceinline__ void linearQuant(const float* x, const void* w, const void* bias,
-                                            float* y, const StepState* state) {
+                                            const float* residual, float* y,
+                                            const StepState* state) {
   static_assert(K % quant::kQuantUnitValues == 0, "quantized rows are whole 128-value units");
   const unsigned char* wb = static_cast<const unsigned char*>(w);
   const int n = state->nTokens;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  // Tensor-core GEMV (gemv_quant_mma.cuh); the CUDA-core one below is for sm_75.
+  if (LAST_ROW_ONLY)
+    gemvQuantMma<BITS, GROUP, BDT, HAS_BIAS, K, N>(x + static_cast<long long>(n - 1) * K, 1, wb,
+                                                   bias, residual, y);
+  else if (n <= kGemvMmaMaxTokens)
+    gemvQuantMma<BITS, GROUP, BDT, HAS_BIAS, K, N>(x, n, wb, bias, residual, y);
+  else
+#else
   if (LAST_ROW_ONLY)
     linearQuantGemv<BITS, GROUP, BDT, HAS_BIAS, K, N>(x + static_cast<long long>(n - 1) * K, 1, wb,
-                                                      bias, y);
+                                                      bias, residual, y);
   else if (n <= kQuantGemvMaxRows)
-    linearQuantGemv<BITS, GROUP, BDT, HAS_BIAS, K, N>(x, n, wb, bias, y);
+    linearQuantGemv<BITS, GROUP, BDT, HAS_BIAS, K, N>(x, n, wb, bias, residual, y);
   else
-    linearQuantTiled<BITS, GROUP, BDT, HAS_BIAS, K, N>(x, n, wb, bias, y);
+#endif
+    linearQuantTiled<BITS, GROUP, BDT, HAS_BIAS, K, N>(x, n, wb, bias, residual, y);
 }
 
 template <int BITS, int GROUP, int DIM, int VOCAB, int THREADS>

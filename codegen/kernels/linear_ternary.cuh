@@ -97,7 +97,8 @@ __device__ __forceinline__ void ternaryGemvStep(const float *x, int rows, int wo
 
 template <int BDT, bool HAS_BIAS, int K, int N, int RPW, int WORDS, int MAXT>
 __device__ __forceinline__ void ternaryGemv(const float *x, int rows, const unsigned int *w,
-                                            float scale, const void *bias, float *y) {
+                                            float scale, const void *bias,
+                                            const float *residual, float *y) {
   constexpr int kRowWords = K / 16;
   constexpr int kSteps = kRowWords / WORDS; // steps per row, spread over the lanes
   constexpr int kWarps = kTernaryThreads / kWarpSize;
@@ -149,7 +150,7 @@ __device__ __forceinline__ void ternaryGemv(const float *x, int rows, const unsi
         if (MAXT == 1 || t < rows) {
           const float sum = warpSum(acc[t][r]);
           if (lane == 0)
-            y[static_cast<long long>(t) * N + o] = sum * scale + b;
+            storeLinearOut(y, residual, static_cast<long long>(t) * N + o, sum * scale + b);
         }
       }
     }
@@ -170,7 +171,8 @@ __device__ __forceinline__ float ternarySelect(float x, unsigned int m) {
 
 template <int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void ternaryTiled(const float *x, int rows, const unsigned int *w,
-                                             float scale, const void *bias, float *y) {
+                                             float scale, const void *bias,
+                                            const float *residual, float *y) {
   constexpr int TM = 64, TN = 64, TK = 32;
   constexpr int kRowWords = K / 16;
   static_assert(kTernaryThreads == 256, "the tile mapping assumes 256 threads");
@@ -242,7 +244,7 @@ __device__ __forceinline__ void ternaryTiled(const float *x, int rows, const uns
           float b = 0.0f;
           if constexpr (HAS_BIAS)
             b = loadAsFloat<BDT>(bias, gn);
-          y[static_cast<long long>(gm) * N + gn] = acc[i][j] * scale + b;
+          storeLinearOut(y, residual, static_cast<long long>(gm) * N + gn, acc[i][j] * scale + b);
         }
       }
     }
@@ -251,7 +253,8 @@ __device__ __forceinline__ void ternaryTiled(const float *x, int rows, const uns
 
 template <int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY>
 __device__ __forceinline__ void linearTernary(const float *x, const void *w, const void *bias,
-                                              float *y, const StepState *state) {
+                                              const float *residual, float *y,
+                                              const StepState *state) {
   static_assert(ternary::isPackableCols(K), "TQ2 needs K to be a multiple of 64");
   constexpr int RPW = ternaryRowsPerWarp(N);
   constexpr int WORDS = ternaryWordsPerLane(K);
@@ -262,13 +265,13 @@ __device__ __forceinline__ void linearTernary(const float *x, const void *w, con
   const int n = state->nTokens;
   if (LAST_ROW_ONLY) {
     ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x + static_cast<long long>(n - 1) * K, 1,
-                                                    codes, scale, bias, y);
+                                                    codes, scale, bias, residual, y);
   } else if (n == 1) {
-    ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x, 1, codes, scale, bias, y);
+    ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x, 1, codes, scale, bias, residual, y);
   } else if (n <= kTernaryMaxRows) {
-    ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, kTernaryMaxRows>(x, n, codes, scale, bias, y);
+    ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, kTernaryMaxRows>(x, n, codes, scale, bias, residual, y);
   } else {
-    ternaryTiled<BDT, HAS_BIAS, K, N>(x, n, codes, scale, bias, y);
+    ternaryTiled<BDT, HAS_BIAS, K, N>(x, n, codes, scale, bias, residual, y);
   }
 }
 

@@ -15,21 +15,36 @@ namespace dev {
 template <int WDT, int DIM, int WIDTH, int THREADS>
 __device__ __forceinline__ void rmsNormBlock(const float *x, const void *w, float *y, float eps,
                                              const StepState *state) {
+  // Each thread keeps its DIM / THREADS values (and weights) in registers and
+  // issues all of its loads before the first use: one memory round trip per
+  // block instead of one per loop iteration.
+  constexpr int kPer = (DIM + THREADS - 1) / THREADS;
+  static_assert(kPer <= 64, "rmsNormBlock keeps DIM / THREADS values per thread in registers");
   __shared__ float scratch[THREADS / kWarpSize];
   const int t = blockIdx.y;
   if (t >= state->nTokens)
     return;
   const long long base =
       static_cast<long long>(t) * WIDTH + static_cast<long long>(blockIdx.x) * DIM;
-  float sumSq = 0.0f;
-  for (int i = threadIdx.x; i < DIM; i += THREADS) {
-    const float v = x[base + i];
-    sumSq += v * v;
+  float v[kPer], scale[kPer];
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int i = threadIdx.x + j * THREADS;
+    v[j] = (DIM % THREADS == 0 || i < DIM) ? x[base + i] : 0.0f;
+    scale[j] = (DIM % THREADS == 0 || i < DIM) ? loadAsFloat<WDT>(w, i) : 0.0f;
   }
+  float sumSq = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j)
+    sumSq += v[j] * v[j];
   sumSq = blockSum<THREADS>(sumSq, scratch);
   const float inv = 1.0f / sqrtf(sumSq / static_cast<float>(DIM) + eps);
-  for (int i = threadIdx.x; i < DIM; i += THREADS)
-    y[base + i] = x[base + i] * inv * loadAsFloat<WDT>(w, i);
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int i = threadIdx.x + j * THREADS;
+    if (DIM % THREADS == 0 || i < DIM)
+      y[base + i] = v[j] * inv * scale[j];
+  }
 }
 
 template <int WDT, int DIM, int WIDTH, int THREADS>

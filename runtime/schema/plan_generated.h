@@ -739,6 +739,7 @@ struct LinearAttrsT : public flatbuffers::NativeTable {
   int32_t out_features = 0;
   bool has_bias = false;
   bool last_row_only = false;
+  bool residual = false;
 };
 
 struct LinearAttrs FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
@@ -748,7 +749,8 @@ struct LinearAttrs FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_IN_FEATURES = 4,
     VT_OUT_FEATURES = 6,
     VT_HAS_BIAS = 8,
-    VT_LAST_ROW_ONLY = 10
+    VT_LAST_ROW_ONLY = 10,
+    VT_RESIDUAL = 12
   };
   int32_t in_features() const {
     return GetField<int32_t>(VT_IN_FEATURES, 0);
@@ -762,12 +764,16 @@ struct LinearAttrs FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   bool last_row_only() const {
     return GetField<uint8_t>(VT_LAST_ROW_ONLY, 0) != 0;
   }
+  bool residual() const {
+    return GetField<uint8_t>(VT_RESIDUAL, 0) != 0;
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<int32_t>(verifier, VT_IN_FEATURES, 4) &&
            VerifyField<int32_t>(verifier, VT_OUT_FEATURES, 4) &&
            VerifyField<uint8_t>(verifier, VT_HAS_BIAS, 1) &&
            VerifyField<uint8_t>(verifier, VT_LAST_ROW_ONLY, 1) &&
+           VerifyField<uint8_t>(verifier, VT_RESIDUAL, 1) &&
            verifier.EndTable();
   }
   LinearAttrsT *UnPack(const flatbuffers::resolver_function_t *_resolver = nullptr) const;
@@ -791,6 +797,9 @@ struct LinearAttrsBuilder {
   void add_last_row_only(bool last_row_only) {
     fbb_.AddElement<uint8_t>(LinearAttrs::VT_LAST_ROW_ONLY, static_cast<uint8_t>(last_row_only), 0);
   }
+  void add_residual(bool residual) {
+    fbb_.AddElement<uint8_t>(LinearAttrs::VT_RESIDUAL, static_cast<uint8_t>(residual), 0);
+  }
   explicit LinearAttrsBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -807,10 +816,12 @@ inline flatbuffers::Offset<LinearAttrs> CreateLinearAttrs(
     int32_t in_features = 0,
     int32_t out_features = 0,
     bool has_bias = false,
-    bool last_row_only = false) {
+    bool last_row_only = false,
+    bool residual = false) {
   LinearAttrsBuilder builder_(_fbb);
   builder_.add_out_features(out_features);
   builder_.add_in_features(in_features);
+  builder_.add_residual(residual);
   builder_.add_last_row_only(last_row_only);
   builder_.add_has_bias(has_bias);
   return builder_.Finish();
@@ -1541,6 +1552,7 @@ struct KernelModuleT : public flatbuffers::NativeTable {
   std::string ptx{};
   std::string ptx_arch{};
   std::string source{};
+  bool grid_dependency_wait = false;
   KernelModuleT() = default;
   KernelModuleT(const KernelModuleT &o);
   KernelModuleT(KernelModuleT&&) FLATBUFFERS_NOEXCEPT = default;
@@ -1555,7 +1567,8 @@ struct KernelModule FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_CUBINS = 6,
     VT_PTX = 8,
     VT_PTX_ARCH = 10,
-    VT_SOURCE = 12
+    VT_SOURCE = 12,
+    VT_GRID_DEPENDENCY_WAIT = 14
   };
   const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *functions() const {
     return GetPointer<const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *>(VT_FUNCTIONS);
@@ -1572,6 +1585,9 @@ struct KernelModule FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   const flatbuffers::String *source() const {
     return GetPointer<const flatbuffers::String *>(VT_SOURCE);
   }
+  bool grid_dependency_wait() const {
+    return GetField<uint8_t>(VT_GRID_DEPENDENCY_WAIT, 0) != 0;
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyOffset(verifier, VT_FUNCTIONS) &&
@@ -1586,6 +1602,7 @@ struct KernelModule FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            verifier.VerifyString(ptx_arch()) &&
            VerifyOffset(verifier, VT_SOURCE) &&
            verifier.VerifyString(source()) &&
+           VerifyField<uint8_t>(verifier, VT_GRID_DEPENDENCY_WAIT, 1) &&
            verifier.EndTable();
   }
   KernelModuleT *UnPack(const flatbuffers::resolver_function_t *_resolver = nullptr) const;
@@ -1612,6 +1629,9 @@ struct KernelModuleBuilder {
   void add_source(flatbuffers::Offset<flatbuffers::String> source) {
     fbb_.AddOffset(KernelModule::VT_SOURCE, source);
   }
+  void add_grid_dependency_wait(bool grid_dependency_wait) {
+    fbb_.AddElement<uint8_t>(KernelModule::VT_GRID_DEPENDENCY_WAIT, static_cast<uint8_t>(grid_dependency_wait), 0);
+  }
   explicit KernelModuleBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -1629,13 +1649,15 @@ inline flatbuffers::Offset<KernelModule> CreateKernelModule(
     flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<ninfer::plan::CodeObject>>> cubins = 0,
     flatbuffers::Offset<flatbuffers::String> ptx = 0,
     flatbuffers::Offset<flatbuffers::String> ptx_arch = 0,
-    flatbuffers::Offset<flatbuffers::String> source = 0) {
+    flatbuffers::Offset<flatbuffers::String> source = 0,
+    bool grid_dependency_wait = false) {
   KernelModuleBuilder builder_(_fbb);
   builder_.add_source(source);
   builder_.add_ptx_arch(ptx_arch);
   builder_.add_ptx(ptx);
   builder_.add_cubins(cubins);
   builder_.add_functions(functions);
+  builder_.add_grid_dependency_wait(grid_dependency_wait);
   return builder_.Finish();
 }
 
@@ -1645,7 +1667,8 @@ inline flatbuffers::Offset<KernelModule> CreateKernelModuleDirect(
     const std::vector<flatbuffers::Offset<ninfer::plan::CodeObject>> *cubins = nullptr,
     const char *ptx = nullptr,
     const char *ptx_arch = nullptr,
-    const char *source = nullptr) {
+    const char *source = nullptr,
+    bool grid_dependency_wait = false) {
   auto functions__ = functions ? _fbb.CreateVector<flatbuffers::Offset<flatbuffers::String>>(*functions) : 0;
   auto cubins__ = cubins ? _fbb.CreateVector<flatbuffers::Offset<ninfer::plan::CodeObject>>(*cubins) : 0;
   auto ptx__ = ptx ? _fbb.CreateString(ptx) : 0;
@@ -1657,7 +1680,8 @@ inline flatbuffers::Offset<KernelModule> CreateKernelModuleDirect(
       cubins__,
       ptx__,
       ptx_arch__,
-      source__);
+      source__,
+      grid_dependency_wait);
 }
 
 flatbuffers::Offset<KernelModule> CreateKernelModule(flatbuffers::FlatBufferBuilder &_fbb, const KernelModuleT *_o, const flatbuffers::rehasher_function_t *_rehasher = nullptr);
@@ -2626,6 +2650,7 @@ inline void LinearAttrs::UnPackTo(LinearAttrsT *_o, const flatbuffers::resolver_
   { auto _e = out_features(); _o->out_features = _e; }
   { auto _e = has_bias(); _o->has_bias = _e; }
   { auto _e = last_row_only(); _o->last_row_only = _e; }
+  { auto _e = residual(); _o->residual = _e; }
 }
 
 inline flatbuffers::Offset<LinearAttrs> LinearAttrs::Pack(flatbuffers::FlatBufferBuilder &_fbb, const LinearAttrsT* _o, const flatbuffers::rehasher_function_t *_rehasher) {
@@ -2640,12 +2665,14 @@ inline flatbuffers::Offset<LinearAttrs> CreateLinearAttrs(flatbuffers::FlatBuffe
   auto _out_features = _o->out_features;
   auto _has_bias = _o->has_bias;
   auto _last_row_only = _o->last_row_only;
+  auto _residual = _o->residual;
   return ninfer::plan::CreateLinearAttrs(
       _fbb,
       _in_features,
       _out_features,
       _has_bias,
-      _last_row_only);
+      _last_row_only,
+      _residual);
 }
 
 inline RopeAttrsT *RopeAttrs::UnPack(const flatbuffers::resolver_function_t *_resolver) const {
@@ -2915,7 +2942,8 @@ inline KernelModuleT::KernelModuleT(const KernelModuleT &o)
       : functions(o.functions),
         ptx(o.ptx),
         ptx_arch(o.ptx_arch),
-        source(o.source) {
+        source(o.source),
+        grid_dependency_wait(o.grid_dependency_wait) {
   cubins.reserve(o.cubins.size());
   for (const auto &cubins_ : o.cubins) { cubins.emplace_back((cubins_) ? new ninfer::plan::CodeObjectT(*cubins_) : nullptr); }
 }
@@ -2926,6 +2954,7 @@ inline KernelModuleT &KernelModuleT::operator=(KernelModuleT o) FLATBUFFERS_NOEX
   std::swap(ptx, o.ptx);
   std::swap(ptx_arch, o.ptx_arch);
   std::swap(source, o.source);
+  std::swap(grid_dependency_wait, o.grid_dependency_wait);
   return *this;
 }
 
@@ -2943,6 +2972,7 @@ inline void KernelModule::UnPackTo(KernelModuleT *_o, const flatbuffers::resolve
   { auto _e = ptx(); if (_e) _o->ptx = _e->str(); }
   { auto _e = ptx_arch(); if (_e) _o->ptx_arch = _e->str(); }
   { auto _e = source(); if (_e) _o->source = _e->str(); }
+  { auto _e = grid_dependency_wait(); _o->grid_dependency_wait = _e; }
 }
 
 inline flatbuffers::Offset<KernelModule> KernelModule::Pack(flatbuffers::FlatBufferBuilder &_fbb, const KernelModuleT* _o, const flatbuffers::rehasher_function_t *_rehasher) {
@@ -2958,13 +2988,15 @@ inline flatbuffers::Offset<KernelModule> CreateKernelModule(flatbuffers::FlatBuf
   auto _ptx = _o->ptx.empty() ? 0 : _fbb.CreateString(_o->ptx);
   auto _ptx_arch = _o->ptx_arch.empty() ? 0 : _fbb.CreateString(_o->ptx_arch);
   auto _source = _o->source.empty() ? 0 : _fbb.CreateString(_o->source);
+  auto _grid_dependency_wait = _o->grid_dependency_wait;
   return ninfer::plan::CreateKernelModule(
       _fbb,
       _functions,
       _cubins,
       _ptx,
       _ptx_arch,
-      _source);
+      _source,
+      _grid_dependency_wait);
 }
 
 inline TokenizerT *Tokenizer::UnPack(const flatbuffers::resolver_function_t *_resolver) const {

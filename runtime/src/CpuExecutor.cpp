@@ -313,8 +313,9 @@ Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
       observer_->linearInput(p.index, asF32(p.in[0]), n, a->in_features());
       w = observer_->weight(p.index, w);
     }
-    cpu::linear(pool_, x, rows, w, a->has_bias() ? asF32(p.in[2]) : nullptr,
-                a->in_features(), a->out_features(), asF32(p.out));
+    cpu::linear(pool_, x, rows, w, a->has_bias() ? asF32(p.in[2]) : nullptr, a->in_features(),
+                a->out_features(), asF32(p.out),
+                a->residual() ? asF32(p.in[a->has_bias() ? 3 : 2]) : nullptr);
     return Status::ok();
   }
   case OpAttrs::RopeAttrs: {

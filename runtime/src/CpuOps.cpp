@@ -78,7 +78,7 @@ void rmsNorm(CpuThreadPool& pool, const float* x, const float* weight, float* y,
 }
 
 void linear(CpuThreadPool& pool, const float* x, int rows, const float* w, const float* bias,
-            int in, int out, float* y) {
+            int in, int out, float* y, const float* residual) {
   // Split over output features: each task streams its weight rows once and
   // reuses them for every token row.
   const int64_t minChunk = std::max<int64_t>(1, 16384 / std::max(in, 1));
@@ -86,8 +86,11 @@ void linear(CpuThreadPool& pool, const float* x, int rows, const float* w, const
     for (int64_t o = begin; o < end; ++o) {
       const float* wRow = w + o * int64_t(in);
       const float b = bias ? bias[o] : 0.0f;
-      for (int t = 0; t < rows; ++t)
-        y[int64_t(t) * out + o] = dot(x + int64_t(t) * in, wRow, in) + b;
+      for (int t = 0; t < rows; ++t) {
+        const int64_t i = int64_t(t) * out + o;
+        const float value = dot(x + int64_t(t) * in, wRow, in) + b;
+        y[i] = residual ? residual[i] + value : value;
+      }
     }
   });
 }

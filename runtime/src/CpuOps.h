@@ -19,8 +19,9 @@ void rmsNorm(CpuThreadPool& pool, const float* x, const float* weight, float* y,
              int64_t width, int dim, float eps);
 
 // y[t, o] = sum_i x[t, i] * w[o, i] (+ bias[o]); w is [out, in]. bias may be null.
+// y = x W^T (+ bias) (+ residual: the fused residual add, which may alias y).
 void linear(CpuThreadPool& pool, const float* x, int rows, const float* w, const float* bias,
-            int in, int out, float* y);
+            int in, int out, float* y, const float* residual = nullptr);
 
 // Dynamic NTK inverse frequencies for a step ending at seqLen, computed in f32
 // step by step as transformers' _compute_dynamic_ntk_parameters does.

@@ -64,6 +64,13 @@ Result<const CudaDriver *> loadDriver() {
   resolve(library, "cuGraphLaunch", d.graphLaunch);
   resolve(library, "cuGraphExecDestroy", d.graphExecDestroy);
   resolve(library, "cuGraphDestroy", d.graphDestroy);
+  resolve(library, "cuLaunchKernelEx", d.launchKernelEx);
+  resolve(library, "cuEventCreate", d.eventCreate);
+  resolve(library, "cuEventDestroy_v2", d.eventDestroy);
+  resolve(library, "cuEventRecord", d.eventRecord);
+  resolve(library, "cuEventSynchronize", d.eventSynchronize);
+  if (!resolve(library, "cuEventElapsedTime_v2", d.eventElapsedTime))
+    resolve(library, "cuEventElapsedTime", d.eventElapsedTime); // drivers before 12.8
   if (missing) {
     dlclose(library);
     return Status::error(std::string("the CUDA driver (libcuda.so.1) lacks ") + missing +

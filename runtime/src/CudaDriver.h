@@ -51,6 +51,14 @@ struct CudaDriver {
   decltype(&::cuGraphLaunch) graphLaunch = nullptr;
   decltype(&::cuGraphExecDestroy) graphExecDestroy = nullptr;
   decltype(&::cuGraphDestroy) graphDestroy = nullptr;
+  // Programmatic dependent launch (CUDA 12+ drivers). Optional.
+  decltype(&::cuLaunchKernelEx) launchKernelEx = nullptr;
+  // Events (kernel timing for profiling). Optional like the graph entry points.
+  decltype(&::cuEventCreate) eventCreate = nullptr;
+  decltype(&::cuEventDestroy) eventDestroy = nullptr;
+  decltype(&::cuEventRecord) eventRecord = nullptr;
+  decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
+  decltype(&::cuEventElapsedTime) eventElapsedTime = nullptr;
 
   // Loads libcuda.so.1 once per process and resolves every entry point. Fails
   // with one line when the library or a symbol is missing. The table lives
@@ -61,6 +69,10 @@ struct CudaDriver {
   bool hasGraphs() const {
     return streamBeginCapture && streamEndCapture && graphInstantiate && graphLaunch &&
            graphExecDestroy && graphDestroy;
+  }
+
+  bool hasEvents() const {
+    return eventCreate && eventDestroy && eventRecord && eventSynchronize && eventElapsedTime;
   }
 
   // "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for `result`.

@@ -18,6 +18,12 @@
 // so a graph would not be replayed). NINFER_CUDA_GRAPHS=0 disables graphs (A/B
 // timing); a driver without the graph entry points, or a failed capture, falls
 // back to plain launches with one note on stderr.
+//
+// NINFER_PDL=1 on sm_90+ with a plan whose kernels wait for their predecessor
+// (grid_dependency_wait): every launch after a step's first is a programmatic
+// dependent launch, scheduled while the previous kernel drains. Off by
+// default: measured on an H200 it did not shorten a decode step
+// (docs/performance.md).
 #include "StepCheck.h"
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
@@ -67,9 +73,11 @@ public:
   Status init(int ordinal);
   Status forward(const int32_t *tokens, int n, int pos, float *logits) override;
   std::string name() const override {
-    return "CUDA (" + deviceName_ + ", " + codeArch_ + (decodeGraph_ ? ", graphs" : "") + ")";
+    return "CUDA (" + deviceName_ + ", " + codeArch_ + (decodeGraph_ ? ", graphs" : "") +
+           (dependentLaunch_ ? ", pdl" : "") + ")";
   }
   uint64_t deviceMemoryBytes() const override { return allocatedBytes_; }
+  Result<std::vector<LaunchTiming>> profileStep(const int32_t *tokens, int n, int pos) override;
 
 private:
   struct LaunchInfo {
@@ -90,7 +98,8 @@ private:
   Status uploadWeights();
   // Puts one step on stream_: tokens and StepState copies, the launches, the
   // logits copy (no synchronize). Also what the decode graph captures.
-  Status enqueueStep(int n, const std::string &step);
+  // timers: null, or launches_.size() + 1 events recorded around the launches.
+  Status enqueueStep(int n, const std::string &step, const std::vector<CUevent> *timers = nullptr);
   // Captures and instantiates the one-token step; on failure leaves
   // decodeGraph_ null, turns graphs off and says why on stderr once.
   void captureDecodeGraph();
@@ -116,6 +125,7 @@ private:
   int embeddingVocab_ = 0;
   bool syncEachOp_ = false;
   bool graphsEnabled_ = false;
+  bool dependentLaunch_ = false;
   CUgraphExec decodeGraph_ = nullptr;
   uint64_t allocatedBytes_ = 0;
   std::string deviceName_;
@@ -287,6 +297,9 @@ Status CudaExecutor::init(int ordinal) {
   contextRetained_ = true;
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
   NINFER_RETURN_IF_ERROR(loadModule(image, isPtx));
+  const char *pdlEnv = std::getenv("NINFER_PDL");
+  dependentLaunch_ = ccMajor >= 9 && cu_.launchKernelEx && p.kernels()->grid_dependency_wait() &&
+                     !syncEachOp_ && pdlEnv && std::string(pdlEnv) == "1";
   NINFER_RETURN_IF_ERROR(
       cu_.check(cu_.streamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cannot create a CUDA stream"));
 
@@ -453,7 +466,43 @@ Status CudaExecutor::forward(const int32_t *tokens, int n, int pos, float *logit
   return Status::ok();
 }
 
-Status CudaExecutor::enqueueStep(int n, const std::string &step) {
+Result<std::vector<LaunchTiming>> CudaExecutor::profileStep(const int32_t *tokens, int n,
+                                                            int pos) {
+  if (!cu_.hasEvents())
+    return Status::error("the CUDA driver lacks the event entry points needed to time kernels");
+  const plan::Plan &p = file_.plan();
+  std::vector<float> logits(size_t(std::max(1, p.model()->vocab_size())));
+  NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logits.data(), embeddingVocab_));
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
+  hostState_->pos = pos;
+  hostState_->nTokens = n;
+  std::memcpy(hostTokens_, tokens, size_t(n) * sizeof(int32_t));
+  std::vector<CUevent> timers(launches_.size() + 1, nullptr);
+  Status status = Status::ok();
+  for (CUevent &timer : timers)
+    if (status.isOk())
+      status = cu_.check(cu_.eventCreate(&timer, CU_EVENT_DEFAULT), "cannot create a CUDA event");
+  std::vector<LaunchTiming> timings;
+  if (status.isOk())
+    status = enqueueStep(n, " (profiled step)", &timers);
+  if (status.isOk())
+    status = cu_.check(cu_.streamSynchronize(stream_), "a kernel failed in the profiled step");
+  for (size_t i = 0; status.isOk() && i < launches_.size(); ++i) {
+    float ms = 0.0f;
+    status = cu_.check(cu_.eventElapsedTime(&ms, timers[i], timers[i + 1]),
+                       "cannot read a kernel time");
+    timings.push_back({launches_[i].op, launches_[i].functionIndex, 1e3 * double(ms)});
+  }
+  for (CUevent timer : timers)
+    if (timer)
+      cu_.eventDestroy(timer);
+  if (!status.isOk())
+    return status;
+  return timings;
+}
+
+Status CudaExecutor::enqueueStep(int n, const std::string &step,
+                                 const std::vector<CUevent> *timers) {
   const plan::Plan &p = file_.plan();
   NINFER_RETURN_IF_ERROR(
       cu_.check(cu_.memcpyHtoDAsync(tokens_, hostTokens_, size_t(n) * sizeof(int32_t), stream_),
@@ -462,17 +511,39 @@ Status CudaExecutor::enqueueStep(int n, const std::string &step) {
       cu_.check(cu_.memcpyHtoDAsync(state_, hostState_, sizeof(StepState), stream_),
                 "cannot copy the step state to the GPU" + step));
   CUdeviceptr state = state_;
+  bool afterKernel = false; // programmatic launches only follow a kernel, never a copy
   for (size_t i = 0; i < launches_.size(); ++i) {
     LaunchInfo &l = launches_[i];
     void *params[] = {&state, &l.args};
     unsigned int grid[3];
     for (int d = 0; d < 3; ++d)
       grid[d] = l.gridBase[d] + l.gridPerToken[d] * static_cast<unsigned int>(n);
+    if (timers)
+      NINFER_RETURN_IF_ERROR(cu_.check(cu_.eventRecord((*timers)[i], stream_), "event"));
     if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
       continue; // nothing to do at this token count
-    const CUresult rc =
-        cu_.launchKernel(l.function, grid[0], grid[1], grid[2], l.block[0], l.block[1], l.block[2],
-                         l.sharedBytes, stream_, params, nullptr);
+    CUresult rc;
+    if (dependentLaunch_ && afterKernel && !timers) {
+      CUlaunchAttribute attribute{};
+      attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attribute.value.programmaticStreamSerializationAllowed = 1;
+      CUlaunchConfig config{};
+      config.gridDimX = grid[0];
+      config.gridDimY = grid[1];
+      config.gridDimZ = grid[2];
+      config.blockDimX = l.block[0];
+      config.blockDimY = l.block[1];
+      config.blockDimZ = l.block[2];
+      config.sharedMemBytes = l.sharedBytes;
+      config.hStream = stream_;
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+      rc = cu_.launchKernelEx(&config, l.function, params, nullptr);
+    } else {
+      rc = cu_.launchKernel(l.function, grid[0], grid[1], grid[2], l.block[0], l.block[1],
+                            l.block[2], l.sharedBytes, stream_, params, nullptr);
+    }
+    afterKernel = true;
     if (rc != CUDA_SUCCESS)
       return Status::error(opLabel(l.op) + ": launching kernel " + kernelName(l.functionIndex) +
                            " failed: " + cu_.errorText(rc) + step);
@@ -484,6 +555,8 @@ Status CudaExecutor::enqueueStep(int n, const std::string &step) {
                              " failed: " + cu_.errorText(sync) + step);
     }
   }
+  if (timers)
+    NINFER_RETURN_IF_ERROR(cu_.check(cu_.eventRecord(timers->back(), stream_), "event"));
   const uint64_t vocabBytes = uint64_t(p.model()->vocab_size()) * 4;
   return cu_.check(cu_.memcpyDtoHAsync(hostLogits_, logits_, vocabBytes, stream_),
                    "cannot copy logits from the GPU" + step);

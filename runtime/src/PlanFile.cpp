@@ -293,7 +293,10 @@ private:
 
   // Elementwise ops may work in place (output at the input's offset); anything
   // else that overlaps would read values the op already overwrote.
-  Status checkAliasing(const plan::Op& op, bool elementwise) {
+  // elementwise: the output may start exactly where an input does (each element
+  // is read before it is written); aliasableInput: the one input for which that
+  // holds when the op is not elementwise as a whole (-1: none).
+  Status checkAliasing(const plan::Op& op, bool elementwise, int aliasableInput = -1) {
     const uint32_t out = op.outputs()->Get(0);
     for (uint32_t i = 0; i < op.inputs()->size(); ++i) {
       const uint32_t in = op.inputs()->Get(i);
@@ -301,7 +304,7 @@ private:
         continue;
       const bool sameStart = infos_[in].buffer->offset() == infos_[out].buffer->offset() &&
                              infos_[in].buffer->kind() == infos_[out].buffer->kind();
-      if (elementwise && sameStart)
+      if ((elementwise || int(i) == aliasableInput) && sameStart)
         continue;
       return opFail("output " + bufferLabel(out) + " overlaps input " + std::to_string(i) + " " +
                     bufferLabel(in));
@@ -406,7 +409,8 @@ private:
     }
     case OpAttrs::LinearAttrs: {
       const auto* a = op.attrs_as_LinearAttrs();
-      NINFER_RETURN_IF_ERROR(expectArity(op, a->has_bias() ? 3 : 2));
+      const int residual = a->residual() ? (a->has_bias() ? 3 : 2) : -1;
+      NINFER_RETURN_IF_ERROR(expectArity(op, 2 + (a->has_bias() ? 1 : 0) + (a->residual() ? 1 : 0)));
       if (!positive(a->in_features()) || !positive(a->out_features()))
         return opFail("in_features and out_features must be positive");
       NINFER_RETURN_IF_ERROR(expectActivation("input 0", in(0), a->in_features()));
@@ -419,7 +423,13 @@ private:
       NINFER_RETURN_IF_ERROR(expectWidth("output", out, a->out_features()));
       if (!a->last_row_only())
         NINFER_RETURN_IF_ERROR(expectStepRows("output", out));
-      return checkAliasing(op, false);
+      if (residual >= 0) {
+        if (a->last_row_only())
+          return opFail("a last-row-only linear cannot carry a residual add");
+        NINFER_RETURN_IF_ERROR(expectStepRows("residual", in(residual)));
+        NINFER_RETURN_IF_ERROR(expectActivation("residual", in(residual), a->out_features()));
+      }
+      return checkAliasing(op, false, residual);
     }
     case OpAttrs::RopeAttrs: {
       const auto* a = op.attrs_as_RopeAttrs();

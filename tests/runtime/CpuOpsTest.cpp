@@ -86,6 +86,21 @@ TEST(CpuOps, LinearWithBiasMatchesDoubleAndIgnoresThreadCount) {
   expectClose(y1, expected, 1e-5, "linear without bias");
 }
 
+TEST(CpuOps, LinearWithFusedResidualEqualsLinearThenAddEvenInPlace) {
+  const int rows = 2, in = 19, out = 23;
+  const std::vector<float> x = randomValues(rows * in, 7);
+  const std::vector<float> w = randomValues(out * in, 8);
+  const std::vector<float> residual = randomValues(rows * out, 9);
+  CpuThreadPool pool(3);
+  std::vector<float> plain(rows * out), separate(rows * out);
+  cpu::linear(pool, x.data(), rows, w.data(), nullptr, in, out, plain.data());
+  cpu::add(residual.data(), plain.data(), separate.data(), rows * out);
+  std::vector<float> inPlace = residual; // output aliases the residual, as fused plans do
+  cpu::linear(pool, x.data(), rows, w.data(), nullptr, in, out, inPlace.data(), inPlace.data());
+  EXPECT_EQ(inPlace, separate);
+  EXPECT_NE(inPlace, plain);
+}
+
 TEST(CpuOps, RopeAtLaterPositions) {
   const int n = 3, heads = 2, headDim = 8, pos = 29;
   const float attentionFactor = 1.25f;

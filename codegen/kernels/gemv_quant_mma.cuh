@@ -1,0 +1,310 @@
+// Decode GEMV for group-quantized weights (Q8/Q4/Q3/Q2, QuantFormats.h) on
+// tensor cores, sm_80+: y[t, o] = sum_k x[t, k] * scale[o, k / GROUP] * q[o, k]
+// for up to 8 token rows t.
+//
+// Why tensor cores for a matrix-vector product: decoding 4-bit codes to f32 and
+// multiplying on CUDA cores costs ~4 instructions per weight, which caps a
+// 4-bit GEMV near half of HBM bandwidth on an H200. Here codes become f16
+// pairs with one LOP3 per pair (the 0x6400 exponent trick gives 1024 + code),
+// one HSUB2 makes the signed level exact, one HMUL2 applies the group scale,
+// and mma.sync m16n8k16 does 256 multiply-adds with f32 accumulation per
+// instruction. The tokens are the mma's n dimension, so 1..8 rows cost the same.
+//
+// Mapping. A warp computes a tile of 16 output rows over a slice of K, one
+// 128-value unit at a time. Lane (g = lane / 4, c = lane % 4) owns rows g and
+// g + 8 of the tile and the c-th quarter ("run": 32 consecutive values) of the
+// unit in both rows, loaded with one or two vector loads per row (the quad of
+// lanes reads a row's unit contiguously). A run decodes to 16 f16 pairs in a
+// format-specific order; pair j goes to mma step j / 2 of the unit, as the
+// lane's A fragment k-slots (2c, 2c+1) for even j and (2c+8, 2c+9) for odd j.
+// Every row uses the same order, so this is one fixed permutation of k inside
+// the unit, and the B fragment (x) applies the same one: lane (g, c) loads
+// token g's values of run c in pair order (f32, through L1, rounded to f16).
+// D fragment: lane (g, c) holds rows g, g + 8 for tokens 2c, 2c + 1.
+//
+// Accuracy: weights become f16 exactly as q * scale rounded once (q is exact);
+// x is rounded to f16 (relative error 2^-11; values beyond 65504 overflow);
+// products are exact in the f32 accumulator.
+//
+// Blocks: 8 warps; RT row tiles per block, 8 / RT warps per tile splitting K
+// (more loads in flight for short-N layers), partial sums combined through
+// shared memory in a fixed order (deterministic). Grid: ceil(N / (16 RT))
+// blocks, grid-strided.
+#pragma once
+
+#include "QuantFormats.h"
+#include "common.cuh"
+
+namespace ninfer {
+namespace dev {
+
+constexpr int kGemvMmaWarps = 8;
+constexpr int kGemvMmaMaxTokens = 8;
+
+// Row tiles of 16 per block: enough blocks to cover the SMs for short N, fewer
+// K splits (less reduction) for long N. KernelEmitter.cpp sizes the grid with
+// the same rule.
+__host__ __device__ constexpr int gemvMmaRowTiles(int n) {
+  return n >= 32768 ? 4 : n >= 8192 ? 2 : 1;
+}
+
+// (1024 + lo, 1024 + hi) as an f16 pair from two codes at bits 0.. and 16..
+__device__ __forceinline__ unsigned int codePairToHalf2(unsigned int bits) {
+  return bits | 0x64006400u;
+}
+
+__device__ __forceinline__ unsigned int hsub2(unsigned int a, unsigned int b) {
+  unsigned int d;
+  asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+__device__ __forceinline__ unsigned int hmul2(unsigned int a, unsigned int b) {
+  unsigned int d;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+// f16 pair (lo, hi) from two floats.
+__device__ __forceinline__ unsigned int packHalf2(float lo, float hi) {
+  unsigned int d;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned int (&a)[4],
+                                         unsigned int b0, unsigned int b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// One run (32 values) of a row as raw words, and how it decodes: pair j of the
+// run holds run values (first(j), second(j)); decode() gives the 16 pairs as
+// (1024 + code) f16 pairs; loadX() gives x in the same pair order.
+template <int BITS> struct RunCodec;
+
+template <> struct RunCodec<4> { // 16 bytes: word t holds values 8t..8t+7
+  uint4 raw;
+  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+    raw = __ldg(reinterpret_cast<const uint4 *>(unit + 16 * c));
+  }
+  __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
+    const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int t = 0; t < 4; ++t) // pair 4t + s = values (8t + s, 8t + s + 4)
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+        p[4 * t + s] = codePairToHalf2((words[t] >> (4 * s)) & 0x000F000Fu);
+  }
+  __device__ __forceinline__ static void loadX(const float *x, unsigned int (&p)[16]) {
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const float4 a = __ldg(reinterpret_cast<const float4 *>(x + 8 * t));
+      const float4 b = __ldg(reinterpret_cast<const float4 *>(x + 8 * t + 4));
+      p[4 * t + 0] = packHalf2(a.x, b.x);
+      p[4 * t + 1] = packHalf2(a.y, b.y);
+      p[4 * t + 2] = packHalf2(a.z, b.z);
+      p[4 * t + 3] = packHalf2(a.w, b.w);
+    }
+  }
+};
+
+template <> struct RunCodec<8> { // 32 bytes: byte i holds value i
+  uint4 raw[2];
+  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+    raw[0] = __ldg(reinterpret_cast<const uint4 *>(unit + 32 * c));
+    raw[1] = __ldg(reinterpret_cast<const uint4 *>(unit + 32 * c + 16));
+  }
+  __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
+    const unsigned int words[8] = {raw[0].x, raw[0].y, raw[0].z, raw[0].w,
+                                   raw[1].x, raw[1].y, raw[1].z, raw[1].w};
+#pragma unroll
+    for (int t = 0; t < 8; ++t) { // pairs 2t, 2t + 1 = values (4t, 4t + 2), (4t + 1, 4t + 3)
+      unsigned int even, odd;
+      asm("prmt.b32 %0, %1, %2, 0x7250;" : "=r"(even) : "r"(words[t]), "r"(0x64646464u));
+      asm("prmt.b32 %0, %1, %2, 0x7351;" : "=r"(odd) : "r"(words[t]), "r"(0x64646464u));
+      p[2 * t] = even;
+      p[2 * t + 1] = odd;
+    }
+  }
+  __device__ __forceinline__ static void loadX(const float *x, unsigned int (&p)[16]) {
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      const float4 a = __ldg(reinterpret_cast<const float4 *>(x + 4 * t));
+      p[2 * t] = packHalf2(a.x, a.z);
+      p[2 * t + 1] = packHalf2(a.y, a.w);
+    }
+  }
+};
+
+// Q2 and the low plane of Q3: word t of the run holds values 16t..16t+15,
+// pair 8t + s = values (16t + s, 16t + s + 8).
+__device__ __forceinline__ void loadX2Bit(const float *x, unsigned int (&p)[16]) {
+#pragma unroll
+  for (int t = 0; t < 2; ++t) {
+    float v[16];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float4 a = __ldg(reinterpret_cast<const float4 *>(x + 16 * t + 4 * q));
+      v[4 * q] = a.x;
+      v[4 * q + 1] = a.y;
+      v[4 * q + 2] = a.z;
+      v[4 * q + 3] = a.w;
+    }
+#pragma unroll
+    for (int s = 0; s < 8; ++s)
+      p[8 * t + s] = packHalf2(v[s], v[s + 8]);
+  }
+}
+
+template <> struct RunCodec<2> { // 8 bytes
+  uint2 raw;
+  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+    raw = __ldg(reinterpret_cast<const uint2 *>(unit + 8 * c));
+  }
+  __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
+    const unsigned int words[2] = {raw.x, raw.y};
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int s = 0; s < 8; ++s)
+        p[8 * t + s] = codePairToHalf2((words[t] >> (2 * s)) & 0x00030003u);
+  }
+  __device__ __forceinline__ static void loadX(const float *x, unsigned int (&p)[16]) {
+    loadX2Bit(x, p);
+  }
+};
+
+template <> struct RunCodec<3> { // 8 bytes of the 2-bit plane + 4 bytes of the 1-bit plane
+  uint2 low;
+  unsigned int high;
+  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+    low = __ldg(reinterpret_cast<const uint2 *>(unit + 8 * c));
+    high = __ldg(reinterpret_cast<const unsigned int *>(unit + 32 + 4 * c));
+  }
+  __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
+    const unsigned int words[2] = {low.x, low.y};
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+      // Bits 16t..16t+7 of the high plane to 0..7, 16t+8..16t+15 to 16..23.
+      const unsigned int h = ((high >> (16 * t)) & 0xFFu) | (((high >> (16 * t + 8)) & 0xFFu) << 16);
+#pragma unroll
+      for (int s = 0; s < 8; ++s)
+        p[8 * t + s] = codePairToHalf2(((words[t] >> (2 * s)) & 0x00030003u) |
+                                       (((h >> s) & 0x00010001u) << 2));
+    }
+  }
+  __device__ __forceinline__ static void loadX(const float *x, unsigned int (&p)[16]) {
+    loadX2Bit(x, p);
+  }
+};
+
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
+__device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const unsigned char *w,
+                                             const void *bias, const float *residual,
+                                             float *y) {
+  using Packing = quant::QuantPacking<BITS>;
+  constexpr int kUnits = K / quant::kQuantUnitValues;
+  constexpr int kRowTiles = gemvMmaRowTiles(N);
+  constexpr int kSplit = kGemvMmaWarps / kRowTiles; // warps per row tile, splitting K
+  constexpr int kTiles = (N + 15) / 16;
+  constexpr long long kRowWeightBytes = quant::quantRowWeightBytes(BITS, K);
+  constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
+  constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
+  // (1024 + code offset) in both halves: code - offset = signed level, exact in f16.
+  constexpr unsigned int kBias =
+      0x00010001u * (0x6400u + static_cast<unsigned int>(Packing::kCodeOffset));
+  constexpr int kUnroll = BITS == 8 ? 2 : 4; // units in flight per lane
+
+  __shared__ float partial[kGemvMmaWarps][32][4];
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int g = lane / 4, c = lane % 4;
+  const int tileInBlock = warp / kSplit;
+  const int split = warp % kSplit;
+  const int unitBegin = split * kUnits / kSplit;
+  const int unitEnd = (split + 1) * kUnits / kSplit;
+  const bool hasToken = g < rows;
+  const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K + 32 * c;
+
+  for (int tileBase = blockIdx.x * kRowTiles; tileBase < kTiles; tileBase += gridDim.x * kRowTiles) {
+    const int tile = tileBase + tileInBlock;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (tile < kTiles) {
+      // Rows past N re-read row N - 1 and are not stored.
+      const long long r0 = min(tile * 16 + g, N - 1), r1 = min(tile * 16 + g + 8, N - 1);
+      const unsigned char *w0 = w + r0 * kRowWeightBytes;
+      const unsigned char *w1 = w + r1 * kRowWeightBytes;
+      const unsigned short *s0 =
+          reinterpret_cast<const unsigned short *>(w + kScalePlane + r0 * kRowScaleBytes);
+      const unsigned short *s1 =
+          reinterpret_cast<const unsigned short *>(w + kScalePlane + r1 * kRowScaleBytes);
+      for (int u0 = unitBegin; u0 < unitEnd; u0 += kUnroll) {
+        RunCodec<BITS> run0[kUnroll], run1[kUnroll];
+        unsigned short sc0[kUnroll], sc1[kUnroll];
+#pragma unroll
+        for (int i = 0; i < kUnroll; ++i) { // every load of the batch before the first use
+          const int u = min(u0 + i, unitEnd - 1);
+          run0[i].load(w0 + static_cast<long long>(u) * Packing::kUnitBytes, c);
+          run1[i].load(w1 + static_cast<long long>(u) * Packing::kUnitBytes, c);
+          const int group = (u * quant::kQuantUnitValues + 32 * c) / GROUP;
+          sc0[i] = __ldg(s0 + group);
+          sc1[i] = __ldg(s1 + group);
+        }
+#pragma unroll
+        for (int i = 0; i < kUnroll; ++i) {
+          if (u0 + i >= unitEnd)
+            break;
+          unsigned int xp[16];
+          if (hasToken)
+            RunCodec<BITS>::loadX(xRow + static_cast<long long>(u0 + i) * quant::kQuantUnitValues, xp);
+          else
+#pragma unroll
+            for (int j = 0; j < 16; ++j)
+              xp[j] = 0u;
+          unsigned int p0[16], p1[16];
+          run0[i].decode(p0);
+          run1[i].decode(p1);
+          const unsigned int scale0 = 0x00010001u * sc0[i], scale1 = 0x00010001u * sc1[i];
+#pragma unroll
+          for (int m = 0; m < 8; ++m) {
+            const unsigned int a[4] = {hmul2(hsub2(p0[2 * m], kBias), scale0),
+                                       hmul2(hsub2(p1[2 * m], kBias), scale1),
+                                       hmul2(hsub2(p0[2 * m + 1], kBias), scale0),
+                                       hmul2(hsub2(p1[2 * m + 1], kBias), scale1)};
+            mma16816(acc, a, xp[2 * m], xp[2 * m + 1]);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      partial[warp][lane][e] = acc[e];
+    __syncthreads();
+    // Thread -> (tile in block, row in tile, token): sum the K splits in order.
+    for (int item = threadIdx.x; item < kRowTiles * 16 * kGemvMmaMaxTokens;
+         item += kGemvMmaWarps * kWarpSize) {
+      const int t = item % kGemvMmaMaxTokens;
+      const int rowInTile = (item / kGemvMmaMaxTokens) % 16;
+      const int tib = item / (kGemvMmaMaxTokens * 16);
+      const int o = (tileBase + tib) * 16 + rowInTile;
+      if (t >= rows || o >= N)
+        continue;
+      // D fragment: lane 4 * (row % 8) + token / 2, element 2 * (row / 8) + token % 2.
+      const int srcLane = 4 * (rowInTile % 8) + t / 2;
+      const int srcElem = 2 * (rowInTile / 8) + t % 2;
+      float sum = 0.0f;
+      for (int s = 0; s < kSplit; ++s)
+        sum += partial[tib * kSplit + s][srcLane][srcElem];
+      if constexpr (HAS_BIAS)
+        sum += loadAsFloat<BDT>(bias, o);
+      storeLinearOut(y, residual, static_cast<long long>(t) * N + o, sum);
+    }
+    __syncthreads();
+  }
+}
+
+} // namespace dev
+} // namespace ninfer
