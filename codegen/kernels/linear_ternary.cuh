@@ -3,6 +3,9 @@
 // rows, f32 accumulation. No weight multiplications: x is added where the code
 // says +1 and subtracted where it says -1; the tensor scale s multiplies each
 // output once at the end.
+// The GEMV and GEMM skeletons below take the packing as a LAYOUT parameter
+// (rowWords, step, mask); TernaryTq2Layout is the one for TQ2, linear_tq1.cuh
+// has the base-3 TQ1 one.
 //
 // One kernel, paths picked per step from state->nTokens (a uniform branch):
 //  * rows <= kTernaryMaxRows (decode, short prefill, last_row_only): GEMV, bound by
@@ -43,7 +46,9 @@ __host__ __device__ constexpr int ternaryRowsPerWarp(int n) {
 }
 // u32 code words a lane reads per row and step: 4 (16 bytes) once a row has at
 // least 32 such 16-byte chunks, else 1 so short rows still spread over the warp.
-__host__ __device__ constexpr int ternaryWordsPerLane(int k) { return k / 64 >= 32 ? 4 : 1; }
+__host__ __device__ constexpr int ternaryWordsPerLane(int rowWords) {
+  return rowWords / 4 >= 32 ? 4 : 1;
+}
 
 template <int WORDS> struct TernaryCodes { unsigned int w[WORDS]; };
 
@@ -63,46 +68,65 @@ __device__ __forceinline__ TernaryCodes<WORDS> ternaryLoadCodes(const unsigned i
   return c;
 }
 
-// acc[t][r] += sum over this step's values of t(r, k) * x[t, k], for the step
-// whose first code word is `word` (values 16 * word ...).
-template <int K, int RPW, int WORDS, int MAXT>
-__device__ __forceinline__ void ternaryGemvStep(const float *x, int rows, int word,
-                                                const TernaryCodes<WORDS> (&codes)[RPW],
-                                                float (&acc)[MAXT][RPW]) {
+// Select mask of a weight t for the tiled path (see the file comment).
+__device__ __forceinline__ unsigned int ternarySelectMask(int t) {
+  return t > 0 ? 0xFFFFFFFFu : t < 0 ? 0x7FFFFFFFu : 0u;
+}
+
+// TQ2: 16 values per u32 word, word j of a row holds values 16j..16j+15.
+struct TernaryTq2Layout {
+  template <int K> __host__ __device__ static constexpr int rowWords() { return K / 16; }
+
+  // acc[t][r] += sum over this step's values of t(r, k) * x[t, k], for the
+  // step whose first code word is `word` (values 16 * word ...).
+  template <int K, int RPW, int WORDS, int MAXT>
+  __device__ static __forceinline__ void step(const float *x, int rows, int word,
+                                              const TernaryCodes<WORDS> (&codes)[RPW],
+                                              float (&acc)[MAXT][RPW]) {
 #pragma unroll
-  for (int t = 0; t < MAXT; ++t) {
-    if (MAXT == 1 || t < rows) {
-      const float4 *xr = reinterpret_cast<const float4 *>(x + static_cast<long long>(t) * K) +
-                         word * 4; // 16 values per word = 4 float4
+    for (int t = 0; t < MAXT; ++t) {
+      if (MAXT == 1 || t < rows) {
+        const float4 *xr = reinterpret_cast<const float4 *>(x + static_cast<long long>(t) * K) +
+                           word * 4; // 16 values per word = 4 float4
 #pragma unroll
-      for (int q = 0; q < 4 * WORDS; ++q) {
-        const float4 v = __ldg(xr + q);
-        const float xs[4] = {v.x, v.y, v.z, v.w};
+        for (int q = 0; q < 4 * WORDS; ++q) {
+          const float4 v = __ldg(xr + q);
+          const float xs[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-        for (int r = 0; r < RPW; ++r) {
-          const unsigned int code = codes[r].w[q / 4];
+          for (int r = 0; r < RPW; ++r) {
+            const unsigned int code = codes[r].w[q / 4];
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int bit = 2 * (4 * (q % 4) + e); // value 4q + e of the step
-            if (code & (1u << bit))
-              acc[t][r] += xs[e];
-            if (code & (2u << bit))
-              acc[t][r] -= xs[e];
+            for (int e = 0; e < 4; ++e) {
+              const int bit = 2 * (4 * (q % 4) + e); // value 4q + e of the step
+              if (code & (1u << bit))
+                acc[t][r] += xs[e];
+              if (code & (2u << bit))
+                acc[t][r] -= xs[e];
+            }
           }
         }
       }
     }
   }
-}
 
-template <int BDT, bool HAS_BIAS, int K, int N, int RPW, int WORDS, int MAXT>
+  // Select mask of weight (gn, gk) of the tensor whose codes start at w.
+  template <int K>
+  __device__ static __forceinline__ unsigned int mask(const unsigned int *w, int gn, int gk) {
+    const unsigned int code =
+        (__ldg(w + static_cast<long long>(gn) * rowWords<K>() + (gk >> 4)) >> (2 * (gk & 15))) &
+        3u;
+    return ternarySelectMask(ternary::codeValue(code));
+  }
+};
+
+template <class LAYOUT, int BDT, bool HAS_BIAS, int K, int N, int RPW, int WORDS, int MAXT>
 __device__ __forceinline__ void ternaryGemv(const float *x, int rows, const unsigned int *w,
                                             float scale, const void *bias, float *y) {
-  constexpr int kRowWords = K / 16;
+  constexpr int kRowWords = LAYOUT::template rowWords<K>();
   constexpr int kSteps = kRowWords / WORDS; // steps per row, spread over the lanes
   constexpr int kWarps = kTernaryThreads / kWarpSize;
   constexpr int kGroups = (N + RPW - 1) / RPW;
-  static_assert(kRowWords % WORDS == 0, "K must be a multiple of 64");
+  static_assert(kRowWords % WORDS == 0, "rows are whole 16-byte chunks");
   const int lane = threadIdx.x % kWarpSize;
   for (int g = blockIdx.x * kWarps + threadIdx.x / kWarpSize; g < kGroups;
        g += gridDim.x * kWarps) {
@@ -126,15 +150,15 @@ __device__ __forceinline__ void ternaryGemv(const float *x, int rows, const unsi
         a[r] = ternaryLoadCodes<WORDS>(rowPtr[r], s * WORDS);
         b[r] = ternaryLoadCodes<WORDS>(rowPtr[r], (s + kWarpSize) * WORDS);
       }
-      ternaryGemvStep<K, RPW, WORDS, MAXT>(x, rows, s * WORDS, a, acc);
-      ternaryGemvStep<K, RPW, WORDS, MAXT>(x, rows, (s + kWarpSize) * WORDS, b, acc);
+      LAYOUT::template step<K, RPW, WORDS, MAXT>(x, rows, s * WORDS, a, acc);
+      LAYOUT::template step<K, RPW, WORDS, MAXT>(x, rows, (s + kWarpSize) * WORDS, b, acc);
     }
     if (s < kSteps) {
       TernaryCodes<WORDS> a[RPW];
 #pragma unroll
       for (int r = 0; r < RPW; ++r)
         a[r] = ternaryLoadCodes<WORDS>(rowPtr[r], s * WORDS);
-      ternaryGemvStep<K, RPW, WORDS, MAXT>(x, rows, s * WORDS, a, acc);
+      LAYOUT::template step<K, RPW, WORDS, MAXT>(x, rows, s * WORDS, a, acc);
     }
 #pragma unroll
     for (int r = 0; r < RPW; ++r) {
@@ -156,25 +180,18 @@ __device__ __forceinline__ void ternaryGemv(const float *x, int rows, const unsi
   }
 }
 
-// Select mask of a code for the tiled path (see the file comment).
-__device__ __forceinline__ unsigned int ternarySelectMask(unsigned int code) {
-  const int t = ternary::codeValue(code);
-  return t > 0 ? 0xFFFFFFFFu : t < 0 ? 0x7FFFFFFFu : 0u;
-}
-
 // x, -x or +-0 by the mask: one LOP3.
 __device__ __forceinline__ float ternarySelect(float x, unsigned int m) {
   constexpr unsigned int kSign = 0x80000000u;
   return __uint_as_float((__float_as_uint(x) & (m | kSign)) ^ (kSign & ~m));
 }
 
-template <int BDT, bool HAS_BIAS, int K, int N>
+template <class LAYOUT, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void ternaryTiled(const float *x, int rows, const unsigned int *w,
                                              float scale, const void *bias, float *y) {
   constexpr int TM = 64, TN = 64, TK = 32;
-  constexpr int kRowWords = K / 16;
   static_assert(kTernaryThreads == 256, "the tile mapping assumes 256 threads");
-  static_assert(K % TK == 0, "K is a multiple of 64");
+  static_assert(K % 16 == 0, "K is a multiple of 16");
   // +1 column: the k-major reads below hit 32 different banks.
   __shared__ float xs[TM][TK + 1];
   __shared__ unsigned int ws[TN][TK + 1];
@@ -195,21 +212,19 @@ __device__ __forceinline__ void ternaryTiled(const float *x, int rows, const uns
         acc[i][j] = 0.0f;
     for (int k0 = 0; k0 < K; k0 += TK) {
       const int gk = k0 + loadK;
+      const bool inK = K % TK == 0 || gk < K; // the last K step may be half a tile
 #pragma unroll
       for (int r = 0; r < TN / 8; ++r) {
         const int o = loadRow + 8 * r;
         const int gn = n0 + o;
-        unsigned int code = 0;
-        if (gn < N) // the 16 threads of one code word read it through L1 together
-          code = (__ldg(w + static_cast<long long>(gn) * kRowWords + (gk >> 4)) >>
-                  (2 * (gk & 15))) & 3u;
-        ws[o][loadK] = ternarySelectMask(code);
+        // Neighbouring threads read the same code word or byte through L1 together.
+        ws[o][loadK] = gn < N && inK ? LAYOUT::template mask<K>(w, gn, gk) : 0u;
       }
 #pragma unroll
       for (int r = 0; r < TM / 8; ++r) {
         const int m = loadRow + 8 * r;
         const int gm = m0 + m;
-        xs[m][loadK] = gm < rows ? x[static_cast<long long>(gm) * K + gk] : 0.0f;
+        xs[m][loadK] = gm < rows && inK ? x[static_cast<long long>(gm) * K + gk] : 0.0f;
       }
       __syncthreads();
 #pragma unroll 8
@@ -249,27 +264,36 @@ __device__ __forceinline__ void ternaryTiled(const float *x, int rows, const uns
   }
 }
 
+// The paths of the file comment for one layout, given the codes and the scale.
+template <class LAYOUT, int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY>
+__device__ __forceinline__ void ternaryLinear(const float *x, const unsigned int *codes,
+                                              float scale, const void *bias, float *y,
+                                              const StepState *state) {
+  constexpr int RPW = ternaryRowsPerWarp(N);
+  constexpr int WORDS = ternaryWordsPerLane(LAYOUT::template rowWords<K>());
+  const int n = state->nTokens;
+  if (LAST_ROW_ONLY) {
+    ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(
+        x + static_cast<long long>(n - 1) * K, 1, codes, scale, bias, y);
+  } else if (n == 1) {
+    ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x, 1, codes, scale, bias, y);
+  } else if (n <= kTernaryMaxRows) {
+    ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, kTernaryMaxRows>(x, n, codes, scale,
+                                                                          bias, y);
+  } else {
+    ternaryTiled<LAYOUT, BDT, HAS_BIAS, K, N>(x, n, codes, scale, bias, y);
+  }
+}
+
 template <int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY>
 __device__ __forceinline__ void linearTernary(const float *x, const void *w, const void *bias,
                                               float *y, const StepState *state) {
   static_assert(ternary::isPackableCols(K), "TQ2 needs K to be a multiple of 64");
-  constexpr int RPW = ternaryRowsPerWarp(N);
-  constexpr int WORDS = ternaryWordsPerLane(K);
-  const unsigned int *codes = static_cast<const unsigned int *>(w);
   // The scale follows the codes; that offset is a multiple of 16 bytes.
   const float scale = __ldg(reinterpret_cast<const float *>(
       static_cast<const char *>(w) + ternary::scaleOffset(N, K)));
-  const int n = state->nTokens;
-  if (LAST_ROW_ONLY) {
-    ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x + static_cast<long long>(n - 1) * K, 1,
-                                                    codes, scale, bias, y);
-  } else if (n == 1) {
-    ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x, 1, codes, scale, bias, y);
-  } else if (n <= kTernaryMaxRows) {
-    ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, kTernaryMaxRows>(x, n, codes, scale, bias, y);
-  } else {
-    ternaryTiled<BDT, HAS_BIAS, K, N>(x, n, codes, scale, bias, y);
-  }
+  ternaryLinear<TernaryTq2Layout, BDT, HAS_BIAS, K, N, LAST_ROW_ONLY>(
+      x, static_cast<const unsigned int *>(w), scale, bias, y, state);
 }
 
 } // namespace dev
