@@ -14,9 +14,6 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 
 #include <cstring>
 
@@ -116,32 +113,6 @@ llvm::Expected<QuantMode> parseQuantMode(llvm::StringRef text) {
   if (text == "ternary")
     return QuantMode::Ternary;
   return makeError("--quant expects auto, none or ternary, got '" + text + "'");
-}
-
-llvm::Error checkCheckpointQuantization(const std::string& modelDir) {
-  llvm::SmallString<256> path(modelDir);
-  llvm::sys::path::append(path, "config.json");
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return llvm::Error::success(); // the config loader reports a missing config
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse((*buffer)->getBuffer());
-  if (!json) {
-    llvm::consumeError(json.takeError()); // likewise for invalid JSON
-    return llvm::Error::success();
-  }
-  const llvm::json::Object* top = json->getAsObject();
-  const llvm::json::Object* quant = top ? top->getObject("quantization_config") : nullptr;
-  if (!quant)
-    return llvm::Error::success();
-  std::optional<llvm::StringRef> method = quant->getString("quant_method");
-  if (method && *method == "bitnet")
-    return makeError(
-        path + ": Hugging Face BitNet checkpoints (quantization_config.quant_method = \"bitnet\", "
-               "uint8-packed weights + weight_scale) are not supported yet: their BitLinear "
-               "layers also quantize activations to int8 per token, which ninfer's linear op "
-               "does not model. Ternary checkpoints stored as plain bf16 {-s, 0, +s} weights are "
-               "supported (--quant auto or ternary).");
-  return llvm::Error::success();
 }
 
 namespace {

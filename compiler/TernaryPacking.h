@@ -52,13 +52,6 @@ struct TernaryReport {
   uint64_t values = 0;           // weights in the packed tensors
 };
 
-// Refuses checkpoint layouts this compiler cannot read correctly yet: the
-// Hugging Face BitNet layout (config.json quantization_config.quant_method =
-// "bitnet": uint8-packed weights + weight_scale). Call before importing;
-// success for checkpoints without a quantization_config. `modelDir` holds
-// config.json.
-llvm::Error checkCheckpointQuantization(const std::string& modelDir);
-
 // Applies `mode` to the linear weights of `module` (after importModel, before
 // the pass pipeline), packing as `format`. `report` may be null.
 llvm::Error applyTernary(WeightStore& weights, mlir::ModuleOp module, QuantMode mode,

@@ -86,6 +86,8 @@ size_t dtypeSize(WeightDType dtype) {
   case WeightDType::F16:
   case WeightDType::BF16:
     return 2;
+  case WeightDType::U8:
+    return 1;
   case WeightDType::TQ2:
   case WeightDType::TQ1:
     return 0;
@@ -139,6 +141,8 @@ const char* dtypeName(WeightDType dtype) {
     return "TQ2";
   case WeightDType::TQ1:
     return "TQ1";
+  case WeightDType::U8:
+    return "U8";
   default:
     break;
   }

@@ -4,6 +4,7 @@
 //   checkpoint -> ModelConfig + WeightStore -> importer (ninfer dialect)
 //   -> pass pipeline -> PlanBuilder -> tokenizer tables -> memory check
 //   -> kernel emission (NVRTC) -> plan writer (temp file, rename)
+#include "BitNetImport.h"
 #include "ChatTemplateImport.h"
 #include "Importer.h"
 #include "ModelConfig.h"
@@ -255,10 +256,18 @@ int main(int argc, char** argv) {
           "'" + options.input +
           "' is a file: give the checkpoint directory, or add --dummy-weights to compile the shape "
           "alone");
-    failOn(checkCheckpointQuantization(modelDir));
     auto opened = WeightStore::openCheckpoint(modelDir);
     failOn(opened.takeError());
     weights = std::move(*opened);
+    llvm::Expected<BitNetImport> bitnet = importBitNetWeights(modelDir, *weights);
+    failOn(bitnet.takeError());
+    if (bitnet->bitnet)
+      std::fprintf(stderr,
+                   "warning: Hugging Face BitNet checkpoint: %d packed linear weights imported "
+                   "exactly (t %s weight_scale); its BitLinear layers also quantize activations "
+                   "to int8 per token, ninfer keeps them in f32, so logits are close to, not "
+                   "equal to, transformers'\n",
+                   bitnet->unpacked, bitnet->divideScale ? "/" : "*");
   }
 
   mlir::DialectRegistry registry;
