@@ -10,9 +10,9 @@
 // One kernel, paths picked per step from state->nTokens (a uniform branch):
 //  * rows <= kTernaryMaxRows (decode, short prefill, last_row_only): GEMV, bound by
 //    the 2-bit weight stream. A warp owns RPW adjacent output rows; each lane
-//    reads WORDS consecutive u32 code words (16 values each) of every row per step
-//    (WORDS = 4: one 16-byte load per row; WORDS = 1 for short rows, so all 32
-//    lanes have work when K is small), two steps of loads in flight, bypassing L1
+//    reads WORDS consecutive u32 code words of every row per step (the layout's
+//    wordsPerLane: 4 is one 16-byte load per row; 1 spreads short rows over all
+//    32 lanes), two steps of loads in flight, bypassing L1
 //    (ld.global.nc.L1::no_allocate) so the x rows stay cached in L1 for every warp
 //    of the SM. Each x float4 is loaded once per step and used for all RPW rows.
 //    Per value: two bit tests on the code word that predicate one add and one
@@ -44,16 +44,12 @@ constexpr int kTernaryMaxRows = 8;
 __host__ __device__ constexpr int ternaryRowsPerWarp(int n) {
   return n >= 8192 ? 4 : n >= 2048 ? 2 : 1;
 }
-// u32 code words a lane reads per row and step: 4 (16 bytes) once a row has at
-// least 32 such 16-byte chunks, else 1 so short rows still spread over the warp.
-__host__ __device__ constexpr int ternaryWordsPerLane(int rowWords) {
-  return rowWords / 4 >= 32 ? 4 : 1;
-}
 
 template <int WORDS> struct TernaryCodes { unsigned int w[WORDS]; };
 
-// One step's code words of a row: WORDS u32 starting at word index `word`,
-// streamed past L1 (the weights are read once per step).
+// One step's code words of a row: WORDS (1, 2 or 4) u32 starting at word index
+// `word` (a multiple of WORDS), streamed past L1 (the weights are read once per
+// step).
 template <int WORDS>
 __device__ __forceinline__ TernaryCodes<WORDS> ternaryLoadCodes(const unsigned int *row,
                                                                 int word) {
@@ -61,6 +57,10 @@ __device__ __forceinline__ TernaryCodes<WORDS> ternaryLoadCodes(const unsigned i
   if constexpr (WORDS == 4) {
     asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+                 : "l"(row + word));
+  } else if constexpr (WORDS == 2) {
+    asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];"
+                 : "=r"(c.w[0]), "=r"(c.w[1])
                  : "l"(row + word));
   } else {
     asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(c.w[0]) : "l"(row + word));
@@ -76,6 +76,12 @@ __device__ __forceinline__ unsigned int ternarySelectMask(int t) {
 // TQ2: 16 values per u32 word, word j of a row holds values 16j..16j+15.
 struct TernaryTq2Layout {
   template <int K> __host__ __device__ static constexpr int rowWords() { return K / 16; }
+  // u32 code words a lane reads per row and step: 4 (16 bytes) once a row has
+  // at least 32 such 16-byte chunks, else 1 so short rows still spread over the
+  // warp.
+  template <int K> __host__ __device__ static constexpr int wordsPerLane() {
+    return rowWords<K>() / 4 >= 32 ? 4 : 1;
+  }
 
   // acc[t][r] += sum over this step's values of t(r, k) * x[t, k], for the
   // step whose first code word is `word` (values 16 * word ...).
@@ -270,7 +276,7 @@ __device__ __forceinline__ void ternaryLinear(const float *x, const unsigned int
                                               float scale, const void *bias, float *y,
                                               const StepState *state) {
   constexpr int RPW = ternaryRowsPerWarp(N);
-  constexpr int WORDS = ternaryWordsPerLane(LAYOUT::template rowWords<K>());
+  constexpr int WORDS = LAYOUT::template wordsPerLane<K>();
   const int n = state->nTokens;
   if (LAST_ROW_ONLY) {
     ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(

@@ -3,8 +3,8 @@
 // GEMV / tiled GEMM skeletons of linear_ternary.cuh (same paths, launch and
 // grid rule), with the TQ1 layout below.
 //
-// Decode (GEMV). A lane reads u32 words of a row (one 16-byte chunk = 4 words
-// per step on long rows, one word on short ones). Word w of chunk c holds bytes
+// Decode (GEMV). A lane reads u32 words of a row per step (one 16-byte chunk =
+// 4 words, or 2, or 1 so that the lanes' steps balance, see wordsPerLane). Word w of chunk c holds bytes
 // 4w..4w+3, whose digit i are the values 80c + 16i + 4w .. +3: one float4 of x.
 // Bytes 0 and 2 go to the 16-bit halves of one register, bytes 1 and 3 to
 // another (tq1::evenLanes / oddLanes); per digit each register is multiplied
@@ -26,6 +26,18 @@ namespace dev {
 struct TernaryTq1Layout {
   template <int K> __host__ __device__ static constexpr int rowWords() {
     return static_cast<int>(tq1::chunks(K)) * tq1::kWordsPerChunk;
+  }
+  // Lanes that finish a row together: the decode is bound by integer and add
+  // issue, not by the weight stream, so the widest step (4 words, one 16-byte
+  // load) that keeps at least 90 % of the lane-steps busy; else 1 word (the
+  // warp still reads 128 contiguous bytes). K = 4096 (52 chunks) takes 1:
+  // 208 words in 7 rounds of 32 against 52 chunks in 2 rounds.
+  template <int K> __host__ __device__ static constexpr int wordsPerLane() {
+    return mostlyBusy(rowWords<K>() / 4) ? 4 : mostlyBusy(rowWords<K>() / 2) ? 2 : 1;
+  }
+  // steps over 32 lanes in rounds: at least 90 % of the lane-rounds have work.
+  __host__ __device__ static constexpr bool mostlyBusy(int steps) {
+    return 10 * steps >= 9 * 32 * ((steps + 31) / 32);
   }
 
   // Adds x[e] to acc where digit bits `at` of `digits` say 2, subtracts it

@@ -273,7 +273,8 @@ TEST(OpParity, LinearTernary) {
   const std::vector<Case> cases = {
       {DType::TQ1, 16, 1},     {DType::TQ1, 80, 33},   {DType::TQ1, 96, 100},
       {DType::TQ1, 560, 257},  {DType::TQ1, 1040, 64}, {DType::TQ1, 2576, 130},
-      {DType::TQ1, 512, 1536}, {DType::TQ2, 64, 7},    {DType::TQ2, 576, 300},
+      {DType::TQ1, 512, 1536}, {DType::TQ1, 8192, 40}, {DType::TQ2, 64, 7},
+      {DType::TQ2, 576, 300},
   };
   const std::vector<int> steps = {1, 2, 3, 4, 5, 6, 7, 8, 9, 64, 1, 33};
   for (const Case& c : cases)

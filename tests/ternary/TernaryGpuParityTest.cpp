@@ -3,10 +3,11 @@
 // Embedding (random f32 table) -> Linear with a TQ2 or TQ1 weight -> an
 // all-rows logits buffer, run over a prefill step of 64 tokens (tiled path), a
 // decode step (GEMV, one row) and a 7-token step (GEMV, several rows), swept
-// over model-like shapes K 256..14336 and N up to 14336, with and without bias,
-// last_row_only, and dummy-filled weights (GPU fill vs CPU fill). nMSE =
-// sum((gpu - cpu)^2) / sum(cpu^2) must stay below 1e-9: the two differ only in
-// summation order. (tests/gpu/OpParityTest.cpp sweeps odd shapes and step sizes.)
+// over model-like shapes K 256..14336 (TQ1 steps of 1, 2 and 4 words a lane)
+// and N up to 14336, with and without bias, last_row_only, and dummy-filled
+// weights (GPU fill vs CPU fill). nMSE = sum((gpu - cpu)^2) / sum(cpu^2) must
+// stay below 1e-9: the two differ only in summation order.
+// (tests/gpu/OpParityTest.cpp sweeps odd shapes and step sizes.)
 // The NVRTC test runs anywhere; the parity tests skip (GTEST_SKIP) without a GPU.
 #include "CudaDriver.h"
 #include "TestPlan.h"
@@ -149,7 +150,7 @@ TEST(TernaryKernels, CompileWithNvrtc) {
   std::mt19937 rng(1);
   for (DType dtype : {DType::TQ2, DType::TQ1})
     for (Case c : {Case{256, 100, true, false, false}, Case{4096, 4096, false, false, true},
-                   Case{1536, 512, false, true, false}}) {
+                   Case{1536, 512, false, true, false}, Case{8192, 512, false, false, false}}) {
       c.dtype = dtype;
       TestPlan t = ternaryPlan(c, rng);
       KernelOptions options;
@@ -178,6 +179,7 @@ TEST(TernaryKernels, ParityWithCpuExecutor) {
       {4096, 4096, false, false, false},  {4096, 14336, false, false, false},
       {14336, 4096, false, false, false}, {4096, 4096, true, true, false},
       {4096, 14336, false, false, true},  {512, 1536, false, false, true},
+      {8192, 1024, false, false, false},  {11008, 4096, false, false, true},
   };
   std::printf("%-40s %12s\n", "ternary linear (steps 64, 1, 7)", "worst nMSE");
   for (DType dtype : {DType::TQ2, DType::TQ1})
