@@ -8,9 +8,10 @@
 
 #include "Nvrtc.h"
 
-#include "ninfer/QuantDType.h"
 #include "ninfer/PlanDType.h"
+#include "ninfer/QuantDType.h"
 #include "ninfer/StepAbi.h"
+#include "ninfer/TernaryDType.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -79,7 +80,8 @@ public:
     source_ << "#include \"common.cuh\"\n#include \"embedding.cuh\"\n#include \"rmsnorm.cuh\"\n"
             << "#include \"linear.cuh\"\n#include \"rope.cuh\"\n#include \"attention.cuh\"\n"
             << "#include \"swiglu.cuh\"\n#include \"add.cuh\"\n#include \"fill.cuh\"\n"
-            << "#include \"linear_ternary.cuh\"\n#include \"linear_quant.cuh\"\n\n"
+            << "#include \"linear_ternary.cuh\"\n#include \"linear_tq1.cuh\"\n"
+            << "#include \"linear_quant.cuh\"\n\n"
             << "using ninfer::KernelArgs;\nusing ninfer::StepState;\n\n";
     for (size_t i = 0; i < plan_.ops.size(); ++i) {
       if (!plan_.ops[i])
@@ -302,7 +304,7 @@ private:
     NINFER_RETURN_IF_ERROR(checkRows(op, op.inputs[0], maxRows(), a.in_features, "input"));
     NINFER_RETURN_IF_ERROR(
         checkRows(op, op.outputs[0], a.last_row_only ? 1 : maxRows(), a.out_features, "output"));
-    if (buf(op.inputs[1]).dtype == DType::TQ2)
+    if (ternary::isTernaryPlanDType(int(buf(op.inputs[1]).dtype)))
       return emitLinearTernary(op, a);
     if (quant::formatOfPlanDType(int(buf(op.inputs[1]).dtype)) >= 0)
       return emitLinearQuant(op, a);
@@ -392,14 +394,18 @@ private:
     return addKernel(op, "embedding_quant", call.str(), perTokenRows(rowBlocks(a.dim)));
   }
 
-  // Ternary (TQ2) weights: codegen/kernels/linear_ternary.cuh. Rows and arity
-  // were checked by emitLinear.
+  // Ternary weights: codegen/kernels/linear_ternary.cuh (TQ2) and
+  // linear_tq1.cuh (TQ1). Rows and arity were checked by emitLinear.
   Status emitLinearTernary(OpT &op, const plan::LinearAttrsT &a) {
     const BufferT &w = buf(op.inputs[1]);
-    const int64_t need = int64_t(a.out_features) * (a.in_features / 4) + 4;
-    if (w.kind != BufferKind::Weight || a.in_features % 64 != 0 ||
+    const int dtype = int(w.dtype);
+    const bool tq1 = w.dtype == DType::TQ1;
+    const int64_t need = ternary::tensorBytesOf(dtype, a.out_features, a.in_features);
+    if (w.kind != BufferKind::Weight || !ternary::isPackableColsOf(dtype, a.in_features) ||
         w.size_bytes != uint64_t(need) || !aligned16(op.inputs[1]) || !aligned16(op.inputs[0]))
-      return fail(op, "TQ2 weight '" + w.name + "' needs in_features a multiple of 64, " +
+      return fail(op, std::string(plan::EnumNameDType(w.dtype)) + " weight '" + w.name +
+                          "' needs in_features a multiple of " +
+                          std::to_string(ternary::colsMultipleOf(dtype)) + ", " +
                           std::to_string(need) + " bytes and 16-byte aligned weight and input");
     int biasType = 0;
     if (a.has_bias) {
@@ -407,17 +413,18 @@ private:
       biasType = int(buf(op.inputs[2]).dtype);
     }
     std::ostringstream call;
-    call << "ninfer::dev::linearTernary<" << biasType << ", " << (a.has_bias ? "true" : "false")
-         << ", " << a.in_features << ", " << a.out_features << ", "
-         << (a.last_row_only ? "true" : "false") << ">(" << ptr("const float*", op.inputs[0])
-         << ", " << raw(op.inputs[1]) << ", "
+    call << (tq1 ? "ninfer::dev::linearTq1<" : "ninfer::dev::linearTernary<") << biasType << ", "
+         << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", " << a.out_features
+         << ", " << (a.last_row_only ? "true" : "false") << ">("
+         << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[1]) << ", "
          << (a.has_bias ? raw(op.inputs[2]) : std::string("nullptr")) << ", " << residualArg(op, a)
          << ", " << ptr("float*", op.outputs[0]) << ", state)";
     // Row groups of ternaryRowsPerWarp(N) rows (linear_ternary.cuh), 8 warps a block.
     const int rowsPerWarp = a.out_features >= 8192 ? 4 : a.out_features >= 2048 ? 2 : 1;
     const uint32_t blocks =
         static_cast<uint32_t>(ceilDiv(a.out_features, (kThreads / 32) * rowsPerWarp));
-    return addKernel(op, "linear_tq2", call.str(), {{blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}});
+    return addKernel(op, tq1 ? "linear_tq1" : "linear_tq2", call.str(),
+                     {{blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}});
   }
 
   Status emitRope(OpT &op, const plan::RopeAttrsT &a) {

@@ -79,6 +79,8 @@ plan::DType planDType(WeightDType dtype) {
     return plan::DType::I32;
   case WeightDType::TQ2:
     return plan::DType::TQ2;
+  case WeightDType::TQ1:
+    return plan::DType::TQ1;
   default:
     break;
   }

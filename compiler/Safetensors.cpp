@@ -24,6 +24,8 @@ std::optional<WeightDType> parseDType(llvm::StringRef name) {
     return WeightDType::BF16;
   if (name == "I32")
     return WeightDType::I32;
+  if (name == "U8")
+    return WeightDType::U8;
   return std::nullopt;
 }
 
@@ -79,7 +81,7 @@ llvm::Expected<std::vector<TensorRef>> parseSafetensors(llvm::StringRef file, co
       return bad("missing or non-string 'dtype'");
     std::optional<WeightDType> dtype = parseDType(*dtypeName);
     if (!dtype)
-      return bad("unsupported dtype '" + *dtypeName + "' (supported: F32, F16, BF16, I32)");
+      return bad("unsupported dtype '" + *dtypeName + "' (supported: F32, F16, BF16, I32, U8)");
 
     const llvm::json::Array* shapeArray = info->getArray("shape");
     if (!shapeArray)

@@ -10,13 +10,10 @@
 #include "ir/NinferDialect.h"
 #include "ir/NinferOps.h"
 
-#include "ninfer/TernaryFormat.h"
+#include "ninfer/TernaryDType.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 
 #include <cstring>
 
@@ -27,7 +24,22 @@ llvm::Error makeError(const llvm::Twine& message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-constexpr const char* kStorageTq2 = "tq2";
+int planDTypeOf(TernaryFormat format) {
+  return format == TernaryFormat::TQ1 ? ternary::kPlanDTypeTq1 : ternary::kPlanDTypeTq2;
+}
+
+WeightDType weightDTypeOf(TernaryFormat format) {
+  return format == TernaryFormat::TQ1 ? WeightDType::TQ1 : WeightDType::TQ2;
+}
+
+bool isPackableCols(TernaryFormat format, int64_t cols) {
+  return ternary::isPackableColsOf(planDTypeOf(format), cols);
+}
+
+std::string colsRule(TernaryFormat format) {
+  return std::string(ternaryFormatName(format)) + " needs a multiple of " +
+         std::to_string(ternary::colsMultipleOf(planDTypeOf(format))) + " columns";
+}
 
 // Linear weight names in program order, with every weight op carrying each
 // name. A name also read by something other than a linear's weight operand
@@ -68,7 +80,7 @@ std::string shapeText(const std::vector<int64_t>& shape) {
 }
 
 // Why a linear weight is not packed (empty when it is packable).
-std::string whyNotPackable(const TensorRef& ref, const TernaryInfo& info) {
+std::string whyNotPackable(const TensorRef& ref, const TernaryInfo& info, TernaryFormat format) {
   if (ref.shape.size() != 2)
     return "is not a matrix";
   if (info.kind == TernaryKind::NotTernary) {
@@ -76,16 +88,19 @@ std::string whyNotPackable(const TensorRef& ref, const TernaryInfo& info) {
     return "is not ternary (" + count + " distinct values)";
   }
   if (info.kind == TernaryKind::PerRow)
-    return "is ternary with one scale per row, but TQ2 holds one scale per tensor";
-  if (!ternary::isPackableCols(ref.shape[1]))
-    return "has " + std::to_string(ref.shape[1]) + " columns, TQ2 needs a multiple of " +
-           std::to_string(ternary::kColsMultiple);
+    return std::string("is ternary with one scale per row, but ") + ternaryFormatName(format) +
+           " holds one scale per tensor";
+  if (!isPackableCols(format, ref.shape[1]))
+    return "has " + std::to_string(ref.shape[1]) + " columns, " + colsRule(format);
   return std::string();
 }
 
-void markTq2(std::vector<WeightOp>& ops) {
+// The storage attribute names the store's dtype (the plan builder checks that).
+void markStorage(std::vector<WeightOp>& ops, TernaryFormat format) {
   for (WeightOp op : ops)
-    op->setAttr(kStorageAttr, mlir::StringAttr::get(op->getContext(), kStorageTq2));
+    op->setAttr(kStorageAttr,
+                mlir::StringAttr::get(op->getContext(),
+                                      llvm::StringRef(ternaryFormatName(format)).lower()));
 }
 
 } // namespace
@@ -100,101 +115,125 @@ llvm::Expected<QuantMode> parseQuantMode(llvm::StringRef text) {
   return makeError("--quant expects auto, none or ternary, got '" + text + "'");
 }
 
-llvm::Error checkCheckpointQuantization(const std::string& modelDir) {
-  llvm::SmallString<256> path(modelDir);
-  llvm::sys::path::append(path, "config.json");
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return llvm::Error::success(); // the config loader reports a missing config
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse((*buffer)->getBuffer());
-  if (!json) {
-    llvm::consumeError(json.takeError()); // likewise for invalid JSON
-    return llvm::Error::success();
-  }
-  const llvm::json::Object* top = json->getAsObject();
-  const llvm::json::Object* quant = top ? top->getObject("quantization_config") : nullptr;
-  if (!quant)
-    return llvm::Error::success();
-  std::optional<llvm::StringRef> method = quant->getString("quant_method");
-  if (method && *method == "bitnet")
-    return makeError(
-        path + ": Hugging Face BitNet checkpoints (quantization_config.quant_method = \"bitnet\", "
-               "uint8-packed weights + weight_scale) are not supported yet: their BitLinear "
-               "layers also quantize activations to int8 per token, which ninfer's linear op "
-               "does not model. Ternary checkpoints stored as plain bf16 {-s, 0, +s} weights are "
-               "supported (--quant auto or ternary).");
-  return llvm::Error::success();
-}
+namespace {
 
-llvm::Expected<std::vector<uint8_t>> packTernary(const TensorRef& ref, float scale) {
-  const bool sixteen = ref.dtype == WeightDType::BF16 || ref.dtype == WeightDType::F16;
-  if (ref.shape.size() != 2 || !ref.data || !(sixteen || ref.dtype == WeightDType::F32))
-    return makeError("cannot pack '" + ref.name +
-                     "' as TQ2: it must be a 2-D F32/F16/BF16 "
-                     "tensor with bytes");
-  const int64_t rows = ref.shape[0], cols = ref.shape[1];
-  if (!ternary::isPackableCols(cols))
-    return makeError("cannot pack '" + ref.name + "' as TQ2: " + llvm::Twine(cols) +
-                     " columns is not a multiple of " + llvm::Twine(ternary::kColsMultiple));
-  const int elementBytes = sixteen ? 2 : 4;
-  const uint32_t signBit = sixteen ? 0x8000u : 0x80000000u;
-  // The magnitude pattern every non-zero value must have.
-  uint32_t expected = 0;
-  if (ref.dtype == WeightDType::F32) {
-    std::memcpy(&expected, &scale, 4);
-  } else if (ref.dtype == WeightDType::BF16) {
-    uint32_t bits;
-    std::memcpy(&bits, &scale, 4);
-    expected = bits >> 16;
-    if ((expected << 16) != bits)
-      return makeError("cannot pack '" + ref.name + "': scale is not a bf16 value");
-  } else {
-    // f16 scale: compare through the f32 value of each pattern instead.
-    expected = 0;
+// Reads row r of a 2-D F32/F16/BF16 tensor as t[k] in {-1, 0, +1}, comparing
+// each non-zero magnitude with the scale's exact pattern.
+class TernaryRowReader {
+public:
+  static llvm::Expected<TernaryRowReader> create(const TensorRef& ref, float scale,
+                                                 const char* format) {
+    const bool sixteen = ref.dtype == WeightDType::BF16 || ref.dtype == WeightDType::F16;
+    if (ref.shape.size() != 2 || !ref.data || !(sixteen || ref.dtype == WeightDType::F32))
+      return makeError(llvm::Twine("cannot pack '") + ref.name + "' as " + format +
+                       ": it must be a 2-D F32/F16/BF16 tensor with bytes");
+    TernaryRowReader reader(ref, scale, format);
+    if (ref.dtype == WeightDType::BF16) {
+      uint32_t bits;
+      std::memcpy(&bits, &scale, 4);
+      reader.expected_ = bits >> 16;
+      if ((reader.expected_ << 16) != bits)
+        return makeError("cannot pack '" + ref.name + "': scale is not a bf16 value");
+    } else if (ref.dtype == WeightDType::F32) {
+      std::memcpy(&reader.expected_, &scale, 4);
+    }
+    return reader;
   }
-  std::vector<uint8_t> bytes(static_cast<size_t>(ternary::tensorBytes(rows, cols)), 0);
-  const uint8_t* data = ref.data;
+
+  llvm::Error read(int64_t r, signed char* t) const {
+    const int64_t cols = ref_.shape[1];
+    const int elementBytes = ref_.dtype == WeightDType::F32 ? 4 : 2;
+    const uint32_t signBit = elementBytes == 2 ? 0x8000u : 0x80000000u;
+    for (int64_t k = 0; k < cols; ++k) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, ref_.data + (r * cols + k) * elementBytes, elementBytes); // little-endian
+      const uint32_t magnitude = bits & ~signBit;
+      t[k] = 0;
+      if (magnitude == 0)
+        continue;
+      if (!matches(magnitude))
+        return makeError(llvm::Twine("cannot pack '") + ref_.name + "' as " + format_ +
+                         ": value at [" + llvm::Twine(r) + ", " + llvm::Twine(k) +
+                         "] is not in {-s, 0, +s}");
+      t[k] = (bits & signBit) ? -1 : 1;
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  TernaryRowReader(const TensorRef& ref, float scale, const char* format)
+      : ref_(ref), scale_(scale), format_(format) {}
+
+  bool matches(uint32_t magnitude) const {
+    if (ref_.dtype != WeightDType::F16)
+      return magnitude == expected_;
+    // f16: compare the exact f32 value of the pattern with the f32 scale.
+    const uint32_t exponent = (magnitude >> 10) & 0x1Fu;
+    float value = 0.0f;
+    if (exponent != 0) {
+      const uint32_t f = ((exponent + 112u) << 23) | ((magnitude & 0x3FFu) << 13);
+      std::memcpy(&value, &f, 4);
+    } else {
+      value = static_cast<float>(magnitude) * 5.9604644775390625e-8f; // 2^-24
+    }
+    return value == scale_;
+  }
+
+  const TensorRef& ref_;
+  float scale_;
+  const char* format_;
+  uint32_t expected_ = 0; // the magnitude pattern of the scale (F32, BF16)
+};
+
+} // namespace
+
+llvm::Expected<std::vector<uint8_t>> packTernary(const TensorRef& ref, float scale,
+                                                 TernaryFormat format) {
+  const char* name = ternaryFormatName(format);
+  llvm::Expected<TernaryRowReader> reader = TernaryRowReader::create(ref, scale, name);
+  if (!reader)
+    return reader.takeError();
+  const int64_t rows = ref.shape[0], cols = ref.shape[1];
+  const bool tq1 = format == TernaryFormat::TQ1;
+  if (!isPackableCols(format, cols))
+    return makeError("cannot pack '" + ref.name + "': it has " + llvm::Twine(cols) + " columns, " +
+                     colsRule(format));
+  std::vector<uint8_t> bytes(
+      static_cast<size_t>(ternary::tensorBytesOf(planDTypeOf(format), rows, cols)), 0);
+  std::vector<signed char> t(static_cast<size_t>(cols));
+  std::vector<uint32_t> words(tq1 ? 0 : static_cast<size_t>(ternary::rowWords(cols)));
   for (int64_t r = 0; r < rows; ++r) {
-    uint8_t* row = bytes.data() + r * ternary::rowBytes(cols);
-    for (int64_t w = 0; w < ternary::rowWords(cols); ++w) {
-      uint32_t word = 0;
-      for (int j = 0; j < ternary::kValuesPerWord; ++j) {
-        const int64_t k = w * ternary::kValuesPerWord + j;
-        const uint8_t* p = data + (r * cols + k) * elementBytes;
-        uint32_t bits = 0;
-        std::memcpy(&bits, p, elementBytes); // little-endian host, like the file
-        const uint32_t magnitude = bits & ~signBit;
-        if (magnitude == 0)
-          continue;
-        bool matches = magnitude == expected;
-        if (ref.dtype == WeightDType::F16) {
-          // Exact f16 -> f32 for normal values; subnormal scales are compared
-          // through the same conversion the detector used (via the f32 scale).
-          const uint32_t exponent = (magnitude >> 10) & 0x1Fu;
-          float value = 0.0f;
-          if (exponent != 0) {
-            const uint32_t f = ((exponent + 112u) << 23) | ((magnitude & 0x3FFu) << 13);
-            std::memcpy(&value, &f, 4);
-          } else {
-            value = static_cast<float>(magnitude) * 5.9604644775390625e-8f;
-          }
-          matches = value == scale;
-        }
-        if (!matches)
-          return makeError("cannot pack '" + ref.name + "' as TQ2: value at [" + llvm::Twine(r) +
-                           ", " + llvm::Twine(k) + "] is not in {-s, 0, +s}");
-        word |= ((bits & signBit) ? ternary::kCodeMinus : ternary::kCodePlus) << (2 * j);
-      }
-      for (int b = 0; b < 4; ++b)
-        row[w * 4 + b] = static_cast<uint8_t>(word >> (8 * b));
+    if (llvm::Error error = reader->read(r, t.data()))
+      return error;
+    if (tq1) {
+      tq1::packRow(t.data(), cols, bytes.data() + r * tq1::rowBytes(cols));
+    } else {
+      ternary::packRow(t.data(), cols, words.data());
+      std::memcpy(bytes.data() + r * ternary::rowBytes(cols), words.data(),
+                  static_cast<size_t>(ternary::rowBytes(cols))); // little-endian, like the file
     }
   }
-  ternary::writeScale(bytes.data(), rows, cols, scale);
+  if (tq1)
+    tq1::writeScale(bytes.data(), rows, cols, scale);
+  else
+    ternary::writeScale(bytes.data(), rows, cols, scale);
   return bytes;
 }
 
+llvm::Expected<TernaryFormat> parseTernaryFormat(llvm::StringRef text) {
+  if (text == "tq1")
+    return TernaryFormat::TQ1;
+  if (text == "tq2")
+    return TernaryFormat::TQ2;
+  return makeError("--ternary-format expects tq1 or tq2, got '" + text + "'");
+}
+
+const char* ternaryFormatName(TernaryFormat format) {
+  return format == TernaryFormat::TQ1 ? "TQ1" : "TQ2";
+}
+
 llvm::Error applyTernary(WeightStore& weights, mlir::ModuleOp module, QuantMode mode,
-                         TernaryReport* report) {
+                         TernaryFormat format, TernaryReport* report) {
   TernaryReport local;
   TernaryReport& out = report ? *report : local;
   out = TernaryReport();
@@ -204,7 +243,7 @@ llvm::Error applyTernary(WeightStore& weights, mlir::ModuleOp module, QuantMode 
 
   if (weights.isDummy()) {
     // Dummy weights are not trained at all: auto keeps them as declared; ternary
-    // declares every linear weight TQ2 so the plan has ternary shapes and speed.
+    // declares every linear weight ternary so the plan has ternary shapes and speed.
     for (const std::string& name : linear.names) {
       const TensorRef* ref = weights.find(name);
       if (!ref)
@@ -213,17 +252,16 @@ llvm::Error applyTernary(WeightStore& weights, mlir::ModuleOp module, QuantMode 
         out.kept.push_back(name + ": dummy weights are not ternary-trained (use --quant ternary)");
         continue;
       }
-      if (ref->shape.size() != 2 || !ternary::isPackableCols(ref->shape[1]))
+      if (ref->shape.size() != 2 || !isPackableCols(format, ref->shape[1]))
         return makeError("--quant ternary: '" + name + "' has shape " + shapeText(ref->shape) +
-                         "; TQ2 needs a matrix with a multiple of " +
-                         llvm::Twine(ternary::kColsMultiple) + " columns");
+                         "; " + colsRule(format) + " (and a matrix)");
       const std::vector<int64_t> shape = ref->shape;
       out.bytesBefore += ref->bytes;
       out.values += ref->elements();
-      const TensorRef& packed = weights.addDummy(name, WeightDType::TQ2, shape);
+      const TensorRef& packed = weights.addDummy(name, weightDTypeOf(format), shape);
       out.bytesAfter += packed.bytes;
       ++out.packed;
-      markTq2(linear.ops[name]);
+      markStorage(linear.ops[name], format);
     }
     return llvm::Error::success();
   }
@@ -239,7 +277,7 @@ llvm::Error applyTernary(WeightStore& weights, mlir::ModuleOp module, QuantMode 
     if (!ref)
       return makeError("weight '" + name + "' is not in the weight store");
     const TernaryInfo info = detectTernary(*ref);
-    const std::string why = whyNotPackable(*ref, info);
+    const std::string why = whyNotPackable(*ref, info, format);
     if (why.empty()) {
       toPack.push_back({name, info.scale});
       continue;
@@ -255,17 +293,17 @@ llvm::Error applyTernary(WeightStore& weights, mlir::ModuleOp module, QuantMode 
   }
   for (const Choice& choice : toPack) {
     const TensorRef* ref = weights.find(choice.name);
-    llvm::Expected<std::vector<uint8_t>> bytes = packTernary(*ref, choice.scale);
+    llvm::Expected<std::vector<uint8_t>> bytes = packTernary(*ref, choice.scale, format);
     if (!bytes)
       return bytes.takeError();
     out.bytesBefore += ref->bytes;
     out.values += ref->elements();
     const std::vector<int64_t> shape = ref->shape;
     const TensorRef& packed =
-        weights.addOwned(choice.name, WeightDType::TQ2, shape, std::move(*bytes));
+        weights.addOwned(choice.name, weightDTypeOf(format), shape, std::move(*bytes));
     out.bytesAfter += packed.bytes;
     ++out.packed;
-    markTq2(linear.ops[choice.name]);
+    markStorage(linear.ops[choice.name], format);
   }
   return llvm::Error::success();
 }

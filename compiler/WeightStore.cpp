@@ -6,7 +6,7 @@
 #include "Safetensors.h"
 
 #include "ninfer/QuantFormats.h"
-#include "ninfer/TernaryFormat.h"
+#include "ninfer/TernaryDType.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -86,7 +86,10 @@ size_t dtypeSize(WeightDType dtype) {
   case WeightDType::F16:
   case WeightDType::BF16:
     return 2;
+  case WeightDType::U8:
+    return 1;
   case WeightDType::TQ2:
+  case WeightDType::TQ1:
     return 0;
   default: // group-quantized: not element-sized
     return 0;
@@ -112,8 +115,13 @@ uint64_t tensorBytes(WeightDType dtype, const std::vector<int64_t>& shape) {
   uint64_t elements = 1;
   for (int64_t dim : shape)
     elements *= static_cast<uint64_t>(dim);
-  if (dtype == WeightDType::TQ2)
-    return shape.size() == 2 ? static_cast<uint64_t>(ternary::tensorBytes(shape[0], shape[1])) : 0;
+  if (dtype == WeightDType::TQ2 || dtype == WeightDType::TQ1) {
+    const int planDType =
+        dtype == WeightDType::TQ1 ? ternary::kPlanDTypeTq1 : ternary::kPlanDTypeTq2;
+    return shape.size() == 2
+               ? static_cast<uint64_t>(ternary::tensorBytesOf(planDType, shape[0], shape[1]))
+               : 0;
+  }
   return elements * dtypeSize(dtype);
 }
 
@@ -131,6 +139,12 @@ const char* dtypeName(WeightDType dtype) {
     return "I32";
   case WeightDType::TQ2:
     return "TQ2";
+  case WeightDType::TQ1:
+    return "TQ1";
+  case WeightDType::U8:
+    return "U8";
+  default:
+    break;
   }
   return "?";
 }

@@ -13,12 +13,16 @@
 
 namespace ninfer {
 
-// TQ2: packed ternary weights (ninfer/TernaryFormat.h); not element-sized, so
-// dtypeSize() is 0 and tensorBytes() gives its size.
+// TQ2, TQ1: packed ternary weights (ninfer/TernaryDType.h); not element-sized,
+// so dtypeSize() is 0 and tensorBytes() gives their size.
 enum class WeightDType { F32, F16, BF16, I32, TQ2,
   // Group-quantized [rows, cols] weights (ninfer/QuantFormats.h), in the order
   // of quant::QuantFormatId: Q8G32 + id. Not element-sized: see tensorBytes().
-  Q8G32, Q8G64, Q8G128, Q4G32, Q4G64, Q4G128, Q3G32, Q3G64, Q3G128, Q2G32, Q2G64, Q2G128 };
+  Q8G32, Q8G64, Q8G128, Q4G32, Q4G64, Q4G128, Q3G32, Q3G64, Q3G128, Q2G32, Q2G64, Q2G128,
+  TQ1,
+  // Raw bytes of a checkpoint (Hugging Face BitNet packed weights, see
+  // BitNetImport.h); never a plan dtype.
+  U8 };
 // The QuantFormatId of a group-quantized dtype, -1 for the others; and back.
 int quantFormatOf(WeightDType dtype);
 WeightDType weightDTypeOfQuantFormat(int formatId);

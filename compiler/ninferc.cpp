@@ -4,6 +4,7 @@
 //   checkpoint -> ModelConfig + WeightStore -> importer (ninfer dialect)
 //   -> pass pipeline -> PlanBuilder -> tokenizer tables -> memory check
 //   -> kernel emission (NVRTC) -> plan writer (temp file, rename)
+#include "BitNetImport.h"
 #include "ChatTemplateImport.h"
 #include "Importer.h"
 #include "ModelConfig.h"
@@ -55,6 +56,7 @@ struct Options {
   bool quiet = false;
   std::string emitMlir;
   QuantOptions quant;
+  TernaryFormat ternaryFormat = TernaryFormat::TQ1;
 };
 
 void printHelp() {
@@ -80,10 +82,12 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
   --version              print the version
 
 quantization:
-  --quant MODE           auto (default): pack exactly-ternary linear weights losslessly (2 bits),
-                         keep the rest; none: keep the checkpoint's dtypes; ternary: require every
+  --quant MODE           auto (default): pack exactly-ternary linear weights losslessly (1.6-1.75
+                         bits with TQ1), keep the rest; none: keep the checkpoint's dtypes; ternary: require every
                          block linear to be ternary (refuses other models); q8|q4|q3|q2: GPTQ
                          group quantization of every linear, embedding and lm_head weight
+  --ternary-format F     tq1 (default: base 3, five weights a byte, rows padded to 16 bytes) or
+                         tq2 (2-bit codes); both with one f32 scale per tensor (docs/ternary.md)
   --bpw X                mixed formats chosen per tensor by measured sensitivity to hit X bits per
                          weight over the whole model (scales and norms counted)
   --group N              group size 32|64|128 (default 64)
@@ -154,6 +158,11 @@ Options parseArgs(int argc, char** argv) {
       if (llvm::Error error =
               applyQuantFlag(arg, isQuantSwitch(arg) ? "" : next(i, arg), options.quant))
         fail(llvm::toString(std::move(error)), 2);
+    } else if (arg == "--ternary-format") {
+      llvm::Expected<TernaryFormat> format = parseTernaryFormat(next(i, arg));
+      if (!format)
+        fail(llvm::toString(format.takeError()), 2);
+      options.ternaryFormat = *format;
     } else if (arg == "--emit-mlir") {
       options.emitMlir = next(i, arg);
     } else if (arg == "-q" || arg == "--quiet") {
@@ -247,13 +256,22 @@ int main(int argc, char** argv) {
     weights = WeightStore::createDummy();
   } else {
     if (!llvm::sys::fs::is_directory(options.input))
-      fail("'" + options.input +
-           "' is a file: give the checkpoint directory, or add --dummy-weights to compile the shape "
-           "alone");
-    failOn(checkCheckpointQuantization(modelDir));
+      fail(
+          "'" + options.input +
+          "' is a file: give the checkpoint directory, or add --dummy-weights to compile the shape "
+          "alone");
     auto opened = WeightStore::openCheckpoint(modelDir);
     failOn(opened.takeError());
     weights = std::move(*opened);
+    llvm::Expected<BitNetImport> bitnet = importBitNetWeights(modelDir, *weights);
+    failOn(bitnet.takeError());
+    if (bitnet->bitnet)
+      std::fprintf(stderr,
+                   "warning: Hugging Face BitNet checkpoint: %d packed linear weights imported "
+                   "exactly (t %s weight_scale); its BitLinear layers also quantize activations "
+                   "to int8 per token, ninfer keeps them in f32, so logits are close to, not "
+                   "equal to, transformers'\n",
+                   bitnet->unpacked, bitnet->divideScale ? "/" : "*");
   }
 
   mlir::DialectRegistry registry;
@@ -271,10 +289,14 @@ int main(int argc, char** argv) {
   if (ternaryMode == QuantMode::Ternary && options.quant.bpw > 0)
     fail("--quant ternary and --bpw exclude each other", 2);
   TernaryReport ternary;
-  failOn(applyTernary(*weights, **module, ternaryMode, &ternary));
+  failOn(applyTernary(*weights, **module, ternaryMode, options.ternaryFormat, &ternary));
   if (!options.quiet && ternary.packed > 0)
-    std::fprintf(stderr, "ternary: %d linear weights packed to 2 bits (%.1f -> %.1f MiB)\n",
-                 ternary.packed, ternary.bytesBefore / 1048576.0, ternary.bytesAfter / 1048576.0);
+    std::fprintf(stderr,
+                 "ternary: %d linear weights packed as %s, %.4f bits per weight incl. scales "
+                 "(%.1f -> %.1f MiB)\n",
+                 ternary.packed, ternaryFormatName(options.ternaryFormat),
+                 8.0 * double(ternary.bytesAfter) / double(ternary.values),
+                 ternary.bytesBefore / 1048576.0, ternary.bytesAfter / 1048576.0);
   options.quant.modelDir = modelDir;
   options.quant.quiet = options.quiet;
   failOn(runQuantization(**module, *weights, *config, options.quant));

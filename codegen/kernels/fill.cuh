@@ -3,8 +3,8 @@
 // fill gives the same bits. The multiply and add are explicitly rounded
 // (__fmul_rn/__fadd_rn) so the compiler cannot contract them into an FMA the
 // host does not do.
-// TQ2 (ternary) buffers are filled in 16-bit units (count = size_bytes / 2) by
-// ninfer::ternary::dummyUnit, which the CPU executor calls too. Group-quantized
+// TQ2 and TQ1 (ternary) buffers are filled in 16-bit units (count = size_bytes /
+// 2) by ninfer::ternary::dummyUnitOf, which the CPU executor calls too. Group-quantized
 // buffers (Q8_G32..Q2_G128) likewise, by ninfer::quant::dummyUnit (QuantFormats.h).
 // Launch: block 256, any grid (grid-stride loop over count elements).
 // Not a plan op: every generated module carries it and the executor looks it up
@@ -13,7 +13,7 @@
 
 #include "DummyFill.h"
 #include "QuantDType.h"
-#include "TernaryFormat.h"
+#include "TernaryDType.h"
 #include "common.cuh"
 
 extern "C" __global__ void ninfer_fill_dummy(void *dst, unsigned long long count, int dtype,
@@ -24,8 +24,9 @@ extern "C" __global__ void ninfer_fill_dummy(void *dst, unsigned long long count
   for (unsigned long long i =
            static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < count; i += stride) {
-    if (dtype == 16) { // plan DType TQ2
-      static_cast<unsigned short *>(dst)[i] = ninfer::ternary::dummyUnit(seed, i, count, scale);
+    if (ninfer::ternary::isTernaryPlanDType(dtype)) {
+      static_cast<unsigned short *>(dst)[i] =
+          ninfer::ternary::dummyUnitOf(dtype, seed, i, count, scale);
       continue;
     }
     if (quantFormat >= 0) {

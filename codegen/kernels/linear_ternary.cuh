@@ -3,13 +3,16 @@
 // rows, f32 accumulation. No weight multiplications: x is added where the code
 // says +1 and subtracted where it says -1; the tensor scale s multiplies each
 // output once at the end.
+// The GEMV and GEMM skeletons below take the packing as a LAYOUT parameter
+// (rowWords, step, mask); TernaryTq2Layout is the one for TQ2, linear_tq1.cuh
+// has the base-3 TQ1 one.
 //
 // One kernel, paths picked per step from state->nTokens (a uniform branch):
 //  * rows <= kTernaryMaxRows (decode, short prefill, last_row_only): GEMV, bound by
 //    the 2-bit weight stream. A warp owns RPW adjacent output rows; each lane
-//    reads WORDS consecutive u32 code words (16 values each) of every row per step
-//    (WORDS = 4: one 16-byte load per row; WORDS = 1 for short rows, so all 32
-//    lanes have work when K is small), two steps of loads in flight, bypassing L1
+//    reads WORDS consecutive u32 code words of every row per step (the layout's
+//    wordsPerLane: 4 is one 16-byte load per row; 1 spreads short rows over all
+//    32 lanes), two steps of loads in flight, bypassing L1
 //    (ld.global.nc.L1::no_allocate) so the x rows stay cached in L1 for every warp
 //    of the SM. Each x float4 is loaded once per step and used for all RPW rows.
 //    Per value: two bit tests on the code word that predicate one add and one
@@ -41,14 +44,12 @@ constexpr int kTernaryMaxRows = 8;
 __host__ __device__ constexpr int ternaryRowsPerWarp(int n) {
   return n >= 8192 ? 4 : n >= 2048 ? 2 : 1;
 }
-// u32 code words a lane reads per row and step: 4 (16 bytes) once a row has at
-// least 32 such 16-byte chunks, else 1 so short rows still spread over the warp.
-__host__ __device__ constexpr int ternaryWordsPerLane(int k) { return k / 64 >= 32 ? 4 : 1; }
 
 template <int WORDS> struct TernaryCodes { unsigned int w[WORDS]; };
 
-// One step's code words of a row: WORDS u32 starting at word index `word`,
-// streamed past L1 (the weights are read once per step).
+// One step's code words of a row: WORDS (1, 2 or 4) u32 starting at word index
+// `word` (a multiple of WORDS), streamed past L1 (the weights are read once per
+// step).
 template <int WORDS>
 __device__ __forceinline__ TernaryCodes<WORDS> ternaryLoadCodes(const unsigned int *row,
                                                                 int word) {
@@ -57,53 +58,82 @@ __device__ __forceinline__ TernaryCodes<WORDS> ternaryLoadCodes(const unsigned i
     asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
                  : "l"(row + word));
+  } else if constexpr (WORDS == 2) {
+    asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];"
+                 : "=r"(c.w[0]), "=r"(c.w[1])
+                 : "l"(row + word));
   } else {
     asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(c.w[0]) : "l"(row + word));
   }
   return c;
 }
 
-// acc[t][r] += sum over this step's values of t(r, k) * x[t, k], for the step
-// whose first code word is `word` (values 16 * word ...).
-template <int K, int RPW, int WORDS, int MAXT>
-__device__ __forceinline__ void ternaryGemvStep(const float *x, int rows, int word,
-                                                const TernaryCodes<WORDS> (&codes)[RPW],
-                                                float (&acc)[MAXT][RPW]) {
+// Select mask of a weight t for the tiled path (see the file comment).
+__device__ __forceinline__ unsigned int ternarySelectMask(int t) {
+  return t > 0 ? 0xFFFFFFFFu : t < 0 ? 0x7FFFFFFFu : 0u;
+}
+
+// TQ2: 16 values per u32 word, word j of a row holds values 16j..16j+15.
+struct TernaryTq2Layout {
+  template <int K> __host__ __device__ static constexpr int rowWords() { return K / 16; }
+  // u32 code words a lane reads per row and step: 4 (16 bytes) once a row has
+  // at least 32 such 16-byte chunks, else 1 so short rows still spread over the
+  // warp.
+  template <int K> __host__ __device__ static constexpr int wordsPerLane() {
+    return rowWords<K>() / 4 >= 32 ? 4 : 1;
+  }
+
+  // acc[t][r] += sum over this step's values of t(r, k) * x[t, k], for the
+  // step whose first code word is `word` (values 16 * word ...).
+  template <int K, int RPW, int WORDS, int MAXT>
+  __device__ static __forceinline__ void step(const float *x, int rows, int word,
+                                              const TernaryCodes<WORDS> (&codes)[RPW],
+                                              float (&acc)[MAXT][RPW]) {
 #pragma unroll
-  for (int t = 0; t < MAXT; ++t) {
-    if (MAXT == 1 || t < rows) {
-      const float4 *xr = reinterpret_cast<const float4 *>(x + static_cast<long long>(t) * K) +
-                         word * 4; // 16 values per word = 4 float4
+    for (int t = 0; t < MAXT; ++t) {
+      if (MAXT == 1 || t < rows) {
+        const float4 *xr = reinterpret_cast<const float4 *>(x + static_cast<long long>(t) * K) +
+                           word * 4; // 16 values per word = 4 float4
 #pragma unroll
-      for (int q = 0; q < 4 * WORDS; ++q) {
-        const float4 v = __ldg(xr + q);
-        const float xs[4] = {v.x, v.y, v.z, v.w};
+        for (int q = 0; q < 4 * WORDS; ++q) {
+          const float4 v = __ldg(xr + q);
+          const float xs[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-        for (int r = 0; r < RPW; ++r) {
-          const unsigned int code = codes[r].w[q / 4];
+          for (int r = 0; r < RPW; ++r) {
+            const unsigned int code = codes[r].w[q / 4];
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int bit = 2 * (4 * (q % 4) + e); // value 4q + e of the step
-            if (code & (1u << bit))
-              acc[t][r] += xs[e];
-            if (code & (2u << bit))
-              acc[t][r] -= xs[e];
+            for (int e = 0; e < 4; ++e) {
+              const int bit = 2 * (4 * (q % 4) + e); // value 4q + e of the step
+              if (code & (1u << bit))
+                acc[t][r] += xs[e];
+              if (code & (2u << bit))
+                acc[t][r] -= xs[e];
+            }
           }
         }
       }
     }
   }
-}
 
-template <int BDT, bool HAS_BIAS, int K, int N, int RPW, int WORDS, int MAXT>
+  // Select mask of weight (gn, gk) of the tensor whose codes start at w.
+  template <int K>
+  __device__ static __forceinline__ unsigned int mask(const unsigned int *w, int gn, int gk) {
+    const unsigned int code =
+        (__ldg(w + static_cast<long long>(gn) * rowWords<K>() + (gk >> 4)) >> (2 * (gk & 15))) &
+        3u;
+    return ternarySelectMask(ternary::codeValue(code));
+  }
+};
+
+template <class LAYOUT, int BDT, bool HAS_BIAS, int K, int N, int RPW, int WORDS, int MAXT>
 __device__ __forceinline__ void ternaryGemv(const float *x, int rows, const unsigned int *w,
                                             float scale, const void *bias,
                                             const float *residual, float *y) {
-  constexpr int kRowWords = K / 16;
+  constexpr int kRowWords = LAYOUT::template rowWords<K>();
   constexpr int kSteps = kRowWords / WORDS; // steps per row, spread over the lanes
   constexpr int kWarps = kTernaryThreads / kWarpSize;
   constexpr int kGroups = (N + RPW - 1) / RPW;
-  static_assert(kRowWords % WORDS == 0, "K must be a multiple of 64");
+  static_assert(kRowWords % WORDS == 0, "rows are whole 16-byte chunks");
   const int lane = threadIdx.x % kWarpSize;
   for (int g = blockIdx.x * kWarps + threadIdx.x / kWarpSize; g < kGroups;
        g += gridDim.x * kWarps) {
@@ -127,15 +157,15 @@ __device__ __forceinline__ void ternaryGemv(const float *x, int rows, const unsi
         a[r] = ternaryLoadCodes<WORDS>(rowPtr[r], s * WORDS);
         b[r] = ternaryLoadCodes<WORDS>(rowPtr[r], (s + kWarpSize) * WORDS);
       }
-      ternaryGemvStep<K, RPW, WORDS, MAXT>(x, rows, s * WORDS, a, acc);
-      ternaryGemvStep<K, RPW, WORDS, MAXT>(x, rows, (s + kWarpSize) * WORDS, b, acc);
+      LAYOUT::template step<K, RPW, WORDS, MAXT>(x, rows, s * WORDS, a, acc);
+      LAYOUT::template step<K, RPW, WORDS, MAXT>(x, rows, (s + kWarpSize) * WORDS, b, acc);
     }
     if (s < kSteps) {
       TernaryCodes<WORDS> a[RPW];
 #pragma unroll
       for (int r = 0; r < RPW; ++r)
         a[r] = ternaryLoadCodes<WORDS>(rowPtr[r], s * WORDS);
-      ternaryGemvStep<K, RPW, WORDS, MAXT>(x, rows, s * WORDS, a, acc);
+      LAYOUT::template step<K, RPW, WORDS, MAXT>(x, rows, s * WORDS, a, acc);
     }
 #pragma unroll
     for (int r = 0; r < RPW; ++r) {
@@ -157,26 +187,19 @@ __device__ __forceinline__ void ternaryGemv(const float *x, int rows, const unsi
   }
 }
 
-// Select mask of a code for the tiled path (see the file comment).
-__device__ __forceinline__ unsigned int ternarySelectMask(unsigned int code) {
-  const int t = ternary::codeValue(code);
-  return t > 0 ? 0xFFFFFFFFu : t < 0 ? 0x7FFFFFFFu : 0u;
-}
-
 // x, -x or +-0 by the mask: one LOP3.
 __device__ __forceinline__ float ternarySelect(float x, unsigned int m) {
   constexpr unsigned int kSign = 0x80000000u;
   return __uint_as_float((__float_as_uint(x) & (m | kSign)) ^ (kSign & ~m));
 }
 
-template <int BDT, bool HAS_BIAS, int K, int N>
+template <class LAYOUT, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void ternaryTiled(const float *x, int rows, const unsigned int *w,
                                              float scale, const void *bias,
                                             const float *residual, float *y) {
   constexpr int TM = 64, TN = 64, TK = 32;
-  constexpr int kRowWords = K / 16;
   static_assert(kTernaryThreads == 256, "the tile mapping assumes 256 threads");
-  static_assert(K % TK == 0, "K is a multiple of 64");
+  static_assert(K % 16 == 0, "K is a multiple of 16");
   // +1 column: the k-major reads below hit 32 different banks.
   __shared__ float xs[TM][TK + 1];
   __shared__ unsigned int ws[TN][TK + 1];
@@ -197,21 +220,19 @@ __device__ __forceinline__ void ternaryTiled(const float *x, int rows, const uns
         acc[i][j] = 0.0f;
     for (int k0 = 0; k0 < K; k0 += TK) {
       const int gk = k0 + loadK;
+      const bool inK = K % TK == 0 || gk < K; // the last K step may be half a tile
 #pragma unroll
       for (int r = 0; r < TN / 8; ++r) {
         const int o = loadRow + 8 * r;
         const int gn = n0 + o;
-        unsigned int code = 0;
-        if (gn < N) // the 16 threads of one code word read it through L1 together
-          code = (__ldg(w + static_cast<long long>(gn) * kRowWords + (gk >> 4)) >>
-                  (2 * (gk & 15))) & 3u;
-        ws[o][loadK] = ternarySelectMask(code);
+        // Neighbouring threads read the same code word or byte through L1 together.
+        ws[o][loadK] = gn < N && inK ? LAYOUT::template mask<K>(w, gn, gk) : 0u;
       }
 #pragma unroll
       for (int r = 0; r < TM / 8; ++r) {
         const int m = loadRow + 8 * r;
         const int gm = m0 + m;
-        xs[m][loadK] = gm < rows ? x[static_cast<long long>(gm) * K + gk] : 0.0f;
+        xs[m][loadK] = gm < rows && inK ? x[static_cast<long long>(gm) * K + gk] : 0.0f;
       }
       __syncthreads();
 #pragma unroll 8
@@ -251,28 +272,38 @@ __device__ __forceinline__ void ternaryTiled(const float *x, int rows, const uns
   }
 }
 
+// The paths of the file comment for one layout, given the codes and the scale.
+template <class LAYOUT, int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY>
+__device__ __forceinline__ void ternaryLinear(const float *x, const unsigned int *codes,
+                                              float scale, const void *bias,
+                                              const float *residual, float *y,
+                                              const StepState *state) {
+  constexpr int RPW = ternaryRowsPerWarp(N);
+  constexpr int WORDS = LAYOUT::template wordsPerLane<K>();
+  const int n = state->nTokens;
+  if (LAST_ROW_ONLY) {
+    ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(
+        x + static_cast<long long>(n - 1) * K, 1, codes, scale, bias, residual, y);
+  } else if (n == 1) {
+    ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x, 1, codes, scale, bias, residual, y);
+  } else if (n <= kTernaryMaxRows) {
+    ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, kTernaryMaxRows>(x, n, codes, scale,
+                                                                          bias, residual, y);
+  } else {
+    ternaryTiled<LAYOUT, BDT, HAS_BIAS, K, N>(x, n, codes, scale, bias, residual, y);
+  }
+}
+
 template <int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY>
 __device__ __forceinline__ void linearTernary(const float *x, const void *w, const void *bias,
                                               const float *residual, float *y,
                                               const StepState *state) {
   static_assert(ternary::isPackableCols(K), "TQ2 needs K to be a multiple of 64");
-  constexpr int RPW = ternaryRowsPerWarp(N);
-  constexpr int WORDS = ternaryWordsPerLane(K);
-  const unsigned int *codes = static_cast<const unsigned int *>(w);
   // The scale follows the codes; that offset is a multiple of 16 bytes.
   const float scale = __ldg(reinterpret_cast<const float *>(
       static_cast<const char *>(w) + ternary::scaleOffset(N, K)));
-  const int n = state->nTokens;
-  if (LAST_ROW_ONLY) {
-    ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x + static_cast<long long>(n - 1) * K, 1,
-                                                    codes, scale, bias, residual, y);
-  } else if (n == 1) {
-    ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x, 1, codes, scale, bias, residual, y);
-  } else if (n <= kTernaryMaxRows) {
-    ternaryGemv<BDT, HAS_BIAS, K, N, RPW, WORDS, kTernaryMaxRows>(x, n, codes, scale, bias, residual, y);
-  } else {
-    ternaryTiled<BDT, HAS_BIAS, K, N>(x, n, codes, scale, bias, residual, y);
-  }
+  ternaryLinear<TernaryTq2Layout, BDT, HAS_BIAS, K, N, LAST_ROW_ONLY>(
+      x, static_cast<const unsigned int *>(w), scale, bias, residual, y, state);
 }
 
 } // namespace dev

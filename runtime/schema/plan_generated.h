@@ -100,11 +100,12 @@ enum class DType : uint8_t {
   Q2_G64 = 14,
   Q2_G128 = 15,
   TQ2 = 16,
+  TQ1 = 17,
   MIN = F32,
-  MAX = TQ2
+  MAX = TQ1
 };
 
-inline const DType (&EnumValuesDType())[17] {
+inline const DType (&EnumValuesDType())[18] {
   static const DType values[] = {
     DType::F32,
     DType::F16,
@@ -122,13 +123,14 @@ inline const DType (&EnumValuesDType())[17] {
     DType::Q2_G32,
     DType::Q2_G64,
     DType::Q2_G128,
-    DType::TQ2
+    DType::TQ2,
+    DType::TQ1
   };
   return values;
 }
 
 inline const char * const *EnumNamesDType() {
-  static const char * const names[18] = {
+  static const char * const names[19] = {
     "F32",
     "F16",
     "BF16",
@@ -146,13 +148,14 @@ inline const char * const *EnumNamesDType() {
     "Q2_G64",
     "Q2_G128",
     "TQ2",
+    "TQ1",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameDType(DType e) {
-  if (flatbuffers::IsOutRange(e, DType::F32, DType::TQ2)) return "";
+  if (flatbuffers::IsOutRange(e, DType::F32, DType::TQ1)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesDType()[index];
 }

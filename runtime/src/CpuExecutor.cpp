@@ -6,12 +6,12 @@
 #include "CpuThreadPool.h"
 #include "Half.h"
 
-#include "ninfer/DummyFill.h"
 #include "StepCheck.h"
+#include "ninfer/DummyFill.h"
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
 #include "ninfer/QuantDType.h"
-#include "ninfer/TernaryFormat.h"
+#include "ninfer/TernaryDType.h"
 #include "plan_generated.h"
 
 #include <algorithm>
@@ -140,12 +140,13 @@ Status CpuExecutor::loadQuantWeight(uint32_t index, const plan::Buffer& b, int f
 }
 
 // Ternary weights become f32 {-s, 0, +s} once (exactly the values of the
-// checkpoint they were packed from, so a TQ2 plan computes what its bf16 plan
-// does). Dummy TQ2 weights are generated packed, as the GPU fill does, then
-// decoded the same way. The loader checked: 2-D, cols a multiple of 64.
+// checkpoint they were packed from, so a TQ2 or TQ1 plan computes what its bf16
+// plan does). Dummy ternary weights are generated packed, as the GPU fill does,
+// then decoded the same way. The loader checked the shape and size.
 Status CpuExecutor::loadTernaryWeight(uint32_t index, const plan::Buffer& b) {
   const int64_t rows = b.shape()->Get(0);
   const int64_t cols = b.shape()->Get(1);
+  const int dtype = int(b.dtype());
   std::vector<uint8_t> generated;
   const uint8_t* data = file_.weightData(index);
   if (const plan::DummyFill* fill = b.dummy()) {
@@ -153,7 +154,8 @@ Status CpuExecutor::loadTernaryWeight(uint32_t index, const plan::Buffer& b) {
     generated.resize(size_t(units) * 2);
     pool_.parallelFor(int64_t(units), 1 << 14, [&](int64_t begin, int64_t end, int) {
       for (int64_t u = begin; u < end; ++u) {
-        const uint16_t unit = ternary::dummyUnit(fill->seed(), uint64_t(u), units, fill->scale());
+        const uint16_t unit =
+            ternary::dummyUnitOf(dtype, fill->seed(), uint64_t(u), units, fill->scale());
         std::memcpy(generated.data() + 2 * u, &unit, 2);
       }
     });
@@ -165,14 +167,14 @@ Status CpuExecutor::loadTernaryWeight(uint32_t index, const plan::Buffer& b) {
   w.resize(size_t(rows * cols));
   pool_.parallelFor(rows, 16, [&](int64_t begin, int64_t end, int) {
     for (int64_t r = begin; r < end; ++r)
-      ternary::dequantizeRow(data, rows, cols, r, w.data() + r * cols);
+      ternary::dequantizeRowOf(dtype, data, rows, cols, r, w.data() + r * cols);
   });
   weights_[index] = w.data();
   return Status::ok();
 }
 
 Status CpuExecutor::loadWeight(uint32_t index, const plan::Buffer& b) {
-  if (b.dtype() == DType::TQ2)
+  if (ternary::isTernaryPlanDType(int(b.dtype())))
     return loadTernaryWeight(index, b);
   const int format = quant::formatOfPlanDType(int(b.dtype()));
   if (format >= 0)

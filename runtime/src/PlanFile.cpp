@@ -9,7 +9,7 @@
 
 #include "ninfer/Format.h"
 #include "ninfer/QuantDType.h"
-#include "ninfer/TernaryFormat.h"
+#include "ninfer/TernaryDType.h"
 #include "plan_generated.h"
 
 #include <cerrno>
@@ -141,14 +141,17 @@ private:
             quant::quantTensorBytes(traits.bits, traits.groupSize, int64_t(info.rows),
                                     int64_t(info.width)));
       }
-      // Ternary weights: 2-bit codes + one f32 scale (ninfer/TernaryFormat.h).
-      const bool ternaryWeight = b->dtype() == DType::TQ2;
+      // Ternary weights: codes + one f32 scale (ninfer/TernaryDType.h).
+      const int dtypeValue = int(b->dtype());
+      const bool ternaryWeight = ternary::isTernaryPlanDType(dtypeValue);
       if (ternaryWeight) {
         if (b->kind() != BufferKind::Weight || b->shape()->size() != 2 ||
-            !ternary::isPackableCols(int64_t(info.width)))
-          return fail(label + ": TQ2 needs a 2-D weight whose columns are a multiple of " +
-                      std::to_string(ternary::kColsMultiple));
-        expected = uint64_t(ternary::tensorBytes(int64_t(info.rows), int64_t(info.width)));
+            !ternary::isPackableColsOf(dtypeValue, int64_t(info.width)))
+          return fail(label + ": " + plan::EnumNameDType(b->dtype()) +
+                      " needs a 2-D weight whose columns are a multiple of " +
+                      std::to_string(ternary::colsMultipleOf(dtypeValue)));
+        expected =
+            uint64_t(ternary::tensorBytesOf(dtypeValue, int64_t(info.rows), int64_t(info.width)));
       }
       if (b->size_bytes() != expected)
         return fail(label + ": size_bytes " + std::to_string(b->size_bytes()) +
@@ -269,9 +272,10 @@ private:
     const BufferInfo& info = infos_[index];
     if (info.buffer->dtype() == DType::I32)
       return opFail(std::string(role) + " " + bufferLabel(index) + " must be floating point");
-    if (info.buffer->dtype() == DType::TQ2 && std::string(role) != "weight")
-      return opFail(std::string(role) + " " + bufferLabel(index) +
-                    " is TQ2, which only linear weights may be");
+    if (ternary::isTernaryPlanDType(int(info.buffer->dtype())) && std::string(role) != "weight")
+      return opFail(std::string(role) + " " + bufferLabel(index) + " is " +
+                    plan::EnumNameDType(info.buffer->dtype()) +
+                    ", which only linear weights may be");
     if (info.elements != elements)
       return opFail(std::string(role) + " " + bufferLabel(index) + " has " +
                     std::to_string(info.elements) + " values, expected " +

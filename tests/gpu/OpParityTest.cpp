@@ -259,6 +259,50 @@ TEST(OpParity, Linear) {
         }
 }
 
+// Ternary linears (TQ1, TQ2) on every path: GEMV for steps of 1..8 rows, the
+// tiled GEMM for more, last_row_only; TQ1 also with K not a multiple of its
+// 80-value chunk (padded rows) and tiny K and N. Both executors accumulate the
+// same f32 values {x, -x} (the CPU one as f32 products with {-s, 0, +s}, the
+// same numbers), so only the summation order differs.
+TEST(OpParity, LinearTernary) {
+  REQUIRE_GPU();
+  struct Case {
+    DType type;
+    int in, out;
+  };
+  const std::vector<Case> cases = {
+      {DType::TQ1, 16, 1},     {DType::TQ1, 80, 33},   {DType::TQ1, 96, 100},
+      {DType::TQ1, 560, 257},  {DType::TQ1, 1040, 64}, {DType::TQ1, 2576, 130},
+      {DType::TQ1, 512, 1536}, {DType::TQ1, 8192, 40}, {DType::TQ2, 64, 7},
+      {DType::TQ2, 576, 300},
+  };
+  const std::vector<int> steps = {1, 2, 3, 4, 5, 6, 7, 8, 9, 64, 1, 33};
+  for (const Case& c : cases)
+    for (bool bias : {false, true})
+      for (bool lastRow : {false, true}) {
+        std::mt19937 rng(c.in * 13 + c.out);
+        TestPlan t(64, 256);
+        const uint32_t x = inputRows(t, "x", c.in, rng);
+        const uint32_t w =
+            t.addTernaryWeight("w", c.type, c.out, c.in, 0.0213623046875f, rng, false);
+        std::vector<uint32_t> inputs = {x, w};
+        if (bias)
+          inputs.push_back(
+              t.addWeight("b", DType::BF16, {c.out}, test::randomValues(c.out, 1.0f, rng)));
+        t.addLogits(lastRow ? 1 : 64, c.out);
+        plan::LinearAttrsT a;
+        a.in_features = c.in;
+        a.out_features = c.out;
+        a.has_bias = bias;
+        a.last_row_only = lastRow;
+        t.addOp("linear", a, inputs, {t.logits});
+        expectParity(t, steps, 1e-9,
+                     std::string("Linear ") + typeName(c.type) + " " + std::to_string(c.in) + "->" +
+                         std::to_string(c.out) + (bias ? " bias" : "") +
+                         (lastRow ? " last_row_only" : ""));
+      }
+}
+
 TEST(OpParity, Rope) {
   REQUIRE_GPU();
   struct Case {

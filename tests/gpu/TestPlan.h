@@ -1,5 +1,6 @@
 // Builds small plans by hand for the GPU op tests: buffers with random or dummy
-// weights (rounded to their dtype on the host), activations in an arena, KV
+// weights (rounded to their dtype on the host), ternary weights (TQ2, TQ1)
+// packed on the host or dummy-filled, activations in an arena, KV
 // caches, tokens and logits, ops with their attributes; then writes the plan
 // with the real plan writer. Also: "is there a usable GPU, and which arch".
 #pragma once
@@ -8,6 +9,7 @@
 #include "KernelEmitter.h"
 #include "PlanWriter.h"
 #include "ninfer/Format.h"
+#include "ninfer/TernaryDType.h"
 #include "plan_generated.h"
 
 #include <cstdint>
@@ -75,6 +77,36 @@ public:
     const uint32_t index = addWeightSlot(name, dtype, shape);
     plan.buffers[index]->dummy = std::make_unique<plan::DummyFill>(seed, scale, offset);
     plan.dummy_weights = true;
+    return index;
+  }
+
+  // A [n, k] ternary weight of `dtype` (TQ2 or TQ1): random t in {-1, 0, +1}
+  // (a third zeros, like a trained BitNet) times `scale`, packed on the host;
+  // or, when `dummy`, filled by the executors (seed 11, scale `scale`).
+  uint32_t addTernaryWeight(const std::string& name, DType dtype, int64_t n, int64_t k, float scale,
+                            std::mt19937& rng, bool dummy) {
+    if (dummy)
+      return addDummyWeight(name, dtype, {n, k}, 11, scale, 0.0f);
+    const uint32_t index = addWeightSlot(name, dtype, {n, k});
+    std::vector<uint8_t>& bytes = data[index];
+    bytes.assign(size_t(plan.buffers[index]->size_bytes), 0);
+    std::vector<signed char> row(static_cast<size_t>(k));
+    std::vector<uint32_t> words(static_cast<size_t>(ternary::rowWords(k)));
+    for (int64_t r = 0; r < n; ++r) {
+      for (auto& v : row)
+        v = static_cast<signed char>(int(rng() % 3) - 1);
+      if (dtype == DType::TQ1) {
+        tq1::packRow(row.data(), k, bytes.data() + r * tq1::rowBytes(k));
+      } else {
+        ternary::packRow(row.data(), k, words.data());
+        std::memcpy(bytes.data() + r * ternary::rowBytes(k), words.data(),
+                    size_t(ternary::rowBytes(k)));
+      }
+    }
+    if (dtype == DType::TQ1)
+      tq1::writeScale(bytes.data(), n, k, scale);
+    else
+      ternary::writeScale(bytes.data(), n, k, scale);
     return index;
   }
 
@@ -174,6 +206,8 @@ private:
       elements *= uint64_t(d);
     b->shape = std::move(shape);
     b->size_bytes = elements * (dtype == DType::F32 || dtype == DType::I32 ? 4 : 2);
+    if (ternary::isTernaryPlanDType(int(dtype)) && b->shape.size() == 2)
+      b->size_bytes = uint64_t(ternary::tensorBytesOf(int(dtype), b->shape[0], b->shape[1]));
     b->offset = offset;
     plan.buffers.push_back(std::move(b));
     return static_cast<uint32_t>(plan.buffers.size() - 1);

@@ -1,12 +1,12 @@
 // Ternary weights through the compiler: exact detection on the shared
 // checkpoints (pycode-ternary-llama-23m: every block linear ternary with one
 // scale, embeddings / lm_head / norms not; pycode-llama-23m: nothing ternary),
-// the --quant ternary refusal for a model not trained ternary, the HF BitNet
-// "not supported yet" error, dummy TQ2 plans, and the ternary plan against the
-// bf16 plan of the same checkpoint on the CPU executor: identical greedy ids for
-// 64 tokens from several prompts and identical logits (the CPU executor decodes
-// TQ2 to the checkpoint's exact values, so the difference must be 0). Also
-// prints bpw and file sizes of both plans.
+// the --quant ternary refusal for a model not trained ternary, dummy TQ1 and
+// TQ2 plans, and the TQ1 and TQ2 plans against the bf16 plan of the same
+// checkpoint on the CPU executor: identical greedy ids for 64 tokens from
+// several prompts and identical logits (the CPU executor decodes both formats
+// to the checkpoint's exact values, so the difference must be 0). Also prints
+// bpw and file sizes of the plans.
 #include "Importer.h"
 #include "ModelConfig.h"
 #include "PlanBuilder.h"
@@ -20,12 +20,11 @@
 
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
-#include "ninfer/TernaryFormat.h"
+#include "ninfer/TernaryDType.h"
 #include "ninfer/Tokenizer.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/Support/FileSystem.h"
 
 #include <gtest/gtest.h>
 
@@ -33,7 +32,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <unistd.h>
 
 namespace ninfer {
@@ -163,7 +161,8 @@ struct BuiltPlan {
 
 // ninferc's steps without kernels (the CPU executor needs none).
 std::unique_ptr<BuiltPlan> buildPlanFor(const std::string& modelDir, QuantMode mode, bool dummy,
-                                        std::string* error) {
+                                        std::string* error,
+                                        TernaryFormat format = TernaryFormat::TQ1) {
   auto built = std::make_unique<BuiltPlan>();
   auto config = loadModelConfig(modelDir + "/config.json");
   if (!config) {
@@ -190,7 +189,7 @@ std::unique_ptr<BuiltPlan> buildPlanFor(const std::string& modelDir, QuantMode m
     *error = errorText(module.takeError());
     return nullptr;
   }
-  if (llvm::Error e = applyTernary(*store, **module, mode, &built->report)) {
+  if (llvm::Error e = applyTernary(*store, **module, mode, format, &built->report)) {
     *error = errorText(std::move(e));
     return nullptr;
   }
@@ -255,46 +254,35 @@ TEST(TernaryPacking, RefusesModelNotTrainedTernary) {
   EXPECT_EQ(built->report.packed, 0);
   EXPECT_EQ(built->report.kept.size(), 42u);
   for (const plan::Buffer* b : *built->file->plan().buffers())
-    EXPECT_NE(b->dtype(), plan::DType::TQ2) << b->name()->str();
-}
-
-TEST(TernaryPacking, HfBitnetLayoutIsRefusedClearly) {
-  llvm::SmallString<128> dir;
-  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("ninfer-ternary-test", dir));
-  const std::string config = std::string(dir.str()) + "/config.json";
-  std::ofstream(config) << R"({"model_type": "llama", "quantization_config": )"
-                        << R"({"quant_method": "bitnet", "linear_class": "bitlinear"}})";
-  std::string error = errorText(checkCheckpointQuantization(dir.str().str()));
-  EXPECT_NE(error.find("not supported yet"), std::string::npos) << error;
-  std::ofstream(config) << R"({"model_type": "llama"})";
-  llvm::Error plain = checkCheckpointQuantization(dir.str().str());
-  EXPECT_FALSE(static_cast<bool>(plain)) << errorText(std::move(plain));
-  llvm::sys::fs::remove_directories(dir);
+    EXPECT_FALSE(ternary::isTernaryPlanDType(int(b->dtype()))) << b->name()->str();
 }
 
 TEST(TernaryPacking, DummyTernaryPlanRuns) {
   std::string error;
-  auto built = buildPlanFor(kTernaryModel, QuantMode::Ternary, true, &error);
-  ASSERT_TRUE(built) << error;
-  EXPECT_EQ(built->report.packed, 42);
-  int tq2 = 0;
-  for (const plan::Buffer* b : *built->file->plan().buffers())
-    if (b->dtype() == plan::DType::TQ2) {
-      ++tq2;
-      EXPECT_TRUE(b->dummy()) << b->name()->str();
-      EXPECT_EQ(b->size_bytes(),
-                uint64_t(ternary::tensorBytes(b->shape()->Get(0), b->shape()->Get(1))));
-    }
-  EXPECT_EQ(tq2, 42);
-  auto cpu = createCpuExecutor(*built->file, 2);
-  ASSERT_TRUE(cpu) << cpu.status().message();
-  std::vector<int32_t> ids = {0, 5, 17, 300};
-  std::vector<float> logits(4096);
-  ASSERT_TRUE((*cpu)->forward(ids.data(), 4, 0, logits.data()));
-  for (float v : logits)
-    ASSERT_TRUE(std::isfinite(v));
+  for (auto [format, dtype] : {std::pair{TernaryFormat::TQ1, plan::DType::TQ1},
+                               std::pair{TernaryFormat::TQ2, plan::DType::TQ2}}) {
+    auto built = buildPlanFor(kTernaryModel, QuantMode::Ternary, true, &error, format);
+    ASSERT_TRUE(built) << error;
+    EXPECT_EQ(built->report.packed, 42);
+    int packed = 0;
+    for (const plan::Buffer* b : *built->file->plan().buffers())
+      if (b->dtype() == dtype) {
+        ++packed;
+        EXPECT_TRUE(b->dummy()) << b->name()->str();
+        EXPECT_EQ(b->size_bytes(), uint64_t(ternary::tensorBytesOf(int(dtype), b->shape()->Get(0),
+                                                                   b->shape()->Get(1))));
+      }
+    EXPECT_EQ(packed, 42) << ternaryFormatName(format);
+    auto cpu = createCpuExecutor(*built->file, 2);
+    ASSERT_TRUE(cpu) << cpu.status().message();
+    std::vector<int32_t> ids = {0, 5, 17, 300};
+    std::vector<float> logits(4096);
+    ASSERT_TRUE((*cpu)->forward(ids.data(), 4, 0, logits.data()));
+    for (float v : logits)
+      ASSERT_TRUE(std::isfinite(v));
+  }
   // auto mode on dummy weights keeps them (not ternary-trained).
-  built = buildPlanFor(kTernaryModel, QuantMode::Auto, true, &error);
+  auto built = buildPlanFor(kTernaryModel, QuantMode::Auto, true, &error);
   ASSERT_TRUE(built) << error;
   EXPECT_EQ(built->report.packed, 0);
 }
@@ -307,38 +295,40 @@ uint64_t weightBytes(const PlanFile& file, bool linearOnly) {
   return bytes;
 }
 
-TEST(TernaryPacking, TernaryPlanMatchesBf16Plan) {
+// The bf16 plan against the packed plan of the same checkpoint in `format`.
+void expectPackedPlanMatchesBf16Plan(TernaryFormat format, plan::DType dtype) {
+  const char* name = ternaryFormatName(format);
   std::string error;
   auto bf16 = buildPlanFor(kTernaryModel, QuantMode::None, false, &error);
   ASSERT_TRUE(bf16) << error;
-  auto tq2 = buildPlanFor(kTernaryModel, QuantMode::Auto, false, &error);
-  ASSERT_TRUE(tq2) << error;
-  EXPECT_EQ(tq2->report.packed, 42);
-  EXPECT_TRUE(tq2->report.kept.empty());
+  auto packed = buildPlanFor(kTernaryModel, QuantMode::Auto, false, &error, format);
+  ASSERT_TRUE(packed) << error;
+  EXPECT_EQ(packed->report.packed, 42);
+  EXPECT_TRUE(packed->report.kept.empty());
   int packedBuffers = 0;
-  for (const plan::Buffer* b : *tq2->file->plan().buffers())
-    if (b->dtype() == plan::DType::TQ2) {
+  for (const plan::Buffer* b : *packed->file->plan().buffers())
+    if (b->dtype() == dtype) {
       ++packedBuffers;
       EXPECT_TRUE(isBlockLinear(b->name()->str())) << b->name()->str();
     }
   EXPECT_EQ(packedBuffers, 42);
 
-  const double params = double(tq2->file->plan().model()->parameters());
-  const double linearValues = double(tq2->report.values);
-  const double linearBpw = 8.0 * double(weightBytes(*tq2->file, true)) / linearValues;
-  const double planBpw = 8.0 * double(weightBytes(*tq2->file, false)) / params;
+  const double params = double(packed->file->plan().model()->parameters());
+  const double linearValues = double(packed->report.values);
+  const double linearBpw = 8.0 * double(weightBytes(*packed->file, true)) / linearValues;
+  const double planBpw = 8.0 * double(weightBytes(*packed->file, false)) / params;
   const double bf16PlanBpw = 8.0 * double(weightBytes(*bf16->file, false)) / params;
   std::printf("pycode-ternary-llama-23m: %.0f parameters, %.0f in block linears\n", params,
               linearValues);
   std::printf("  bf16 plan: %10llu bytes file, %.3f bpw (weights)\n",
               (unsigned long long)bf16->file->fileSize(), bf16PlanBpw);
-  std::printf("  TQ2 plan:  %10llu bytes file, %.3f bpw (weights), linear layers %.4f bpw\n",
-              (unsigned long long)tq2->file->fileSize(), planBpw, linearBpw);
-  EXPECT_LE(linearBpw, 2.0 + 1e-3);
-  EXPECT_LT(tq2->file->fileSize(), bf16->file->fileSize() / 2);
+  std::printf("  %s plan:  %10llu bytes file, %.3f bpw (weights), linear layers %.4f bpw\n", name,
+              (unsigned long long)packed->file->fileSize(), planBpw, linearBpw);
+  EXPECT_LE(linearBpw, format == TernaryFormat::TQ1 ? 2.0 : 2.0 + 1e-3);
+  EXPECT_LT(packed->file->fileSize(), bf16->file->fileSize() / 2);
 
   auto a = createCpuExecutor(*bf16->file, 0);
-  auto b = createCpuExecutor(*tq2->file, 0);
+  auto b = createCpuExecutor(*packed->file, 0);
   ASSERT_TRUE(a && b);
   auto tokenizer = Tokenizer::fromPlan(bf16->file->plan().tokenizer());
   ASSERT_TRUE(tokenizer) << tokenizer.status().message();
@@ -375,9 +365,17 @@ TEST(TernaryPacking, TernaryPlanMatchesBf16Plan) {
     std::printf("  prompt %zu: 64 identical greedy ids (%s...)\n", prompt.size(),
                 text.substr(0, 40).c_str());
   }
-  std::printf("  max |logit(bf16 plan) - logit(TQ2 plan)| over all steps: %g\n", worst);
-  // Decoded TQ2 weights equal the checkpoint's values, so the CPU results are bitwise equal.
+  std::printf("  max |logit(bf16 plan) - logit(%s plan)| over all steps: %g\n", name, worst);
+  // Decoded weights equal the checkpoint's values, so the CPU results are bitwise equal.
   EXPECT_EQ(worst, 0.0);
+}
+
+TEST(TernaryPacking, Tq1PlanMatchesBf16Plan) {
+  expectPackedPlanMatchesBf16Plan(TernaryFormat::TQ1, plan::DType::TQ1);
+}
+
+TEST(TernaryPacking, Tq2PlanMatchesBf16Plan) {
+  expectPackedPlanMatchesBf16Plan(TernaryFormat::TQ2, plan::DType::TQ2);
 }
 
 } // namespace

@@ -1,17 +1,18 @@
-// The CUDA TQ2 linear (codegen/kernels/linear_ternary.cuh) against the CPU
-// executor on the same plan: tokens -> Embedding (random f32 table) -> Linear
-// with a TQ2 weight -> an all-rows logits buffer, run over a prefill step of 64
-// tokens (tiled path), a decode step (GEMV, one row) and a 7-token step (GEMV,
-// several rows), swept over shapes K 256..4096 and N up to 14336, with and
-// without bias, last_row_only, and dummy-filled TQ2 weights (GPU fill vs CPU
-// fill). nMSE = sum((gpu - cpu)^2) / sum(cpu^2) must stay below 1e-9: the two
-// differ only in summation order.
+// The CUDA ternary linears (TQ2: codegen/kernels/linear_ternary.cuh, TQ1:
+// linear_tq1.cuh) against the CPU executor on the same plan: tokens ->
+// Embedding (random f32 table) -> Linear with a TQ2 or TQ1 weight -> an
+// all-rows logits buffer, run over a prefill step of 64 tokens (tiled path), a
+// decode step (GEMV, one row) and a 7-token step (GEMV, several rows), swept
+// over model-like shapes K 256..14336 (TQ1 steps of 1, 2 and 4 words a lane)
+// and N up to 14336, with and without bias, last_row_only, and dummy-filled
+// weights (GPU fill vs CPU fill). nMSE = sum((gpu - cpu)^2) / sum(cpu^2) must
+// stay below 1e-9: the two differ only in summation order.
+// (tests/gpu/OpParityTest.cpp sweeps odd shapes and step sizes.)
 // The NVRTC test runs anywhere; the parity tests skip (GTEST_SKIP) without a GPU.
 #include "CudaDriver.h"
 #include "TestPlan.h"
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
-#include "ninfer/TernaryFormat.h"
 
 #include <gtest/gtest.h>
 
@@ -55,18 +56,13 @@ struct Case {
   bool bias;
   bool lastRowOnly;
   bool dummy;
+  DType dtype = DType::TQ2;
 };
 
 std::string caseName(const Case& c) {
-  return "K" + std::to_string(c.k) + " N" + std::to_string(c.n) + (c.bias ? " bias" : "") +
-         (c.lastRowOnly ? " last_row_only" : "") + (c.dummy ? " dummy" : "");
-}
-
-// Turns weight slot `index` (reserved as F32, so the layout has room) into TQ2.
-void makeTernary(TestPlan& t, uint32_t index, int n, int k) {
-  plan::BufferT& b = *t.plan.buffers[index];
-  b.dtype = DType::TQ2;
-  b.size_bytes = uint64_t(ternary::tensorBytes(n, k));
+  return std::string(plan::EnumNameDType(c.dtype)) + " K" + std::to_string(c.k) + " N" +
+         std::to_string(c.n) + (c.bias ? " bias" : "") + (c.lastRowOnly ? " last_row_only" : "") +
+         (c.dummy ? " dummy" : "");
 }
 
 TestPlan ternaryPlan(const Case& c, std::mt19937& rng) {
@@ -78,25 +74,8 @@ TestPlan ternaryPlan(const Case& c, std::mt19937& rng) {
   embedding.dim = c.k;
   embedding.vocab = kVocab;
   t.addOp("embed", embedding, {t.tokens, table}, {x});
-
-  // Reserve as a dummy F32 slot (no host bytes), then retype to TQ2.
-  const uint32_t w = t.addDummyWeight("w", DType::F32, {c.n, c.k}, 11, 0.02f, 0.0f);
-  makeTernary(t, w, c.n, c.k);
-  if (!c.dummy) {
-    t.plan.buffers[w]->dummy.reset();
-    t.plan.dummy_weights = false;
-    const float scale = 0.0213623046875f;
-    std::vector<uint8_t> bytes(size_t(ternary::tensorBytes(c.n, c.k)));
-    std::vector<signed char> row(size_t(c.k));
-    for (int r = 0; r < c.n; ++r) {
-      for (auto& v : row) // ~1/3 zeros like a trained BitNet
-        v = static_cast<signed char>(int(rng() % 3) - 1);
-      ternary::packRow(row.data(), c.k,
-                       reinterpret_cast<unsigned int*>(bytes.data() + r * ternary::rowBytes(c.k)));
-    }
-    ternary::writeScale(bytes.data(), c.n, c.k, scale);
-    t.data[w] = std::move(bytes);
-  }
+  const uint32_t w =
+      t.addTernaryWeight("w", c.dtype, c.n, c.k, c.dummy ? 0.02f : 0.0213623046875f, rng, c.dummy);
   std::vector<uint32_t> inputs = {x, w};
   if (c.bias)
     inputs.push_back(
@@ -107,7 +86,7 @@ TestPlan ternaryPlan(const Case& c, std::mt19937& rng) {
   linear.out_features = c.n;
   linear.has_bias = c.bias;
   linear.last_row_only = c.lastRowOnly;
-  t.addOp("linear_tq2", linear, inputs, {t.logits});
+  t.addOp("linear_ternary", linear, inputs, {t.logits});
   return t;
 }
 
@@ -165,21 +144,25 @@ double runParity(TestPlan& t, const std::string& arch, const std::string& what) 
   return worst;
 }
 
-// NVRTC compiles the TQ2 kernels (every path) for the lowest and the H200 arch.
+// NVRTC compiles the TQ2 and TQ1 kernels (every path) for the lowest and the
+// H200 arch.
 TEST(TernaryKernels, CompileWithNvrtc) {
   std::mt19937 rng(1);
-  for (const Case& c : {Case{256, 100, true, false, false}, Case{4096, 4096, false, false, true},
-                        Case{1536, 512, false, true, false}}) {
-    TestPlan t = ternaryPlan(c, rng);
-    KernelOptions options;
-    options.archs = {"sm_75", "sm_90"};
-    Status emitted = emitKernels(t.plan, options);
-    ASSERT_TRUE(emitted.isOk()) << caseName(c) << ": " << emitted.message();
-    bool found = false;
-    for (const std::string& name : t.plan.kernels->functions)
-      found = found || name.find("linear_tq2") != std::string::npos;
-    EXPECT_TRUE(found) << caseName(c);
-  }
+  for (DType dtype : {DType::TQ2, DType::TQ1})
+    for (Case c : {Case{256, 100, true, false, false}, Case{4096, 4096, false, false, true},
+                   Case{1536, 512, false, true, false}, Case{8192, 512, false, false, false}}) {
+      c.dtype = dtype;
+      TestPlan t = ternaryPlan(c, rng);
+      KernelOptions options;
+      options.archs = {"sm_75", "sm_90"};
+      Status emitted = emitKernels(t.plan, options);
+      ASSERT_TRUE(emitted.isOk()) << caseName(c) << ": " << emitted.message();
+      const std::string kernel = dtype == DType::TQ1 ? "linear_tq1" : "linear_tq2";
+      bool found = false;
+      for (const std::string& name : t.plan.kernels->functions)
+        found = found || name.find(kernel) != std::string::npos;
+      EXPECT_TRUE(found) << caseName(c);
+    }
 }
 
 TEST(TernaryKernels, ParityWithCpuExecutor) {
@@ -196,13 +179,16 @@ TEST(TernaryKernels, ParityWithCpuExecutor) {
       {4096, 4096, false, false, false},  {4096, 14336, false, false, false},
       {14336, 4096, false, false, false}, {4096, 4096, true, true, false},
       {4096, 14336, false, false, true},  {512, 1536, false, false, true},
+      {8192, 1024, false, false, false},  {11008, 4096, false, false, true},
   };
-  std::printf("%-36s %12s\n", "TQ2 linear (steps 64, 1, 7)", "worst nMSE");
-  for (const Case& c : cases) {
-    TestPlan t = ternaryPlan(c, rng);
-    const double worst = runParity(t, arch, caseName(c));
-    std::printf("%-36s %12.3g\n", caseName(c).c_str(), worst);
-  }
+  std::printf("%-40s %12s\n", "ternary linear (steps 64, 1, 7)", "worst nMSE");
+  for (DType dtype : {DType::TQ2, DType::TQ1})
+    for (Case c : cases) {
+      c.dtype = dtype;
+      TestPlan t = ternaryPlan(c, rng);
+      const double worst = runParity(t, arch, caseName(c));
+      std::printf("%-40s %12.3g\n", caseName(c).c_str(), worst);
+    }
 }
 
 } // namespace

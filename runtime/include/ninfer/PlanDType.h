@@ -1,6 +1,6 @@
 // Element sizes of the plan's unpacked dtypes, shared by the plan loader and
-// the kernel emitter. Packed formats (Q*, TQ2) have no element size: their
-// tensor sizes come from QuantFormats.h and TernaryFormat.h.
+// the kernel emitter. Packed formats (Q*, TQ2, TQ1) have no element size: their
+// tensor sizes come from QuantFormats.h and TernaryDType.h.
 #pragma once
 
 #include "plan_generated.h"

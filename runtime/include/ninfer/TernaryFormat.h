@@ -109,20 +109,26 @@ NINFER_HD inline unsigned int floatToBits(float value) {
 #endif
 }
 
+// A little-endian f32 at p (any alignment), and back.
+NINFER_HD inline float readF32(const unsigned char* p) {
+  return bitsToFloat(static_cast<unsigned int>(p[0]) | (static_cast<unsigned int>(p[1]) << 8) |
+                     (static_cast<unsigned int>(p[2]) << 16) |
+                     (static_cast<unsigned int>(p[3]) << 24));
+}
+
+NINFER_HD inline void writeF32(unsigned char* p, float value) {
+  const unsigned int bits = floatToBits(value);
+  for (int i = 0; i < 4; ++i)
+    p[i] = static_cast<unsigned char>(bits >> (8 * i));
+}
+
 // The tensor's scale from its bytes (any alignment).
 NINFER_HD inline float readScale(const unsigned char* tensor, long long rows, long long cols) {
-  const unsigned char* p = tensor + scaleOffset(rows, cols);
-  const unsigned int bits =
-      static_cast<unsigned int>(p[0]) | (static_cast<unsigned int>(p[1]) << 8) |
-      (static_cast<unsigned int>(p[2]) << 16) | (static_cast<unsigned int>(p[3]) << 24);
-  return bitsToFloat(bits);
+  return readF32(tensor + scaleOffset(rows, cols));
 }
 
 NINFER_HD inline void writeScale(unsigned char* tensor, long long rows, long long cols, float s) {
-  const unsigned int bits = floatToBits(s);
-  unsigned char* p = tensor + scaleOffset(rows, cols);
-  for (int i = 0; i < 4; ++i)
-    p[i] = static_cast<unsigned char>(bits >> (8 * i));
+  writeF32(tensor + scaleOffset(rows, cols), s);
 }
 
 // Reference dequantization of row r: out[k] = s * t(k), computed as a select so

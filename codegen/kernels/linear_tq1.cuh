@@ -1,0 +1,123 @@
+// Linear layer with base-3 ternary weights (DType TQ1, layout in
+// ninfer/Tq1Format.h): y[t, o] = s * sum_k t[o, k] * x[t, k] (+ bias[o]), on the
+// GEMV / tiled GEMM skeletons of linear_ternary.cuh (same paths, launch and
+// grid rule), with the TQ1 layout below.
+//
+// Decode (GEMV). A lane reads u32 words of a row per step (one 16-byte chunk =
+// 4 words, or 2, or 1 so that the lanes' steps balance, see wordsPerLane). Word w of chunk c holds bytes
+// 4w..4w+3, whose digit i are the values 80c + 16i + 4w .. +3: one float4 of x.
+// Bytes 0 and 2 go to the 16-bit halves of one register, bytes 1 and 3 to
+// another (tq1::evenLanes / oddLanes); per digit each register is multiplied
+// by 3 (the decode's multiply-and-shift, on the codes, never on x), the digits
+// are bits 8-9 and 24-25, and the fraction is masked back to 8 bits. A digit 2 (t = +1) adds x,
+// a digit 0 (t = -1) subtracts it, a digit 1 does nothing: two bit tests
+// predicating one add and one subtract, as for TQ2. Digits of padding values
+// (past K, in the last chunk) are skipped whole: K is a multiple of 16.
+// Decode (tiled GEMM): each weight of a K step is decoded on its own from its
+// byte (tq1::digitAt) into the select mask of linear_ternary.cuh.
+#pragma once
+
+#include "Tq1Format.h"
+#include "linear_ternary.cuh"
+
+namespace ninfer {
+namespace dev {
+
+struct TernaryTq1Layout {
+  template <int K> __host__ __device__ static constexpr int rowWords() {
+    return static_cast<int>(tq1::chunks(K)) * tq1::kWordsPerChunk;
+  }
+  // Lanes that finish a row together: the decode is bound by integer and add
+  // issue, not by the weight stream, so the widest step (4 words, one 16-byte
+  // load) that keeps at least 90 % of the lane-steps busy; else 1 word (the
+  // warp still reads 128 contiguous bytes). K = 4096 (52 chunks) takes 1:
+  // 208 words in 7 rounds of 32 against 52 chunks in 2 rounds.
+  template <int K> __host__ __device__ static constexpr int wordsPerLane() {
+    return mostlyBusy(rowWords<K>() / 4) ? 4 : mostlyBusy(rowWords<K>() / 2) ? 2 : 1;
+  }
+  // steps over 32 lanes in rounds: at least 90 % of the lane-rounds have work.
+  __host__ __device__ static constexpr bool mostlyBusy(int steps) {
+    return 10 * steps >= 9 * 32 * ((steps + 31) / 32);
+  }
+
+  // Adds x[e] to acc where digit bits `at` of `digits` say 2, subtracts it
+  // where they say 0.
+  __device__ static __forceinline__ void apply(unsigned int digits, int at, float x, float &acc) {
+    if (digits & (2u << at))
+      acc += x;
+    if (!(digits & (3u << at)))
+      acc -= x;
+  }
+
+  template <int K, int RPW, int WORDS, int MAXT>
+  __device__ static __forceinline__ void step(const float *x, int rows, int word,
+                                              const TernaryCodes<WORDS> (&codes)[RPW],
+                                              float (&acc)[MAXT][RPW]) {
+#pragma unroll
+    for (int q = 0; q < WORDS; ++q) {
+      const int chunk = (word + q) / tq1::kWordsPerChunk;
+      const int inChunk = (word + q) % tq1::kWordsPerChunk;
+      unsigned int even[RPW], odd[RPW]; // bytes 0, 2 and bytes 1, 3, as 16-bit lanes
+#pragma unroll
+      for (int r = 0; r < RPW; ++r) {
+        even[r] = tq1::evenLanes(codes[r].w[q]);
+        odd[r] = tq1::oddLanes(codes[r].w[q]);
+      }
+#pragma unroll
+      for (int digit = 0; digit < tq1::kDigits; ++digit) {
+#pragma unroll
+        for (int r = 0; r < RPW; ++r) {
+          even[r] *= 3u; // lanes stay below 2^16: 255 * 3 = 765
+          odd[r] *= 3u;
+        }
+        const int k = chunk * tq1::kChunkValues + 16 * digit + 4 * inChunk;
+        if (K % tq1::kChunkValues == 0 || chunk * tq1::kChunkValues + 16 * digit < K) {
+#pragma unroll
+          for (int t = 0; t < MAXT; ++t) {
+            if (MAXT == 1 || t < rows) {
+              const float4 v = __ldg(
+                  reinterpret_cast<const float4 *>(x + static_cast<long long>(t) * K + k));
+#pragma unroll
+              for (int r = 0; r < RPW; ++r) {
+                apply(even[r], 8, v.x, acc[t][r]);
+                apply(odd[r], 8, v.y, acc[t][r]);
+                apply(even[r], 24, v.z, acc[t][r]);
+                apply(odd[r], 24, v.w, acc[t][r]);
+              }
+            }
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < RPW; ++r) {
+          even[r] &= tq1::kLaneMask;
+          odd[r] &= tq1::kLaneMask;
+        }
+      }
+    }
+  }
+
+  template <int K>
+  __device__ static __forceinline__ unsigned int mask(const unsigned int *w, int gn, int gk) {
+    const int chunk = gk / tq1::kChunkValues;
+    const int inChunk = gk % tq1::kChunkValues;
+    const unsigned char *row =
+        reinterpret_cast<const unsigned char *>(w) + static_cast<long long>(gn) * tq1::rowBytes(K);
+    const unsigned int byte = __ldg(row + chunk * tq1::kChunkBytes + inChunk % 16);
+    return ternarySelectMask(static_cast<int>(tq1::digitAt(byte, inChunk / 16)) - 1);
+  }
+};
+
+template <int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY>
+__device__ __forceinline__ void linearTq1(const float *x, const void *w, const void *bias,
+                                          const float *residual, float *y,
+                                          const StepState *state) {
+  static_assert(tq1::isPackableCols(K), "TQ1 needs K to be a multiple of 16");
+  // The scale follows the codes; that offset is a multiple of 16 bytes.
+  const float scale = __ldg(reinterpret_cast<const float *>(static_cast<const char *>(w) +
+                                                            tq1::scaleOffset(N, K)));
+  ternaryLinear<TernaryTq1Layout, BDT, HAS_BIAS, K, N, LAST_ROW_ONLY>(
+      x, static_cast<const unsigned int *>(w), scale, bias, residual, y, state);
+}
+
+} // namespace dev
+} // namespace ninfer
