@@ -101,11 +101,12 @@ enum class DType : uint8_t {
   Q2_G128 = 15,
   TQ2 = 16,
   TQ1 = 17,
+  Q8_KV = 18,
   MIN = F32,
-  MAX = TQ1
+  MAX = Q8_KV
 };
 
-inline const DType (&EnumValuesDType())[18] {
+inline const DType (&EnumValuesDType())[19] {
   static const DType values[] = {
     DType::F32,
     DType::F16,
@@ -124,13 +125,14 @@ inline const DType (&EnumValuesDType())[18] {
     DType::Q2_G64,
     DType::Q2_G128,
     DType::TQ2,
-    DType::TQ1
+    DType::TQ1,
+    DType::Q8_KV
   };
   return values;
 }
 
 inline const char * const *EnumNamesDType() {
-  static const char * const names[19] = {
+  static const char * const names[20] = {
     "F32",
     "F16",
     "BF16",
@@ -149,13 +151,14 @@ inline const char * const *EnumNamesDType() {
     "Q2_G128",
     "TQ2",
     "TQ1",
+    "Q8_KV",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameDType(DType e) {
-  if (flatbuffers::IsOutRange(e, DType::F32, DType::TQ1)) return "";
+  if (flatbuffers::IsOutRange(e, DType::F32, DType::Q8_KV)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesDType()[index];
 }
@@ -166,35 +169,38 @@ enum class BufferKind : uint8_t {
   KvCache = 2,
   Tokens = 3,
   Logits = 4,
+  Workspace = 5,
   MIN = Weight,
-  MAX = Logits
+  MAX = Workspace
 };
 
-inline const BufferKind (&EnumValuesBufferKind())[5] {
+inline const BufferKind (&EnumValuesBufferKind())[6] {
   static const BufferKind values[] = {
     BufferKind::Weight,
     BufferKind::Activation,
     BufferKind::KvCache,
     BufferKind::Tokens,
-    BufferKind::Logits
+    BufferKind::Logits,
+    BufferKind::Workspace
   };
   return values;
 }
 
 inline const char * const *EnumNamesBufferKind() {
-  static const char * const names[6] = {
+  static const char * const names[7] = {
     "Weight",
     "Activation",
     "KvCache",
     "Tokens",
     "Logits",
+    "Workspace",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameBufferKind(BufferKind e) {
-  if (flatbuffers::IsOutRange(e, BufferKind::Weight, BufferKind::Logits)) return "";
+  if (flatbuffers::IsOutRange(e, BufferKind::Weight, BufferKind::Workspace)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesBufferKind()[index];
 }

@@ -235,6 +235,8 @@ void* CpuExecutor::bufferPointer(uint32_t index) {
     return tokens_.data();
   case BufferKind::Logits:
     return logits_.data();
+  case BufferKind::Workspace:
+    return nullptr; // scratch of the CUDA kernels; the CPU ops keep their own
   }
   return nullptr;
 }
@@ -335,10 +337,11 @@ Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
   }
   case OpAttrs::AttentionAttrs: {
     const auto* a = op.attrs_as_AttentionAttrs();
-    const int kvWidth = a->kv_heads() * a->head_dim();
-    uint16_t* kCache = static_cast<uint16_t*>(p.in[3]);
-    uint16_t* vCache = static_cast<uint16_t*>(p.in[4]);
-    cpu::appendKv(asF32(p.in[1]), asF32(p.in[2]), n, pos, kvWidth, kCache, vCache);
+    const bool q8 = file_.plan().buffers()->Get(op.inputs()->Get(3))->dtype() == DType::Q8_KV;
+    const cpu::KvCache kCache{p.in[3], q8, a->context()};
+    const cpu::KvCache vCache{p.in[4], q8, a->context()};
+    cpu::appendKv(asF32(p.in[1]), asF32(p.in[2]), n, pos, a->kv_heads(), a->head_dim(), kCache,
+                  vCache);
     const cpu::AttentionShape shape{a->heads(), a->kv_heads(), a->head_dim(), a->window(),
                                     a->scale()};
     cpu::attention(pool_, asF32(p.in[0]), n, pos, kCache, vCache, shape, attentionScratch_.data(),

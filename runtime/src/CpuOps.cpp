@@ -6,6 +6,8 @@
 
 #include "Half.h"
 
+#include "ninfer/KvFormat.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -47,6 +49,36 @@ float dotHalf(const float* a, const uint16_t* b, const float* table, int count) 
     partial[l] += a[i] * table[b[i]];
   return ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
          ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+}
+
+float dotCodes(const float* a, const int8_t* codes, float scale, int count) {
+  float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int i = 0;
+  for (; i + 8 <= count; i += 8)
+    for (int l = 0; l < 8; ++l)
+      partial[l] += a[i + l] * (float(codes[i + l]) * scale);
+  for (int l = 0; i < count; ++i, ++l)
+    partial[l] += a[i] * (float(codes[i]) * scale);
+  return ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
+         ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+}
+
+// Row r (= position * kvHeads + kv head) of an int8 cache.
+const int8_t* q8Codes(const KvCache& cache, int64_t row, int headDim) {
+  return static_cast<const int8_t*>(cache.data) + row * headDim;
+}
+float* q8Scales(const KvCache& cache, int kvHeads, int headDim) {
+  return reinterpret_cast<float*>(static_cast<uint8_t*>(cache.data) +
+                                  kv::q8ScaleOffset(cache.context, kvHeads, headDim));
+}
+
+void quantizeRow(const float* x, int headDim, int8_t* codes, float* scale) {
+  float absMax = 0.0f;
+  for (int d = 0; d < headDim; ++d)
+    absMax = std::max(absMax, std::fabs(x[d]));
+  *scale = kv::q8Scale(absMax);
+  for (int d = 0; d < headDim; ++d)
+    codes[d] = kv::q8Code(x[d], *scale);
 }
 
 } // namespace
@@ -141,23 +173,41 @@ void rope(const float* x, float* y, int n, int pos, int heads, int headDim, cons
   }
 }
 
-void appendKv(const float* k, const float* v, int n, int pos, int kvWidth, uint16_t* kCache,
-              uint16_t* vCache) {
+void appendKv(const float* k, const float* v, int n, int pos, int kvHeads, int headDim,
+              const KvCache& kCache, const KvCache& vCache) {
+  const int64_t kvWidth = int64_t(kvHeads) * headDim;
   const int64_t start = int64_t(pos) * kvWidth;
-  for (int64_t i = 0; i < int64_t(n) * kvWidth; ++i) {
-    kCache[start + i] = floatToHalf(k[i]);
-    vCache[start + i] = floatToHalf(v[i]);
+  if (!kCache.q8) {
+    uint16_t* kc = static_cast<uint16_t*>(kCache.data);
+    uint16_t* vc = static_cast<uint16_t*>(vCache.data);
+    for (int64_t i = 0; i < int64_t(n) * kvWidth; ++i) {
+      kc[start + i] = floatToHalf(k[i]);
+      vc[start + i] = floatToHalf(v[i]);
+    }
+    return;
+  }
+  float* kScales = q8Scales(kCache, kvHeads, headDim);
+  float* vScales = q8Scales(vCache, kvHeads, headDim);
+  for (int64_t r = 0; r < int64_t(n) * kvHeads; ++r) {
+    const int64_t row = int64_t(pos) * kvHeads + r;
+    quantizeRow(k + r * headDim, headDim, static_cast<int8_t*>(kCache.data) + row * headDim,
+                kScales + row);
+    quantizeRow(v + r * headDim, headDim, static_cast<int8_t*>(vCache.data) + row * headDim,
+                vScales + row);
   }
 }
 
-void attention(CpuThreadPool& pool, const float* q, int n, int pos, const uint16_t* kCache,
-               const uint16_t* vCache, const AttentionShape& shape, float* scratch,
+void attention(CpuThreadPool& pool, const float* q, int n, int pos, const KvCache& kCache,
+               const KvCache& vCache, const AttentionShape& shape, float* scratch,
                int64_t scratchStride, float* out) {
   const float* table = halfTable().data();
   const int headDim = shape.headDim;
   const int group = shape.heads / shape.kvHeads;
   const int64_t qWidth = int64_t(shape.heads) * headDim;
-  const int64_t kvWidth = int64_t(shape.kvHeads) * headDim;
+  const uint16_t* kHalf = static_cast<const uint16_t*>(kCache.data);
+  const uint16_t* vHalf = static_cast<const uint16_t*>(vCache.data);
+  const float* kScales = kCache.q8 ? q8Scales(kCache, shape.kvHeads, headDim) : nullptr;
+  const float* vScales = vCache.q8 ? q8Scales(vCache, shape.kvHeads, headDim) : nullptr;
   // One task per (token, head) pair.
   pool.parallelFor(int64_t(n) * shape.heads, 1, [&](int64_t begin, int64_t end, int worker) {
     float* scores = scratch + worker * scratchStride;
@@ -167,10 +217,14 @@ void attention(CpuThreadPool& pool, const float* q, int n, int pos, const uint16
       const int p = pos + t;
       const int first = shape.window > 0 ? std::max(0, p - shape.window + 1) : 0;
       const float* qh = q + t * qWidth + int64_t(h) * headDim;
-      const int64_t kvOffset = int64_t(h / group) * headDim;
+      const int kvh = h / group;
       float maxScore = -INFINITY;
       for (int j = first; j <= p; ++j) {
-        const float s = shape.scale * dotHalf(qh, kCache + j * kvWidth + kvOffset, table, headDim);
+        const int64_t row = int64_t(j) * shape.kvHeads + kvh;
+        const float dot = kCache.q8 ? dotCodes(qh, q8Codes(kCache, row, headDim), kScales[row],
+                                               headDim)
+                                    : dotHalf(qh, kHalf + row * headDim, table, headDim);
+        const float s = shape.scale * dot;
         scores[j - first] = s;
         maxScore = std::max(maxScore, s);
       }
@@ -184,9 +238,16 @@ void attention(CpuThreadPool& pool, const float* q, int n, int pos, const uint16
       std::fill(oh, oh + headDim, 0.0f);
       for (int j = first; j <= p; ++j) {
         const float weight = scores[j - first] / sum;
-        const uint16_t* vj = vCache + j * kvWidth + kvOffset;
-        for (int d = 0; d < headDim; ++d)
-          oh[d] += weight * table[vj[d]];
+        const int64_t row = int64_t(j) * shape.kvHeads + kvh;
+        if (vCache.q8) {
+          const int8_t* codes = q8Codes(vCache, row, headDim);
+          for (int d = 0; d < headDim; ++d)
+            oh[d] += weight * (float(codes[d]) * vScales[row]);
+        } else {
+          const uint16_t* vj = vHalf + row * headDim;
+          for (int d = 0; d < headDim; ++d)
+            oh[d] += weight * table[vj[d]];
+        }
       }
     }
   });

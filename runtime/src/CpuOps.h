@@ -41,16 +41,24 @@ struct AttentionShape {
   float scale;
 };
 
-// Writes n rows of k and v (f32 [n, kvHeads * headDim]) as f16 into the caches at
-// rows pos..pos+n-1.
-void appendKv(const float* k, const float* v, int n, int pos, int kvWidth, uint16_t* kCache,
-              uint16_t* vCache);
+// A KV cache [context, kvHeads, headDim]: f16 values, or (q8) int8 codes with
+// an f32 scale per (position, kv head) laid out as ninfer/KvFormat.h says.
+struct KvCache {
+  void* data = nullptr;
+  bool q8 = false;
+  int context = 0;
+};
+
+// Writes n rows of k and v (f32 [n, kvHeads * headDim]) into the caches at rows
+// pos..pos+n-1: rounded to f16, or quantized per (row, kv head) (KvFormat.h).
+void appendKv(const float* k, const float* v, int n, int pos, int kvHeads, int headDim,
+              const KvCache& kCache, const KvCache& vCache);
 
 // Causal (optionally sliding-window) GQA attention of q [n, heads * headDim] at
-// positions pos..pos+n-1 over the f16 caches. scratch: pool.size() blocks of
-// scratchStride >= pos + n floats, one per worker.
-void attention(CpuThreadPool& pool, const float* q, int n, int pos, const uint16_t* kCache,
-               const uint16_t* vCache, const AttentionShape& shape, float* scratch,
+// positions pos..pos+n-1 over the caches (int8 codes read back as code * scale).
+// scratch: pool.size() blocks of scratchStride >= pos + n floats, one per worker.
+void attention(CpuThreadPool& pool, const float* q, int n, int pos, const KvCache& kCache,
+               const KvCache& vCache, const AttentionShape& shape, float* scratch,
                int64_t scratchStride, float* out);
 
 // y = silu(gate) * up, silu(x) = x / (1 + exp(-x)).

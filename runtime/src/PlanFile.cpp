@@ -8,6 +8,7 @@
 #include "ninfer/StepAbi.h"
 
 #include "ninfer/Format.h"
+#include "ninfer/KvFormat.h"
 #include "ninfer/QuantDType.h"
 #include "ninfer/TernaryDType.h"
 #include "plan_generated.h"
@@ -153,6 +154,13 @@ private:
         expected =
             uint64_t(ternary::tensorBytesOf(dtypeValue, int64_t(info.rows), int64_t(info.width)));
       }
+      // int8 KV caches: codes + a scale per (position, kv head) (ninfer/KvFormat.h).
+      if (b->dtype() == DType::Q8_KV) {
+        if (b->kind() != BufferKind::KvCache || b->shape()->size() != 3)
+          return fail(label + ": Q8_KV needs a [context, kv_heads, head_dim] KV cache");
+        expected = uint64_t(kv::q8CacheBytes(b->shape()->Get(0), b->shape()->Get(1),
+                                             b->shape()->Get(2)));
+      }
       if (b->size_bytes() != expected)
         return fail(label + ": size_bytes " + std::to_string(b->size_bytes()) +
                     " does not match its shape and dtype " + plan::EnumNameDType(b->dtype()) +
@@ -184,13 +192,22 @@ private:
                       std::to_string(memory.activation_bytes()) + " bytes) or is misaligned");
         break;
       case BufferKind::KvCache:
-        if (b->dtype() != DType::F16)
-          return fail(label + ": KV caches must be F16");
-        if (b->offset() % 2 != 0 || b->offset() > memory.kv_bytes() ||
+        if (b->dtype() != DType::F16 && b->dtype() != DType::Q8_KV)
+          return fail(label + ": KV caches must be F16 or Q8_KV");
+        if (b->offset() % 16 != 0 || b->offset() > memory.kv_bytes() ||
             size > memory.kv_bytes() - b->offset())
           return fail(label + ": arena range [" + std::to_string(b->offset()) + ", +" +
                       std::to_string(size) + ") lies outside the KV arena (" +
                       std::to_string(memory.kv_bytes()) + " bytes) or is misaligned");
+        break;
+      case BufferKind::Workspace:
+        if (b->dtype() != DType::F32)
+          return fail(label + ": workspaces must be F32");
+        if (b->offset() % 16 != 0 || b->offset() > memory.workspace_bytes() ||
+            size > memory.workspace_bytes() - b->offset())
+          return fail(label + ": range [" + std::to_string(b->offset()) + ", +" +
+                      std::to_string(size) + ") lies outside the workspace (" +
+                      std::to_string(memory.workspace_bytes()) + " bytes) or is misaligned");
         break;
       case BufferKind::Tokens:
         if (b->dtype() != DType::I32 || elements < uint64_t(plan_.max_step_tokens()))
@@ -455,7 +472,7 @@ private:
     }
     case OpAttrs::AttentionAttrs: {
       const auto* a = op.attrs_as_AttentionAttrs();
-      NINFER_RETURN_IF_ERROR(expectArity(op, 5));
+      NINFER_RETURN_IF_ERROR(expectArity(op, op.inputs()->size() == 6 ? 6 : 5));
       if (!positive(a->heads()) || !positive(a->kv_heads()) || !positive(a->head_dim()) ||
           a->heads() % a->kv_heads() != 0 || a->window() < 0 || !std::isfinite(a->scale()))
         return opFail("needs positive heads, kv_heads dividing heads, head_dim, window >= 0 "
@@ -471,12 +488,20 @@ private:
       for (uint32_t k = 3; k <= 4; ++k) {
         const char* role = k == 3 ? "k_cache" : "v_cache";
         NINFER_RETURN_IF_ERROR(expectKind(role, in(k), {BufferKind::KvCache}));
-        if (infos_[in(k)].elements != uint64_t(a->context()) * kvWidth)
+        const auto* shape = infos_[in(k)].buffer->shape();
+        if (infos_[in(k)].elements != uint64_t(a->context()) * kvWidth ||
+            (infos_[in(k)].buffer->dtype() == DType::Q8_KV &&
+             (shape->Get(0) != a->context() || shape->Get(1) != a->kv_heads() ||
+              shape->Get(2) != a->head_dim())))
           return opFail(std::string(role) + " " + bufferLabel(in(k)) +
                         " must hold [context, kv_heads, head_dim] values");
       }
       if (overlaps(in(3), in(4)))
         return opFail("k_cache and v_cache overlap");
+      if (infos_[in(3)].buffer->dtype() != infos_[in(4)].buffer->dtype())
+        return opFail("k_cache and v_cache have different dtypes");
+      if (op.inputs()->size() == 6)
+        NINFER_RETURN_IF_ERROR(expectKind("workspace", in(5), {BufferKind::Workspace}));
       NINFER_RETURN_IF_ERROR(expectActivation("output", out, qWidth));
       return checkAliasing(op, false);
     }

@@ -6,6 +6,7 @@
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <gtest/gtest.h>
@@ -202,6 +203,35 @@ TEST(CpuExecutor, FillsDummyWeightsRoundedThroughTheirDtype) {
       EXPECT_LT(value, offset + scale);
     }
   }
+}
+
+// An int8 KV cache changes the logits by the quantization error only: close to
+// the f16-cache plan's, not equal, and the same for any step split.
+TEST(CpuExecutor, Q8KvCacheStaysCloseToF16Cache) {
+  TinyModelSpec spec;
+  spec.headDim = 8;
+  spec.hidden = 32;
+  TinyModel f16Model = buildTinyModel(spec);
+  spec.kvDtype = plan::DType::Q8_KV;
+  TinyModel q8Model = buildTinyModel(spec);
+  Loaded f16 = load(f16Model, "kv_f16.nplan");
+  Loaded q8 = load(q8Model, "kv_q8.nplan");
+  ASSERT_TRUE(f16.executor && q8.executor);
+  const std::vector<int32_t> tokens = promptTokens(20, spec.vocab);
+  const std::vector<int> steps = {8, 1, 1, 8, 1, 1};
+  const auto a = runSteps(*f16.executor, tokens, steps, spec.vocab);
+  const auto b = runSteps(*q8.executor, tokens, steps, spec.vocab);
+  double worst = 0.0, scale = 0.0;
+  for (size_t s = 0; s < a.size(); ++s)
+    for (int i = 0; i < spec.vocab; ++i) {
+      worst = std::max(worst, std::fabs(double(a[s][size_t(i)]) - double(b[s][size_t(i)])));
+      scale = std::max(scale, std::fabs(double(a[s][size_t(i)])));
+    }
+  EXPECT_GT(worst, 0.0);
+  EXPECT_LT(worst, 0.02 * scale);
+  Loaded again = load(q8Model, "kv_q8_again.nplan");
+  const auto c = runSteps(*again.executor, tokens, {1, 1, 1, 1, 8, 8}, spec.vocab);
+  EXPECT_EQ(c.back(), b.back()); // quantization is per row: step splits do not matter
 }
 
 } // namespace

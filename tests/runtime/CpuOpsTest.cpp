@@ -2,8 +2,11 @@
 // written here from the op definitions in plan.fbs.
 #include "CpuOps.h"
 #include "Half.h"
+#include "ninfer/KvFormat.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <gtest/gtest.h>
 #include <random>
 #include <vector>
@@ -158,13 +161,14 @@ TEST(CpuOps, DynamicNtkMatchesTransformers) {
     EXPECT_NEAR(inv[i], 1.0 / std::pow(10000.0, 2.0 * i / 8), 1e-7);
 }
 
-// Naive attention over f16-rounded k/v for every query of a sequence.
+// Naive attention over k/v (rounded to f16 first when `half`) for every query
+// of a sequence.
 std::vector<double> referenceAttention(const std::vector<float>& q, const std::vector<float>& k,
                                        const std::vector<float>& v, int length,
-                                       const cpu::AttentionShape& s) {
+                                       const cpu::AttentionShape& s, bool half = true) {
   const int qWidth = s.heads * s.headDim, kvWidth = s.kvHeads * s.headDim;
   std::vector<double> out(size_t(length) * qWidth, 0.0);
-  auto f16 = [](float x) { return double(float(static_cast<_Float16>(x))); };
+  auto f16 = [half](float x) { return half ? double(float(static_cast<_Float16>(x))) : double(x); };
   for (int p = 0; p < length; ++p)
     for (int h = 0; h < s.heads; ++h) {
       const int kvh = h / (s.heads / s.kvHeads);
@@ -210,21 +214,23 @@ TEST_P(AttentionTest, MatchesReferenceAndStepsEqualOneShot) {
   // One shot: all rows in one step.
   std::vector<uint16_t> kCache(context * kvWidth), vCache(context * kvWidth);
   std::vector<float> oneShot(size_t(length) * qWidth);
-  cpu::appendKv(k.data(), v.data(), length, 0, kvWidth, kCache.data(), vCache.data());
-  cpu::attention(pool, q.data(), length, 0, kCache.data(), vCache.data(), shape, scratch.data(),
-                 context, oneShot.data());
+  const cpu::KvCache kc{kCache.data(), false, context}, vc{vCache.data(), false, context};
+  cpu::appendKv(k.data(), v.data(), length, 0, kvHeads, headDim, kc, vc);
+  cpu::attention(pool, q.data(), length, 0, kc, vc, shape, scratch.data(), context,
+                 oneShot.data());
   expectClose(oneShot, expected, 2e-5, "attention");
 
   // A 5-token prefill, then one token per step.
   std::vector<uint16_t> kSteps(context * kvWidth), vSteps(context * kvWidth);
   std::vector<float> stepped(size_t(length) * qWidth);
+  const cpu::KvCache ks{kSteps.data(), false, context}, vs{vSteps.data(), false, context};
   int pos = 0;
   while (pos < length) {
     const int n = pos == 0 ? 5 : 1;
-    cpu::appendKv(k.data() + pos * kvWidth, v.data() + pos * kvWidth, n, pos, kvWidth,
-                  kSteps.data(), vSteps.data());
-    cpu::attention(pool, q.data() + pos * qWidth, n, pos, kSteps.data(), vSteps.data(), shape,
-                   scratch.data(), context, stepped.data() + pos * qWidth);
+    cpu::appendKv(k.data() + pos * kvWidth, v.data() + pos * kvWidth, n, pos, kvHeads, headDim,
+                  ks, vs);
+    cpu::attention(pool, q.data() + pos * qWidth, n, pos, ks, vs, shape, scratch.data(), context,
+                   stepped.data() + pos * qWidth);
     pos += n;
   }
   EXPECT_EQ(stepped, oneShot);
@@ -240,12 +246,93 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
 TEST(CpuOps, AttentionCacheHoldsRoundedHalves) {
   const float k[2] = {0.1f, 70000.0f}, v[2] = {-1.0f / 3.0f, 1e-8f};
   uint16_t kCache[4] = {}, vCache[4] = {};
-  cpu::appendKv(k, v, 1, 1, 2, kCache, vCache);
+  cpu::appendKv(k, v, 1, 1, 1, 2, cpu::KvCache{kCache, false, 2}, cpu::KvCache{vCache, false, 2});
   EXPECT_EQ(kCache[0], 0);
   EXPECT_EQ(halfToFloat(kCache[2]), float(static_cast<_Float16>(0.1f)));
   EXPECT_TRUE(std::isinf(halfToFloat(kCache[3])));
   EXPECT_EQ(halfToFloat(vCache[2]), float(static_cast<_Float16>(-1.0f / 3.0f)));
   EXPECT_EQ(halfToFloat(vCache[3]), 0.0f);
+}
+
+// An int8 cache as KvFormat.h lays it out: codes, then f32 scales.
+struct Q8Cache {
+  Q8Cache(int context, int kvHeads, int headDim)
+      : bytes(size_t(kv::q8CacheBytes(context, kvHeads, headDim)), 0),
+        view{bytes.data(), true, context}, kvHeads(kvHeads), headDim(headDim) {}
+  int8_t code(int64_t row, int d) const { return int8_t(bytes[size_t(row * headDim + d)]); }
+  float scale(int64_t row) const {
+    float s;
+    std::memcpy(&s,
+                bytes.data() + kv::q8ScaleOffset(view.context, kvHeads, headDim) + row * 4, 4);
+    return s;
+  }
+  std::vector<uint8_t> bytes;
+  cpu::KvCache view;
+  int kvHeads, headDim;
+};
+
+TEST(CpuOps, Q8KvRowsRoundTripWithinHalfAScale) {
+  const int kvHeads = 3, headDim = 24, n = 5, pos = 2, context = 8;
+  std::vector<float> k = randomValues(size_t(n) * kvHeads * headDim, 31, -3.0f, 3.0f);
+  std::vector<float> v = randomValues(size_t(n) * kvHeads * headDim, 32, -0.01f, 0.01f);
+  std::fill(v.begin() + headDim, v.begin() + 2 * headDim, 0.0f); // an all-zero row
+  Q8Cache kc(context, kvHeads, headDim), vc(context, kvHeads, headDim);
+  cpu::appendKv(k.data(), v.data(), n, pos, kvHeads, headDim, kc.view, vc.view);
+  for (const auto& [cache, x] : {std::make_pair(&kc, &k), std::make_pair(&vc, &v)})
+    for (int r = 0; r < n * kvHeads; ++r) {
+      const int64_t row = int64_t(pos) * kvHeads + r;
+      float absMax = 0.0f;
+      for (int d = 0; d < headDim; ++d)
+        absMax = std::max(absMax, std::fabs((*x)[size_t(r * headDim + d)]));
+      const float scale = cache->scale(row);
+      EXPECT_EQ(scale, absMax / 127.0f) << "row " << r;
+      int largest = 0;
+      for (int d = 0; d < headDim; ++d) {
+        const float value = (*x)[size_t(r * headDim + d)];
+        const int code = cache->code(row, d);
+        largest = std::max(largest, std::abs(code));
+        EXPECT_LE(std::fabs(value - float(code) * scale), scale * 0.5f * (1.0f + 1e-6f))
+            << "row " << r << " dim " << d;
+      }
+      EXPECT_EQ(largest, absMax > 0.0f ? 127 : 0) << "row " << r;
+    }
+  // Rows before pos stay untouched.
+  for (int64_t row = 0; row < int64_t(pos) * kvHeads; ++row) {
+    EXPECT_EQ(kc.scale(row), 0.0f);
+    EXPECT_EQ(kc.code(row, 0), 0);
+  }
+}
+
+TEST(CpuOps, Q8KvAttentionReadsDequantizedRows) {
+  const int heads = 4, kvHeads = 2, headDim = 16, length = 11, context = 12;
+  const cpu::AttentionShape shape{heads, kvHeads, headDim, 0, 0.25f};
+  const int qWidth = heads * headDim, kvWidth = kvHeads * headDim;
+  const std::vector<float> q = randomValues(size_t(length) * qWidth, 41, -2.0f, 2.0f);
+  const std::vector<float> k = randomValues(size_t(length) * kvWidth, 42, -2.0f, 2.0f);
+  const std::vector<float> v = randomValues(size_t(length) * kvWidth, 43);
+  CpuThreadPool pool(2);
+  std::vector<float> scratch(size_t(pool.size()) * context);
+  Q8Cache kc(context, kvHeads, headDim), vc(context, kvHeads, headDim);
+  std::vector<float> out(size_t(length) * qWidth);
+  cpu::appendKv(k.data(), v.data(), length, 0, kvHeads, headDim, kc.view, vc.view);
+  cpu::attention(pool, q.data(), length, 0, kc.view, vc.view, shape, scratch.data(), context,
+                 out.data());
+  // The reference over the cache's dequantized values agrees to f32 rounding;
+  // the one over the original values only to the quantization error.
+  std::vector<float> kDeq(k.size()), vDeq(v.size());
+  for (int64_t row = 0; row < int64_t(length) * kvHeads; ++row)
+    for (int d = 0; d < headDim; ++d) {
+      kDeq[size_t(row * headDim + d)] = float(kc.code(row, d)) * kc.scale(row);
+      vDeq[size_t(row * headDim + d)] = float(vc.code(row, d)) * vc.scale(row);
+    }
+  expectClose(out, referenceAttention(q, kDeq, vDeq, length, shape, false), 2e-6,
+              "q8 attention");
+  const std::vector<double> exact = referenceAttention(q, k, v, length, shape, false);
+  double worst = 0.0;
+  for (size_t i = 0; i < out.size(); ++i)
+    worst = std::max(worst, std::fabs(double(out[i]) - exact[i]));
+  EXPECT_GT(worst, 1e-5); // int8 is lossy...
+  EXPECT_LT(worst, 2e-2); // ...by about a code step
 }
 
 TEST(CpuOps, SwiGluAndAdd) {

@@ -198,6 +198,61 @@ TEST(PlanFile, RejectsWrongBufferKindsAndShapes) {
   }
 }
 
+// int8 KV caches are sized as KvFormat.h says and must match each other; a
+// workspace input must be a Workspace buffer inside the workspace.
+TEST(PlanFile, ChecksQ8KvCachesAndWorkspaces) {
+  TinyModelSpec spec;
+  spec.layers = 1;
+  spec.kvDtype = plan::DType::Q8_KV;
+  {
+    TinyModel m = buildTinyModel(spec);
+    EXPECT_TRUE(PlanFile::open(m.maker.write("q8.nplan")).isOk());
+  }
+  auto cacheOf = [](TinyModel& m, int which) -> plan::BufferT& {
+    return *m.maker.plan.buffers[m.maker.plan.ops[7]->inputs[size_t(3 + which)]];
+  };
+  {
+    TinyModel m = buildTinyModel(spec);
+    cacheOf(m, 0).size_bytes -= 4; // one scale short
+    const std::string message = openError(m.maker.write("q8size.nplan"));
+    EXPECT_NE(message.find("does not match its shape and dtype Q8_KV"), std::string::npos)
+        << message;
+  }
+  {
+    TinyModel m = buildTinyModel(spec);
+    plan::BufferT& v = cacheOf(m, 1);
+    v.dtype = plan::DType::F16;
+    v.size_bytes = uint64_t(spec.context) * spec.kvHeads * spec.headDim * 2;
+    const std::string message = openError(m.maker.write("q8mixed.nplan"));
+    EXPECT_NE(message.find("k_cache and v_cache have different dtypes"), std::string::npos)
+        << message;
+  }
+  {
+    TinyModel m = buildTinyModel(spec);
+    m.maker.plan.ops[7]->inputs.push_back(m.maker.plan.ops[7]->inputs[0]); // q as workspace
+    const std::string message = openError(m.maker.write("workspace.nplan"));
+    EXPECT_NE(message.find("workspace is buffer"), std::string::npos) << message;
+  }
+  {
+    TinyModel m = buildTinyModel(spec);
+    auto workspace = std::make_unique<plan::BufferT>();
+    workspace->name = "ws";
+    workspace->kind = plan::BufferKind::Workspace;
+    workspace->dtype = plan::DType::F32;
+    workspace->shape = {64};
+    workspace->size_bytes = 256;
+    m.maker.plan.buffers.push_back(std::move(workspace));
+    m.maker.plan.ops[7]->inputs.push_back(uint32_t(m.maker.plan.buffers.size() - 1));
+    m.maker.plan.memory->workspace_bytes = 256;
+    EXPECT_TRUE(PlanFile::open(m.maker.write("ws_ok.nplan")).isOk());
+    m.maker.plan.memory->workspace_bytes = 128;
+    const std::string message = openError(m.maker.write("ws_small.nplan"));
+    EXPECT_NE(message.find("(ws): range [0, +256) lies outside the workspace (128 bytes)"),
+              std::string::npos)
+        << message;
+  }
+}
+
 TEST(PlanFile, RejectsWeightSegmentPastTheWeightArea) {
   TinyModel m = smallModel();
   std::vector<uint8_t> bytes = m.maker.bytes(); // assigns offsets

@@ -192,8 +192,8 @@ TinyModel buildTinyModel(const TinyModelSpec& s) {
     pm.addOp(p + "rope_q", rope, {q, invFreq}, {q});
     rope.heads = s.kvHeads;
     pm.addOp(p + "rope_k", rope, {k, invFreq}, {k});
-    const uint32_t kc = pm.addKvCache(p + "k_cache", s.kvHeads, s.headDim);
-    const uint32_t vc = pm.addKvCache(p + "v_cache", s.kvHeads, s.headDim);
+    const uint32_t kc = pm.addKvCache(p + "k_cache", s.kvHeads, s.headDim, s.kvDtype);
+    const uint32_t vc = pm.addKvCache(p + "v_cache", s.kvHeads, s.headDim, s.kvDtype);
     pm.addOp(p + "attention", attention, {q, k, v, kc, vc}, {attn});
     pm.addOp(p + "o_proj", linear(qWidth, s.hidden, false),
              {attn, weight(p + "o_proj", {s.hidden, qWidth}, L.wo)}, {o});

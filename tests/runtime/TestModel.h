@@ -29,6 +29,7 @@ struct TinyModelSpec {
   float dynamicFactor = 0.0f; // > 0: dynamic NTK RoPE
   int originalMaxPositions = 0;
   plan::DType weightDtype = plan::DType::F32;
+  plan::DType kvDtype = plan::DType::F16; // F16 or Q8_KV (the reference model ignores it)
   uint32_t seed = 1;
   float eps = 1e-5f;
 };

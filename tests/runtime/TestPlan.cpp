@@ -3,6 +3,7 @@
 
 #include "Half.h"
 #include "ninfer/Format.h"
+#include "ninfer/KvFormat.h"
 
 #include <cstdio>
 #include <cstring>
@@ -84,9 +85,12 @@ uint32_t PlanMaker::addActivation(const std::string& name, int64_t width) {
   return index;
 }
 
-uint32_t PlanMaker::addKvCache(const std::string& name, int kvHeads, int headDim) {
-  const uint32_t index = addBuffer(name, plan::BufferKind::KvCache, plan::DType::F16,
-                                   {plan.context, kvHeads, headDim});
+uint32_t PlanMaker::addKvCache(const std::string& name, int kvHeads, int headDim,
+                              plan::DType dtype) {
+  const uint32_t index =
+      addBuffer(name, plan::BufferKind::KvCache, dtype, {plan.context, kvHeads, headDim});
+  if (dtype == plan::DType::Q8_KV)
+    plan.buffers[index]->size_bytes = uint64_t(kv::q8CacheBytes(plan.context, kvHeads, headDim));
   plan.buffers[index]->offset = plan.memory->kv_bytes;
   plan.memory->kv_bytes += alignUp(plan.buffers[index]->size_bytes, 256);
   return index;

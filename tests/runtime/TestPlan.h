@@ -27,7 +27,9 @@ public:
   uint32_t addDummyWeight(const std::string& name, plan::DType dtype, std::vector<int64_t> shape,
                           uint32_t seed, float scale, float offset);
   uint32_t addActivation(const std::string& name, int64_t width);
-  uint32_t addKvCache(const std::string& name, int kvHeads, int headDim);
+  // An F16 or Q8_KV cache [context, kvHeads, headDim].
+  uint32_t addKvCache(const std::string& name, int kvHeads, int headDim,
+                      plan::DType dtype = plan::DType::F16);
 
   template <typename Attrs>
   void addOp(const std::string& name, const Attrs& attrs, std::vector<uint32_t> inputs,
