@@ -8,6 +8,7 @@
 
 #include "Nvrtc.h"
 
+#include "ninfer/KvFormat.h"
 #include "ninfer/PlanDType.h"
 #include "ninfer/QuantDType.h"
 #include "ninfer/StepAbi.h"
@@ -32,6 +33,15 @@ using plan::OpT;
 constexpr int kThreads = 256;     // block size of every elementwise/row kernel
 constexpr int kMaxRowBlocks = 32; // cap on blocks per row for row-stride kernels
 constexpr int kMaxHeadDim = 256;
+// Attention (codegen/kernels/attention.cuh): decode and prefill block sizes,
+// keys per decode split at least, most splits, keys per prefill tile.
+constexpr int kDecodeThreads = 128;
+constexpr int kDecodeMinKeys = 32;
+constexpr int kMaxDecodeSplits = 64;
+constexpr int kPrefillThreads = 256;
+constexpr int kPrefillKeys = 32;
+static_assert(int(plan::DType::F16) == 1 && int(plan::DType::Q8_KV) == 18,
+              "attention.cuh's kKvF16 and kKvQ8 name these plan dtypes");
 
 const char *dtypeName(DType dtype) { return plan::EnumNameDType(dtype); }
 
@@ -56,7 +66,23 @@ struct LaunchShape {
   uint32_t gridBase[3];
   uint32_t gridPerToken[3];
   uint32_t block[3];
+  uint32_t sharedBytes = 0;
 };
+
+// Query heads per decode block and blocks per kv head (decodeHeadsPerBlock /
+// decodeHeadChunks in attention.cuh).
+int decodeHeadsPerBlock(int group) { return std::min(group, 8); }
+int decodeHeadChunks(int group) { return ceilDiv(group, decodeHeadsPerBlock(group)); }
+
+// Queries per warp of the prefill kernel: at most 32 accumulators per lane, and
+// shared memory within the 64 KiB every target (sm_75 too) can opt into.
+int prefillQueriesPerWarp(int headDim) { return headDim <= 128 ? 8 : 2; }
+
+uint32_t prefillSharedBytes(int headDim) {
+  const int rows = (kPrefillThreads / 32) * prefillQueriesPerWarp(headDim);
+  return static_cast<uint32_t>(rows * headDim * 4 + kPrefillKeys * (headDim + 4) * 2 +
+                               kPrefillKeys * headDim * 2 + 2 * kPrefillKeys * 4);
+}
 
 // Blocks along x for a row of `width` handled by `threads` per block.
 uint32_t rowBlocks(int64_t width) {
@@ -218,7 +244,7 @@ private:
     launch->grid_base.assign(shape.gridBase, shape.gridBase + 3);
     launch->grid_per_token.assign(shape.gridPerToken, shape.gridPerToken + 3);
     launch->block.assign(shape.block, shape.block + 3);
-    launch->shared_bytes = 0;
+    launch->shared_bytes = shape.sharedBytes;
     launch->args = std::move(args);
     op.launches.push_back(std::move(launch));
     return Status::ok();
@@ -451,14 +477,15 @@ private:
   }
 
   Status emitAttention(OpT &op, const plan::AttentionAttrsT &a) {
-    NINFER_RETURN_IF_ERROR(checkArity(op, 5, 5, 1));
+    NINFER_RETURN_IF_ERROR(checkArity(op, 5, 6, 1));
     if (a.heads <= 0 || a.kv_heads <= 0 || a.head_dim <= 0 || a.context <= 0 || a.window < 0)
       return fail(op, "heads, kv_heads, head_dim, context must be positive, window >= 0");
     if (a.heads % a.kv_heads != 0)
       return fail(op, "heads " + std::to_string(a.heads) + " is not a multiple of kv_heads " +
                           std::to_string(a.kv_heads));
-    if (a.head_dim > kMaxHeadDim)
-      return fail(op, "head_dim " + std::to_string(a.head_dim) + " is not supported (at most " +
+    if (a.head_dim > kMaxHeadDim || a.head_dim % 8 != 0)
+      return fail(op, "head_dim " + std::to_string(a.head_dim) +
+                          " is not supported (a multiple of 8, at most " +
                           std::to_string(kMaxHeadDim) + ")");
     const int64_t qWidth = int64_t(a.heads) * a.head_dim;
     const int64_t kvWidth = int64_t(a.kv_heads) * a.head_dim;
@@ -466,32 +493,77 @@ private:
     NINFER_RETURN_IF_ERROR(checkRows(op, op.inputs[1], maxRows(), kvWidth, "k"));
     NINFER_RETURN_IF_ERROR(checkRows(op, op.inputs[2], maxRows(), kvWidth, "v"));
     NINFER_RETURN_IF_ERROR(checkRows(op, op.outputs[0], maxRows(), qWidth, "output"));
+    if (!aligned16(op.inputs[0]))
+      return fail(op, "q buffer '" + buf(op.inputs[0]).name + "' must be 16-byte aligned");
+    const DType kvType = buf(op.inputs[3]).dtype;
     for (int i = 3; i <= 4; ++i) {
       const BufferT &cache = buf(op.inputs[i]);
-      if (cache.kind != BufferKind::KvCache || cache.dtype != DType::F16)
-        return fail(op, "cache buffer '" + cache.name + "' must be an F16 KvCache");
-      const uint64_t need = uint64_t(a.context) * kvWidth * 2;
+      if (cache.kind != BufferKind::KvCache ||
+          (cache.dtype != DType::F16 && cache.dtype != DType::Q8_KV) || cache.dtype != kvType ||
+          !aligned16(op.inputs[i]))
+        return fail(op, "cache buffer '" + cache.name +
+                            "' must be a 16-byte aligned F16 or Q8_KV KvCache like the other");
+      if (kvType == DType::Q8_KV &&
+          cache.shape != std::vector<int64_t>{a.context, a.kv_heads, a.head_dim})
+        return fail(op, "Q8_KV cache '" + cache.name + "' must have shape [context, kv_heads, " +
+                            "head_dim]");
+      const uint64_t need =
+          kvType == DType::Q8_KV
+              ? uint64_t(kv::q8CacheBytes(a.context, a.kv_heads, a.head_dim))
+              : uint64_t(a.context) * kvWidth * 2;
       if (cache.size_bytes < need)
         return fail(op, "cache buffer '" + cache.name + "' holds " +
                             std::to_string(cache.size_bytes) + " bytes, needs " +
                             std::to_string(need));
     }
+    // Without a workspace the decode kernel runs one split per kv head.
+    int splits = 1;
+    if (op.inputs.size() == 6) {
+      const BufferT &workspace = buf(op.inputs[5]);
+      const uint64_t need = attentionWorkspaceBytes(a.heads, a.kv_heads, a.head_dim, a.context);
+      if (workspace.kind != BufferKind::Workspace || workspace.size_bytes < need ||
+          workspace.offset % 16 != 0)
+        return fail(op, "workspace buffer '" + workspace.name + "' must be a 16-byte aligned " +
+                            "Workspace of at least " + std::to_string(need) + " bytes");
+      splits = attentionDecodeSplits(a.context);
+    }
+    const std::string kvDtype = std::to_string(int(kvType));
+    const std::string caches = raw(op.inputs[3]) + ", " + raw(op.inputs[4]);
+
     std::ostringstream append;
-    append << "ninfer::dev::kvAppend<" << a.kv_heads << ", " << a.head_dim << ", " << a.context
-           << ", " << kThreads << ">(" << ptr("const float*", op.inputs[1]) << ", "
-           << ptr("const float*", op.inputs[2]) << ", " << ptr("unsigned short*", op.inputs[3])
-           << ", " << ptr("unsigned short*", op.inputs[4]) << ", state)";
-    NINFER_RETURN_IF_ERROR(
-        addKernel(op, "kv_append", append.str(), perTokenRows(rowBlocks(kvWidth))));
-    std::ostringstream attend;
-    attend << "ninfer::dev::attention<" << a.heads << ", " << a.kv_heads << ", " << a.head_dim
-           << ", " << a.window << ", " << a.context << ", " << kThreads << ">("
-           << ptr("const float*", op.inputs[0]) << ", "
-           << ptr("const unsigned short*", op.inputs[3]) << ", "
-           << ptr("const unsigned short*", op.inputs[4]) << ", " << ptr("float*", op.outputs[0])
-           << ", " << floatLiteral(a.scale) << ", state)";
-    return addKernel(op, "attention", attend.str(),
-              {{static_cast<uint32_t>(a.heads), 0, 1}, {0, 1, 0}, {kThreads, 1, 1}});
+    append << "ninfer::dev::kvAppend<" << kvDtype << ", " << a.kv_heads << ", " << a.head_dim
+           << ", " << a.context << ", " << kThreads << ">(" << ptr("const float*", op.inputs[1])
+           << ", " << ptr("const float*", op.inputs[2]) << ", " << caches << ", state)";
+    const uint32_t appendBlocks = kvType == DType::Q8_KV
+                                      ? static_cast<uint32_t>(ceilDiv(a.kv_heads, kThreads / 32))
+                                      : rowBlocks(kvWidth);
+    NINFER_RETURN_IF_ERROR(addKernel(op, "kv_append", append.str(), perTokenRows(appendBlocks)));
+
+    const int group = a.heads / a.kv_heads;
+    std::ostringstream decode;
+    decode << "ninfer::dev::attentionDecode<" << a.heads << ", " << a.kv_heads << ", "
+           << a.head_dim << ", " << a.window << ", " << a.context << ", " << kvDtype << ", "
+           << splits << ">(" << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[3])
+           << ", " << raw(op.inputs[4]) << ", " << ptr("float*", op.outputs[0]) << ", "
+           << (op.inputs.size() == 6 ? raw(op.inputs[5]) : std::string("nullptr")) << ", "
+           << floatLiteral(a.scale) << ", state)";
+    const uint32_t decodeBlocks = static_cast<uint32_t>(a.kv_heads * decodeHeadChunks(group));
+    NINFER_RETURN_IF_ERROR(addKernel(
+        op, "attention_decode", decode.str(),
+        {{decodeBlocks, static_cast<uint32_t>(splits), 1}, {0, 0, 0}, {kDecodeThreads, 1, 1}}));
+
+    std::ostringstream prefill;
+    prefill << "ninfer::dev::attentionPrefill<" << a.heads << ", " << a.kv_heads << ", "
+            << a.head_dim << ", " << a.window << ", " << a.context << ", " << kvDtype << ", "
+            << prefillQueriesPerWarp(a.head_dim) << ">(" << ptr("const float*", op.inputs[0])
+            << ", " << raw(op.inputs[3]) << ", " << raw(op.inputs[4]) << ", "
+            << ptr("float*", op.outputs[0]) << ", " << floatLiteral(a.scale) << ", state)";
+    // One block per (head, query tile); blocks past the step's tiles return.
+    return addKernel(op, "attention_prefill", prefill.str(),
+                     {{static_cast<uint32_t>(a.heads), 0, 1},
+                      {0, 1, 0},
+                      {kPrefillThreads, 1, 1},
+                      prefillSharedBytes(a.head_dim)});
   }
 
   Status emitElementwise(OpT &op, int dim, const char *fn, const char *suffix) {
@@ -524,6 +596,16 @@ private:
 };
 
 } // namespace
+
+int attentionDecodeSplits(int context) {
+  return std::max(1, std::min(kMaxDecodeSplits, ceilDiv(context, kDecodeMinKeys)));
+}
+
+uint64_t attentionWorkspaceBytes(int heads, int kvHeads, int headDim, int context) {
+  const uint64_t partials = uint64_t(heads) * uint64_t(attentionDecodeSplits(context));
+  const uint64_t counters = uint64_t(kvHeads) * uint64_t(decodeHeadChunks(heads / kvHeads));
+  return 4 * (partials * uint64_t(headDim + 2) + counters);
+}
 
 Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {
   if (options.archs.empty())

@@ -22,4 +22,13 @@ struct KernelOptions {
 // Builds without LLVM/MLIR: the GPU op tests use it on the GPU machine.
 Status emitKernels(plan::PlanT& plan, const KernelOptions& options);
 
+// Most sequence splits of the decode attention kernel for a KV cache of
+// `context` positions (baked into its launch grid; the kernel uses fewer at
+// short lengths).
+int attentionDecodeSplits(int context);
+
+// Bytes of the Workspace buffer an Attention op needs for its split partials
+// (layout in codegen/kernels/attention.cuh).
+uint64_t attentionWorkspaceBytes(int heads, int kvHeads, int headDim, int context);
+
 } // namespace ninfer

@@ -1,26 +1,124 @@
-// Causal GQA attention over an f16 KV cache [CONTEXT, KVH, HD]. Two launches:
+// Causal GQA attention over a KV cache [CONTEXT, KVH, HD] of f16 (KVT = 1) or
+// int8 codes with an f32 scale per (position, kv head) (KVT = 18, layout in
+// KvFormat.h). HD is a multiple of 8. Query p = pos + t sees keys j in
+// [lo, p], lo = max(0, p - WINDOW + 1) when WINDOW > 0 else 0; head h reads kv
+// head h / (HEADS / KVH). Three launches per op; each kernel returns at once
+// when the step is not its kind, so the launch grids stay static:
 //
-// kvAppend: writes the step's k, v rows (f32 -> f16, round to nearest even) at
-//   positions pos..pos+n-1. Block THREADS, grid (ceil(KVH*HD/THREADS) capped, n_tokens, 1).
-//   A separate launch, so every query of a prefill sees all earlier keys of the step.
+// kvAppend: writes the step's k, v rows at positions pos..pos+n-1. f16: f32 ->
+//   f16 elementwise, block THREADS, grid (ceil(KVH*HD/THREADS) capped, n, 1).
+//   int8: one warp per (token, kv head) row (max|x| by a warp reduction, then
+//   the header's codes), grid (ceil(KVH / warps), n, 1). A separate launch, so
+//   every query of a prefill sees all earlier keys of the step.
 //
-// attention: one block per (head, token), THREADS/32 warps. Query p = pos + t sees
-//   keys j in [lo, p], lo = max(0, p - WINDOW + 1) when WINDOW > 0 else 0; head h
-//   reads kv head h / (HEADS / KVH). Warp w takes keys lo + w, lo + w + warps, ...;
-//   each lane holds ceil(HD/32) consecutive dims of q, the score is a warp butterfly
-//   sum, and each warp keeps an online softmax (running max, sum, weighted v). The
-//   warps' partial results are merged through shared memory with the usual rescale.
-//   Grid (HEADS, n_tokens, 1). (A split over the keys for long contexts is a later step.)
+// attentionDecode (n == 1; flash-decoding): grid (KVH * HCH, SPLITS, 1), block
+//   kDecodeThreads. A block takes up to HPB = min(GROUP, 8) query heads of one
+//   kv head (HCH blocks cover a group) and one slice of the visible keys: the
+//   run-time split count is ceil(len / kDecodeMinKeys) capped at SPLITS, so a
+//   block whose split is empty returns. Each K/V row is read once per block
+//   with one 16-byte (f16) or 8-byte (int8) load per lane: LPR lanes (CHUNKS =
+//   HD/8 of them busy) cover a row, so a warp takes 32/LPR rows at a time, two
+//   rows per lane in flight. Every lane keeps an online softmax per head in
+//   f32; row groups merge by shuffles, warps through shared memory. With one
+//   split the block writes the output; otherwise it writes (max, sum, acc)
+//   partials to the workspace and the last block of the kv head (an atomic
+//   ticket) combines them in split order, so results do not depend on block
+//   timing, then resets its counter to 0 for the next op.
+//   Workspace (f32 units): acc [HEADS][SPLITS][HD], max [HEADS][SPLITS],
+//   sum [HEADS][SPLITS], then KVH * HCH u32 counters (zeroed at load);
+//   attentionWorkspaceBytes in KernelEmitter.cpp sizes it the same way.
+//
+// attentionPrefill (n > 1; tiled flash attention on CUDA cores): grid (HEADS,
+//   n, 1), block kPrefillThreads (8 warps); block (h, y) takes queries
+//   y*BQ..y*BQ+BQ-1 (BQ = 8 * QPW; blocks past the step return). q tile in
+//   shared memory as f32; K and V tiles of 32 keys staged as f16 (int8 codes
+//   are exact in f16; their row scales are kept beside), K rows padded by 4
+//   halves so the lane-per-key 8-byte reads are conflict free. Warp w owns QPW
+//   queries: lane = key for the scores (q read as broadcast float4), online
+//   softmax per query with warp max/sum, then lane = dims for P.V with the
+//   probabilities broadcast by shuffles. Dynamic shared memory:
+//   BQ*HD*4 + 32*(HD+4)*2 + 32*HD*2 + 256 bytes (prefillSharedBytes).
 #pragma once
 
+#include "KvFormat.h"
 #include "common.cuh"
 
 namespace ninfer {
 namespace dev {
 
-template <int KVH, int HD, int CONTEXT, int THREADS>
-__device__ __forceinline__ void kvAppend(const float *k, const float *v, unsigned short *kCache,
-                                         unsigned short *vCache, const StepState *state) {
+constexpr int kKvF16 = 1;  // plan DType F16
+constexpr int kKvQ8 = 18;  // plan DType Q8_KV
+constexpr int kDecodeThreads = 128;
+constexpr int kDecodeMinKeys = 32;
+constexpr int kPrefillThreads = 256;
+constexpr int kPrefillKeys = 32;
+
+// Heads per decode block and blocks per kv head.
+template <int GROUP> __host__ __device__ constexpr int decodeHeadsPerBlock() { return GROUP < 8 ? GROUP : 8; }
+template <int GROUP> __host__ __device__ constexpr int decodeHeadChunks() {
+  return (GROUP + decodeHeadsPerBlock<GROUP>() - 1) / decodeHeadsPerBlock<GROUP>();
+}
+
+template <int CONTEXT, int KVH, int HD>
+__device__ __forceinline__ float *q8Scales(void *cache) {
+  return reinterpret_cast<float *>(static_cast<char *>(cache) +
+                                   kv::q8ScaleOffset(CONTEXT, KVH, HD));
+}
+template <int CONTEXT, int KVH, int HD>
+__device__ __forceinline__ const float *q8Scales(const void *cache) {
+  return reinterpret_cast<const float *>(static_cast<const char *>(cache) +
+                                         kv::q8ScaleOffset(CONTEXT, KVH, HD));
+}
+
+// Sign-extends byte i of w.
+__device__ __forceinline__ float q8Byte(unsigned int w, int i) {
+  return float(static_cast<int>(w << (24 - 8 * i)) >> 24);
+}
+
+// Values d0..d0+7 of cache row `row` (= position * KVH + kv head), unscaled.
+template <int KVT, int HD>
+__device__ __forceinline__ void loadRow8(const void *cache, long long row, int d0, float *out) {
+  if constexpr (KVT == kKvQ8) {
+    const uint2 raw =
+        __ldg(reinterpret_cast<const uint2 *>(static_cast<const signed char *>(cache) + row * HD + d0));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      out[i] = q8Byte(raw.x, i);
+      out[4 + i] = q8Byte(raw.y, i);
+    }
+  } else {
+    const uint4 raw = __ldg(
+        reinterpret_cast<const uint4 *>(static_cast<const unsigned short *>(cache) + row * HD + d0));
+    unpack16<kF16>(raw, out);
+  }
+}
+
+// Row scale (1 for f16 caches).
+template <int KVT, int CONTEXT, int KVH, int HD>
+__device__ __forceinline__ float rowScale(const void *cache, long long row) {
+  if constexpr (KVT == kKvQ8)
+    return __ldg(q8Scales<CONTEXT, KVH, HD>(cache) + row);
+  else
+    return 1.0f;
+}
+
+// One warp quantizes a row of HD values (KvFormat.h).
+template <int HD>
+__device__ __forceinline__ void quantizeRowQ8(const float *x, signed char *codes, float *scale,
+                                              int lane) {
+  float absMax = 0.0f;
+  for (int d = lane; d < HD; d += kWarpSize)
+    absMax = fmaxf(absMax, fabsf(x[d]));
+  const float s = kv::q8Scale(warpMax(absMax));
+  for (int d = lane; d < HD; d += kWarpSize)
+    codes[d] = kv::q8Code(x[d], s);
+  if (lane == 0)
+    *scale = s;
+}
+
+template <int KVT, int KVH, int HD, int CONTEXT, int THREADS>
+__device__ __forceinline__ void kvAppend(const float *k, const float *v, void *kCache,
+                                         void *vCache, const StepState *state) {
   constexpr int kWidth = KVH * HD;
   const int t = blockIdx.y;
   if (t >= state->nTokens)
@@ -30,98 +128,403 @@ __device__ __forceinline__ void kvAppend(const float *k, const float *v, unsigne
     return;
   const long long src = static_cast<long long>(t) * kWidth;
   const long long dst = static_cast<long long>(row) * kWidth;
-  for (int i = blockIdx.x * THREADS + threadIdx.x; i < kWidth; i += gridDim.x * THREADS) {
-    kCache[dst + i] = f32ToF16(k[src + i]);
-    vCache[dst + i] = f32ToF16(v[src + i]);
+  if constexpr (KVT == kKvQ8) {
+    const int h = blockIdx.x * (THREADS / kWarpSize) + threadIdx.x / kWarpSize;
+    if (h >= KVH)
+      return; // whole warps; nothing below synchronizes the block
+    const int lane = threadIdx.x % kWarpSize;
+    const long long scaleIndex = static_cast<long long>(row) * KVH + h;
+    quantizeRowQ8<HD>(k + src + h * HD, static_cast<signed char *>(kCache) + dst + h * HD,
+                      q8Scales<CONTEXT, KVH, HD>(kCache) + scaleIndex, lane);
+    quantizeRowQ8<HD>(v + src + h * HD, static_cast<signed char *>(vCache) + dst + h * HD,
+                      q8Scales<CONTEXT, KVH, HD>(vCache) + scaleIndex, lane);
+  } else {
+    unsigned short *kc = static_cast<unsigned short *>(kCache);
+    unsigned short *vc = static_cast<unsigned short *>(vCache);
+    for (int i = blockIdx.x * THREADS + threadIdx.x; i < kWidth; i += gridDim.x * THREADS) {
+      kc[dst + i] = f32ToF16(k[src + i]);
+      vc[dst + i] = f32ToF16(v[src + i]);
+    }
   }
 }
 
-template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int THREADS>
-__device__ __forceinline__ void attention(const float *q, const unsigned short *kCache,
-                                          const unsigned short *vCache, float *out, float scale,
-                                          const StepState *state) {
-  constexpr int kWarps = THREADS / kWarpSize;
-  constexpr int kDimsPerLane = (HD + kWarpSize - 1) / kWarpSize;
-  constexpr int kGroup = HEADS / KVH;
-  __shared__ float sMax[kWarps];
-  __shared__ float sSum[kWarps];
-  __shared__ float sAcc[kWarps][HD];
+// Merges softmax state (m2, l2, a2) into (m, l, a); l == 0 marks an empty state.
+template <int N>
+__device__ __forceinline__ void mergeSoftmax(float &m, float &l, float *a, float m2, float l2,
+                                             const float *a2) {
+  const float mNew = fmaxf(m, m2);
+  const float f1 = l > 0.0f ? expf(m - mNew) : 0.0f;
+  const float f2 = l2 > 0.0f ? expf(m2 - mNew) : 0.0f;
+  l = l * f1 + l2 * f2;
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    a[i] = a[i] * f1 + a2[i] * f2;
+  m = mNew;
+}
 
-  const int h = blockIdx.x;
-  const int t = blockIdx.y;
-  if (t >= state->nTokens)
-    return; // uniform for the whole block
+template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int KVT, int SPLITS>
+__device__ __forceinline__ void attentionDecode(const float *q, const void *kCache,
+                                                const void *vCache, float *out, void *workspace,
+                                                float scale, const StepState *state) {
+  static_assert(HD % 8 == 0 && HD <= 256, "head_dim must be a multiple of 8, at most 256");
+  constexpr int kGroup = HEADS / KVH;
+  constexpr int kHpb = decodeHeadsPerBlock<kGroup>();
+  constexpr int kHch = decodeHeadChunks<kGroup>();
+  constexpr int kChunks = HD / 8;
+  constexpr int kLpr = kChunks <= 1 ? 1 : kChunks <= 2 ? 2 : kChunks <= 4 ? 4 : kChunks <= 8 ? 8
+                     : kChunks <= 16 ? 16 : 32;
+  constexpr int kRpw = kWarpSize / kLpr;
+  constexpr int kWarps = kDecodeThreads / kWarpSize;
+  constexpr int kRowGroups = kWarps * kRpw;
+  constexpr int kUnroll = 2;
+  __shared__ float sM[kWarps][kHpb];
+  __shared__ float sL[kWarps][kHpb];
+  __shared__ __align__(16) float sAcc[kWarps][kHpb][HD];
+  __shared__ float sW[kHpb][SPLITS];
+  __shared__ bool sLast;
+
+  if (state->nTokens != 1)
+    return;
+  const int p = min(state->pos, CONTEXT - 1);
+  const int lo = WINDOW > 0 ? max(0, p - WINDOW + 1) : 0;
+  const int len = p - lo + 1;
+  int splits = min(SPLITS, (len + kDecodeMinKeys - 1) / kDecodeMinKeys);
+  const int chunk = (len + splits - 1) / splits;
+  splits = (len + chunk - 1) / chunk; // every split below is non-empty
+  const int s = blockIdx.y;
+  if (s >= splits)
+    return;
+  const int j0 = lo + s * chunk;
+  const int j1 = min(j0 + chunk, p + 1);
+  const int kvh = blockIdx.x / kHch;
+  const int firstHead = kvh * kGroup + (blockIdx.x % kHch) * kHpb;
+  const int heads = min(kHpb, (kvh + 1) * kGroup - firstHead);
+
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
-  const int p = state->pos + t;
-  const int lo = WINDOW > 0 ? max(0, p - WINDOW + 1) : 0;
-  const int kvh = h / kGroup;
+  const int c = lane % kLpr; // this lane's 8 dims of a row: 8c..8c+7
+  const bool busy = c < kChunks;
   const float negInf = __int_as_float(0xff800000);
 
-  const float *qRow = q + (static_cast<long long>(t) * HEADS + h) * HD;
-  float qv[kDimsPerLane];
-  float acc[kDimsPerLane];
+  float qv[kHpb][8];
+  float m[kHpb], l[kHpb], acc[kHpb][8];
 #pragma unroll
-  for (int i = 0; i < kDimsPerLane; ++i) {
-    const int d = lane * kDimsPerLane + i;
-    qv[i] = d < HD ? qRow[d] : 0.0f;
-    acc[i] = 0.0f;
-  }
-  float runMax = negInf;
-  float runSum = 0.0f;
-  for (int j = lo + warp; j <= p && j < CONTEXT; j += kWarps) {
-    const long long rowOff = (static_cast<long long>(j) * KVH + kvh) * HD;
-    float s = 0.0f;
+  for (int g = 0; g < kHpb; ++g) {
+    const bool use = busy && g < heads;
+    const float *qRow = q + static_cast<long long>(firstHead + (use ? g : 0)) * HD + 8 * c;
 #pragma unroll
-    for (int i = 0; i < kDimsPerLane; ++i) {
-      const int d = lane * kDimsPerLane + i;
-      if (d < HD)
-        s += qv[i] * f16ToF32(kCache[rowOff + d]);
+    for (int i = 0; i < 8; ++i) {
+      qv[g][i] = use ? qRow[i] : 0.0f;
+      acc[g][i] = 0.0f;
     }
-    s = warpSum(s) * scale;
-    const float newMax = fmaxf(runMax, s);
-    const float correction = expf(runMax - newMax); // 0 on the first key
-    const float weight = expf(s - newMax);
-    runSum = runSum * correction + weight;
+    m[g] = negInf;
+    l[g] = 0.0f;
+  }
+
+  // Rows base + lane / kLpr + u * kRowGroups; base is uniform per warp, so the
+  // shuffles below always run on full warps.
+  for (int base = j0 + warp * kRpw; base < j1; base += kRowGroups * kUnroll) {
+    float kf[kUnroll][8], vf[kUnroll][8], ks[kUnroll], vs[kUnroll];
+    bool ok[kUnroll];
 #pragma unroll
-    for (int i = 0; i < kDimsPerLane; ++i) {
-      const int d = lane * kDimsPerLane + i;
-      const float vv = d < HD ? f16ToF32(vCache[rowOff + d]) : 0.0f;
-      acc[i] = acc[i] * correction + weight * vv;
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = base + lane / kLpr + u * kRowGroups;
+      ok[u] = j < j1;
+      const long long row = static_cast<long long>(ok[u] ? j : j0) * KVH + kvh;
+      if (ok[u] && busy) {
+        loadRow8<KVT, HD>(kCache, row, 8 * c, kf[u]);
+        loadRow8<KVT, HD>(vCache, row, 8 * c, vf[u]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          kf[u][i] = vf[u][i] = 0.0f;
+      }
+      ks[u] = ok[u] ? rowScale<KVT, CONTEXT, KVH, HD>(kCache, row) : 0.0f;
+      vs[u] = ok[u] ? rowScale<KVT, CONTEXT, KVH, HD>(vCache, row) : 0.0f;
     }
-    runMax = newMax;
-  }
-  if (lane == 0) {
-    sMax[warp] = runMax;
-    sSum[warp] = runSum;
-  }
 #pragma unroll
-  for (int i = 0; i < kDimsPerLane; ++i) {
-    const int d = lane * kDimsPerLane + i;
-    if (d < HD)
-      sAcc[warp][d] = acc[i];
+    for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+      for (int g = 0; g < kHpb; ++g) {
+        float d = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          d += qv[g][i] * kf[u][i];
+#pragma unroll
+        for (int offset = kLpr / 2; offset > 0; offset >>= 1)
+          d += __shfl_xor_sync(0xffffffffu, d, offset);
+        if (ok[u]) {
+          const float score = d * ks[u] * scale;
+          const float mNew = fmaxf(m[g], score);
+          const float correction = expf(m[g] - mNew); // 0 on the first key
+          const float weight = expf(score - mNew);
+          l[g] = l[g] * correction + weight;
+          const float wv = weight * vs[u];
+#pragma unroll
+          for (int i = 0; i < 8; ++i)
+            acc[g][i] = acc[g][i] * correction + wv * vf[u][i];
+          m[g] = mNew;
+        }
+      }
+    }
+  }
+
+  // Row groups of a warp hold the same dims of different rows: merge them.
+#pragma unroll
+  for (int offset = kLpr; offset < kWarpSize; offset <<= 1) {
+#pragma unroll
+    for (int g = 0; g < kHpb; ++g) {
+      float other[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        other[i] = __shfl_xor_sync(0xffffffffu, acc[g][i], offset);
+      const float m2 = __shfl_xor_sync(0xffffffffu, m[g], offset);
+      const float l2 = __shfl_xor_sync(0xffffffffu, l[g], offset);
+      mergeSoftmax<8>(m[g], l[g], acc[g], m2, l2, other);
+    }
+  }
+  if (lane < kLpr) {
+#pragma unroll
+    for (int g = 0; g < kHpb; ++g) {
+      if (lane == 0) {
+        sM[warp][g] = m[g];
+        sL[warp][g] = l[g];
+      }
+      if (busy)
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          sAcc[warp][g][8 * c + i] = acc[g][i];
+    }
   }
   __syncthreads();
-  float m = negInf;
+
+  float *partAcc = static_cast<float *>(workspace);
+  float *partMax = partAcc + HEADS * SPLITS * HD;
+  float *partSum = partMax + HEADS * SPLITS;
+  unsigned int *counters = reinterpret_cast<unsigned int *>(partSum + HEADS * SPLITS);
+  for (int idx = threadIdx.x; idx < heads * HD; idx += kDecodeThreads) {
+    const int g = idx / HD;
+    const int d = idx % HD;
+    float mAll = sM[0][g], lAll = sL[0][g], aAll = sAcc[0][g][d];
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w)
-    m = fmaxf(m, sMax[w]);
-  // Warp 0 always has key lo <= p, so m is finite; idle warps weigh exp(-inf) = 0.
-  float total = 0.0f;
-  float factor[kWarps];
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    factor[w] = sSum[w] > 0.0f ? expf(sMax[w] - m) : 0.0f;
-    total += sSum[w] * factor[w];
+    for (int w = 1; w < kWarps; ++w)
+      mergeSoftmax<1>(mAll, lAll, &aAll, sM[w][g], sL[w][g], &sAcc[w][g][d]);
+    const int h = firstHead + g;
+    if (splits == 1) {
+      out[static_cast<long long>(h) * HD + d] = aAll / lAll;
+    } else {
+      partAcc[(h * SPLITS + s) * HD + d] = aAll;
+      if (d == 0) {
+        partMax[h * SPLITS + s] = mAll;
+        partSum[h * SPLITS + s] = lAll;
+      }
+    }
   }
-  const float invTotal = 1.0f / total;
-  float *oRow = out + (static_cast<long long>(t) * HEADS + h) * HD;
-  for (int d = threadIdx.x; d < HD; d += THREADS) {
-    float v = 0.0f;
+  if (splits == 1)
+    return;
+
+  // Last block of this kv head's head chunk combines the splits in order.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    sLast = atomicAdd(&counters[blockIdx.x], 1u) == static_cast<unsigned int>(splits - 1);
+  __syncthreads();
+  if (!sLast)
+    return;
+  __threadfence();
+  for (int g = warp; g < heads; g += kWarps) {
+    const int h = firstHead + g;
+    float mAll = negInf;
+    for (int i = lane; i < splits; i += kWarpSize)
+      mAll = fmaxf(mAll, __ldcg(partMax + h * SPLITS + i));
+    mAll = warpMax(mAll);
+    float lAll = 0.0f;
+    for (int i = lane; i < splits; i += kWarpSize)
+      lAll += __ldcg(partSum + h * SPLITS + i) * expf(__ldcg(partMax + h * SPLITS + i) - mAll);
+    lAll = warpSum(lAll);
+    for (int i = lane; i < splits; i += kWarpSize)
+      sW[g][i] = expf(__ldcg(partMax + h * SPLITS + i) - mAll) / lAll;
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < heads * HD; idx += kDecodeThreads) {
+    const int g = idx / HD;
+    const int d = idx % HD;
+    const int h = firstHead + g;
+    float o = 0.0f;
+    for (int i = 0; i < splits; ++i)
+      o += __ldcg(partAcc + (h * SPLITS + i) * HD + d) * sW[g][i];
+    out[static_cast<long long>(h) * HD + d] = o;
+  }
+  if (threadIdx.x == 0)
+    counters[blockIdx.x] = 0u;
+}
+
+template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int KVT, int QPW>
+__device__ __forceinline__ void attentionPrefill(const float *q, const void *kCache,
+                                                 const void *vCache, float *out, float scale,
+                                                 const StepState *state) {
+  static_assert(HD % 8 == 0 && HD <= 256, "head_dim must be a multiple of 8, at most 256");
+  constexpr int kGroup = HEADS / KVH;
+  constexpr int kWarps = kPrefillThreads / kWarpSize;
+  constexpr int kBq = kWarps * QPW;
+  constexpr int kBk = kPrefillKeys; // one key per lane
+  constexpr int kKStride = HD + 4;  // halves per staged K row
+  constexpr int kDpl = (HD + kWarpSize - 1) / kWarpSize;
+  extern __shared__ __align__(16) unsigned char smem[];
+  float *sQ = reinterpret_cast<float *>(smem);
+  unsigned short *sK = reinterpret_cast<unsigned short *>(smem + kBq * HD * 4);
+  unsigned short *sV = sK + kBk * kKStride;
+  float *sKs = reinterpret_cast<float *>(sV + kBk * HD);
+  float *sVs = sKs + kBk;
+
+  const int n = state->nTokens;
+  const int t0 = blockIdx.y * kBq;
+  if (n <= 1 || t0 >= n)
+    return; // uniform for the whole block
+  const int h = blockIdx.x;
+  const int kvh = h / kGroup;
+  const int pos = state->pos;
+  const int tEnd = min(t0 + kBq, n);
+  const int jLo = WINDOW > 0 ? max(0, pos + t0 - WINDOW + 1) : 0;
+  const int jHi = min(pos + tEnd - 1, CONTEXT - 1);
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const float negInf = __int_as_float(0xff800000);
+
+  for (int idx = threadIdx.x; idx < kBq * (HD / 4); idx += kPrefillThreads) {
+    const int r = idx / (HD / 4);
+    const int c4 = idx % (HD / 4);
+    float4 value = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (t0 + r < n)
+      value = *reinterpret_cast<const float4 *>(
+          q + (static_cast<long long>(t0 + r) * HEADS + h) * HD + 4 * c4);
+    *reinterpret_cast<float4 *>(sQ + r * HD + 4 * c4) = value;
+  }
+
+  const int firstT = t0 + warp * QPW; // this warp's queries: firstT .. firstT + QPW - 1
+  const int lastT = min(firstT + QPW, n) - 1;
+  float m[QPW], l[QPW], acc[QPW][kDpl];
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w)
-      v += sAcc[w][d] * factor[w];
-    oRow[d] = v * invTotal;
+  for (int qi = 0; qi < QPW; ++qi) {
+    m[qi] = negInf;
+    l[qi] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kDpl; ++i)
+      acc[qi][i] = 0.0f;
+  }
+
+  for (int kt = jLo; kt <= jHi; kt += kBk) {
+    __syncthreads(); // the previous tile is consumed (and sQ is written)
+    for (int idx = threadIdx.x; idx < kBk * (HD / 8); idx += kPrefillThreads) {
+      const int r = idx / (HD / 8);
+      const int c = idx % (HD / 8);
+      const int j = kt + r;
+      float kf[8], vf[8];
+      if (j <= jHi) {
+        const long long row = static_cast<long long>(j) * KVH + kvh;
+        loadRow8<KVT, HD>(kCache, row, 8 * c, kf);
+        loadRow8<KVT, HD>(vCache, row, 8 * c, vf);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          kf[i] = vf[i] = 0.0f;
+      }
+      unsigned int kw[4], vw[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) { // exact: f16 values or int8 codes
+        kw[i] = f32ToF16(kf[2 * i]) | (static_cast<unsigned int>(f32ToF16(kf[2 * i + 1])) << 16);
+        vw[i] = f32ToF16(vf[2 * i]) | (static_cast<unsigned int>(f32ToF16(vf[2 * i + 1])) << 16);
+      }
+      uint2 *kDst = reinterpret_cast<uint2 *>(sK + r * kKStride + 8 * c); // 8-byte aligned rows
+      kDst[0] = make_uint2(kw[0], kw[1]);
+      kDst[1] = make_uint2(kw[2], kw[3]);
+      *reinterpret_cast<uint4 *>(sV + r * HD + 8 * c) = make_uint4(vw[0], vw[1], vw[2], vw[3]);
+    }
+    if (threadIdx.x < kBk) {
+      const int j = kt + threadIdx.x;
+      const long long row = static_cast<long long>(j <= jHi ? j : jHi) * KVH + kvh;
+      sKs[threadIdx.x] = rowScale<KVT, CONTEXT, KVH, HD>(kCache, row);
+      sVs[threadIdx.x] = j <= jHi ? rowScale<KVT, CONTEXT, KVH, HD>(vCache, row) : 0.0f;
+    }
+    __syncthreads();
+
+    // Warp-uniform skips: no queries, or the tile lies after the last query
+    // or before the first query's window.
+    if (firstT >= n || kt > pos + lastT ||
+        (WINDOW > 0 && kt + kBk - 1 < pos + firstT - WINDOW + 1))
+      continue;
+    float sc[QPW];
+#pragma unroll
+    for (int qi = 0; qi < QPW; ++qi)
+      sc[qi] = 0.0f;
+    const unsigned short *kRow = sK + lane * kKStride;
+#pragma unroll 4
+    for (int d = 0; d < HD; d += 4) {
+      const uint2 raw = *reinterpret_cast<const uint2 *>(kRow + d);
+      const float k0 = f16ToF32(static_cast<unsigned short>(raw.x & 0xffffu));
+      const float k1 = f16ToF32(static_cast<unsigned short>(raw.x >> 16));
+      const float k2 = f16ToF32(static_cast<unsigned short>(raw.y & 0xffffu));
+      const float k3 = f16ToF32(static_cast<unsigned short>(raw.y >> 16));
+#pragma unroll
+      for (int qi = 0; qi < QPW; ++qi) {
+        const float4 qq = *reinterpret_cast<const float4 *>(sQ + (warp * QPW + qi) * HD + d);
+        sc[qi] += qq.x * k0 + qq.y * k1 + qq.z * k2 + qq.w * k3;
+      }
+    }
+    const int j = kt + lane;
+    float pr[QPW];
+#pragma unroll
+    for (int qi = 0; qi < QPW; ++qi) {
+      const int t = firstT + qi;
+      const int pq = pos + t;
+      const bool visible =
+          t < n && j <= pq && j <= jHi && (WINDOW == 0 || pq - j < WINDOW);
+      const float score = visible ? sc[qi] * sKs[lane] * scale : negInf;
+      const float tileMax = warpMax(score);
+      pr[qi] = 0.0f;
+      if (tileMax == negInf)
+        continue; // uniform: no visible key for this query in the tile
+      const float mNew = fmaxf(m[qi], tileMax);
+      const float correction = expf(m[qi] - mNew);
+      const float e = visible ? expf(score - mNew) : 0.0f;
+      l[qi] = l[qi] * correction + warpSum(e);
+#pragma unroll
+      for (int i = 0; i < kDpl; ++i)
+        acc[qi][i] *= correction;
+      m[qi] = mNew;
+      pr[qi] = e * sVs[lane];
+    }
+    const int rows = min(kBk, jHi - kt + 1);
+    for (int r = 0; r < rows; ++r) {
+      float vv[kDpl];
+#pragma unroll
+      for (int i = 0; i < kDpl; ++i) {
+        const int d = lane + kWarpSize * i;
+        vv[i] = d < HD ? f16ToF32(sV[r * HD + d]) : 0.0f;
+      }
+#pragma unroll
+      for (int qi = 0; qi < QPW; ++qi) {
+        const float w = __shfl_sync(0xffffffffu, pr[qi], r);
+#pragma unroll
+        for (int i = 0; i < kDpl; ++i)
+          acc[qi][i] += w * vv[i];
+      }
+    }
+  }
+
+#pragma unroll
+  for (int qi = 0; qi < QPW; ++qi) {
+    const int t = firstT + qi;
+    if (t >= n)
+      continue;
+    const float inv = 1.0f / l[qi];
+    float *oRow = out + (static_cast<long long>(t) * HEADS + h) * HD;
+#pragma unroll
+    for (int i = 0; i < kDpl; ++i) {
+      const int d = lane + kWarpSize * i;
+      if (d < HD)
+        oRow[d] = acc[qi][i] * inv;
+    }
   }
 }
 

@@ -116,7 +116,8 @@ private:
   CUfunction fill_ = nullptr;
   std::vector<LaunchInfo> launches_;
   std::vector<CUdeviceptr> allocations_;
-  CUdeviceptr weights_ = 0, activations_ = 0, kv_ = 0, tokens_ = 0, logits_ = 0, state_ = 0;
+  CUdeviceptr weights_ = 0, activations_ = 0, kv_ = 0, workspace_ = 0, tokens_ = 0, logits_ = 0,
+              state_ = 0;
   void *hostStaging_ = nullptr; // pinned: StepState, tokens, logits
   StepState *hostState_ = nullptr;
   int32_t *hostTokens_ = nullptr;
@@ -350,7 +351,8 @@ Status CudaExecutor::init(int ordinal) {
 
   // Memory: one allocation per arena; buffers sit at base + offset.
   uint64_t weightBytes = 0, activationBytes = p.memory()->activation_bytes(),
-           kvBytes = p.memory()->kv_bytes(), tokenBytes = uint64_t(p.max_step_tokens()) * 4;
+           kvBytes = p.memory()->kv_bytes(), workspaceBytes = p.memory()->workspace_bytes(),
+           tokenBytes = uint64_t(p.max_step_tokens()) * 4;
   bool anyDummy = false;
   const auto &buffers = *p.buffers();
   for (const plan::Buffer *b : buffers) {
@@ -365,6 +367,9 @@ Status CudaExecutor::init(int ordinal) {
       break;
     case BufferKind::KvCache:
       kvBytes = std::max(kvBytes, end);
+      break;
+    case BufferKind::Workspace:
+      workspaceBytes = std::max(workspaceBytes, end);
       break;
     case BufferKind::Tokens:
       tokenBytes = std::max(tokenBytes, b->size_bytes());
@@ -383,8 +388,8 @@ Status CudaExecutor::init(int ordinal) {
   size_t freeBytes = 0, totalBytes = 0;
   NINFER_RETURN_IF_ERROR(
       cu_.check(cu_.memGetInfo(&freeBytes, &totalBytes), "cannot query free GPU memory"));
-  const uint64_t needed = weightBytes + activationBytes + kvBytes + tokenBytes + logitsBytes_ +
-                          6 * kAllocationAlignment;
+  const uint64_t needed = weightBytes + activationBytes + kvBytes + workspaceBytes + tokenBytes +
+                          logitsBytes_ + 7 * kAllocationAlignment;
   if (needed > freeBytes)
     return Status::error("the plan needs " + gib(needed) + " of GPU memory (weights " +
                          gib(weightBytes) + ", activations " + gib(activationBytes) +
@@ -394,12 +399,15 @@ Status CudaExecutor::init(int ordinal) {
   NINFER_RETURN_IF_ERROR(allocate(weights_, weightBytes, "weights"));
   NINFER_RETURN_IF_ERROR(allocate(activations_, activationBytes, "activations"));
   NINFER_RETURN_IF_ERROR(allocate(kv_, kvBytes, "the KV cache"));
+  NINFER_RETURN_IF_ERROR(allocate(workspace_, workspaceBytes, "the workspace"));
   NINFER_RETURN_IF_ERROR(allocate(tokens_, tokenBytes, "tokens"));
   NINFER_RETURN_IF_ERROR(allocate(logits_, logitsBytes_, "logits"));
   NINFER_RETURN_IF_ERROR(allocate(state_, sizeof(StepState), "the step state"));
   // Zeroed like the CPU executor's arenas, so unwritten rows compare equal.
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(activations_, 0, activationBytes), "memset"));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(kv_, 0, kvBytes), "memset"));
+  // Kernels that count finished blocks there expect zeros (attention.cuh).
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(workspace_, 0, workspaceBytes), "memset"));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(logits_, 0, logitsBytes_), "memset"));
 
   std::vector<CUdeviceptr> table(buffers.size(), 0);
@@ -414,6 +422,9 @@ Status CudaExecutor::init(int ordinal) {
       break;
     case BufferKind::KvCache:
       table[i] = kv_ + b->offset();
+      break;
+    case BufferKind::Workspace:
+      table[i] = workspace_ + b->offset();
       break;
     case BufferKind::Tokens:
       table[i] = tokens_;

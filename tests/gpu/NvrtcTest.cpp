@@ -119,7 +119,7 @@ TEST(Nvrtc, EmitsCubinsForAllArchsAndPtx) {
   EXPECT_EQ(t.plan.kernels->ptx_arch, "compute_80");
   EXPECT_NE(t.plan.kernels->ptx.find(".entry k0_embedding"), std::string::npos);
   EXPECT_NE(t.plan.kernels->ptx.find("ninfer_fill_dummy"), std::string::npos);
-  // Every op got launches; attention gets two (cache append, then attend).
+  // Every op got launches; attention gets three (cache append, decode, prefill).
   for (const auto &op : t.plan.ops) {
     ASSERT_FALSE(op->launches.empty()) << op->name;
     for (const auto &launch : op->launches) {
@@ -129,7 +129,7 @@ TEST(Nvrtc, EmitsCubinsForAllArchsAndPtx) {
       EXPECT_EQ(launch->block.size(), 3u);
     }
   }
-  EXPECT_EQ(t.plan.ops[7]->launches.size(), 2u);
+  EXPECT_EQ(t.plan.ops[7]->launches.size(), 3u);
   // The k and v projections have one shape: they share a kernel and differ only
   // in the buffers passed to it; q has another shape and its own kernel.
   const plan::LaunchT& q = *t.plan.ops[2]->launches[0];
@@ -140,7 +140,8 @@ TEST(Nvrtc, EmitsCubinsForAllArchsAndPtx) {
   EXPECT_NE(k.args, v.args);
   EXPECT_EQ(k.args.size(), 3u); // input, weight, output
   // The plan with kernels still writes (and the source is kept for inspection).
-  EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::attention<4, 2, 16"), std::string::npos);
+  EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::attentionDecode<4, 2, 16"),
+            std::string::npos);
   const std::string path = test::tempPlanPath("nvrtc");
   Status written = t.write(path);
   EXPECT_TRUE(written.isOk()) << written.message();
@@ -192,6 +193,77 @@ TEST(Nvrtc, LargeLinearPathsCompile) {
       // Wide layers: two output rows per warp, 16 per block.
       EXPECT_EQ(t.plan.ops[0]->launches[0]->grid_base[0], 14336u / 16);
     }
+}
+
+// The attention kernels for every cache dtype, GQA ratio, window and head_dim
+// the parity test runs, compiled for sm_75..sm_90; launch shapes as documented
+// in attention.cuh (decode: kv heads x head chunks by splits; prefill: heads by
+// tokens, shared memory within sm_75's 64 KiB).
+TEST(Nvrtc, AttentionVariantsCompile) {
+  struct Case {
+    int heads, kvHeads, headDim, window;
+    DType cache;
+    uint32_t decodeBlocks;
+  };
+  const int context = 5000;
+  const std::vector<Case> cases = {
+      {8, 8, 64, 0, DType::F16, 8},    {32, 8, 128, 0, DType::F16, 8},
+      {16, 2, 128, 0, DType::Q8_KV, 2}, {8, 1, 256, 100, DType::F16, 1},
+      {32, 1, 64, 0, DType::Q8_KV, 4},  {6, 3, 96, 7, DType::Q8_KV, 3},
+      {4, 2, 48, 0, DType::F16, 2},     {12, 2, 80, 0, DType::Q8_KV, 2}};
+  TestPlan t(512, context);
+  const uint32_t workspace = t.addWorkspace("workspace", 8u << 20);
+  for (const Case &c : cases) {
+    const uint32_t q = t.addActivation("q", c.heads * c.headDim);
+    const uint32_t k = t.addActivation("k", c.kvHeads * c.headDim);
+    const uint32_t v = t.addActivation("v", c.kvHeads * c.headDim);
+    const uint32_t o = t.addActivation("o", c.heads * c.headDim);
+    plan::AttentionAttrsT a;
+    a.heads = c.heads;
+    a.kv_heads = c.kvHeads;
+    a.head_dim = c.headDim;
+    a.window = c.window;
+    a.scale = 0.125f;
+    a.context = context;
+    t.addOp("attention", a,
+            {q, k, v, t.addKvCache("kc", context, c.kvHeads, c.headDim, c.cache),
+             t.addKvCache("vc", context, c.kvHeads, c.headDim, c.cache), workspace},
+            {o});
+  }
+  KernelOptions options;
+  options.archs = {"sm_75", "sm_86", "sm_90"}; // the three shared-memory limits
+  options.embedPtx = false;
+  Status status = emitKernels(t.plan, options);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  EXPECT_EQ(t.plan.kernels->cubins.size(), 3u);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto &launches = t.plan.ops[i]->launches;
+    ASSERT_EQ(launches.size(), 3u);
+    EXPECT_EQ(launches[1]->grid_base, (std::vector<uint32_t>{cases[i].decodeBlocks, 64, 1}));
+    EXPECT_EQ(launches[1]->grid_per_token, (std::vector<uint32_t>{0, 0, 0}));
+    EXPECT_EQ(launches[2]->grid_base[0], uint32_t(cases[i].heads));
+    EXPECT_EQ(launches[2]->grid_per_token, (std::vector<uint32_t>{0, 1, 0}));
+    EXPECT_LE(launches[2]->shared_bytes, 64u * 1024);
+    EXPECT_GT(launches[2]->shared_bytes, 0u);
+  }
+  // A workspace smaller than the decode partials is refused, naming the op.
+  TestPlan small(8, context);
+  const uint32_t q = small.addActivation("q", 64);
+  plan::AttentionAttrsT a;
+  a.heads = 1;
+  a.kv_heads = 1;
+  a.head_dim = 64;
+  a.scale = 0.125f;
+  a.context = context;
+  small.addOp("attention", a,
+              {q, small.addActivation("k", 64), small.addActivation("v", 64),
+               small.addKvCache("kc", context, 1, 64), small.addKvCache("vc", context, 1, 64),
+               small.addWorkspace("ws", 256)},
+              {small.addActivation("o", 64)});
+  Status refused = emitKernels(small.plan, options);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.message().find("workspace buffer 'ws'"), std::string::npos)
+      << refused.message();
 }
 
 TEST(Nvrtc, SyntaxErrorCarriesLog) {

@@ -335,36 +335,65 @@ TEST(OpParity, Rope) {
   }
 }
 
+// Attention with a workspace (split decode) over f16 and int8 caches: GQA
+// ratios 1..16, windows, head_dim 48..256. Steps mix decode (n = 1, the
+// flash-decoding kernel) and prefill (n > 1, the tiled kernel, with partial
+// query tiles).
+struct AttentionCase {
+  int heads, kvHeads, headDim, window;
+  DType cache;
+};
+
+void expectAttentionParity(const AttentionCase &c, int context, int maxStep,
+                           const std::vector<int> &steps) {
+  std::mt19937 rng(c.heads * 100 + c.headDim + c.window);
+  TestPlan t(maxStep, context);
+  const uint32_t q = inputRows(t, "q", c.heads * c.headDim, rng, 2.0f);
+  const uint32_t k = inputRows(t, "k", c.kvHeads * c.headDim, rng, 2.0f);
+  const uint32_t v = inputRows(t, "v", c.kvHeads * c.headDim, rng);
+  const uint32_t kc = t.addKvCache("k_cache", context, c.kvHeads, c.headDim, c.cache);
+  const uint32_t vc = t.addKvCache("v_cache", context, c.kvHeads, c.headDim, c.cache);
+  const uint32_t ws = t.addWorkspace(
+      "workspace", attentionWorkspaceBytes(c.heads, c.kvHeads, c.headDim, context));
+  const uint32_t o = t.addActivation("o", c.heads * c.headDim);
+  plan::AttentionAttrsT a;
+  a.heads = c.heads;
+  a.kv_heads = c.kvHeads;
+  a.head_dim = c.headDim;
+  a.window = c.window;
+  a.scale = 1.0f / std::sqrt(float(c.headDim));
+  a.context = context;
+  t.addOp("attention", a, {q, k, v, kc, vc, ws}, {o});
+  t.addReadout(o, c.heads * c.headDim);
+  char what[160];
+  std::snprintf(what, sizeof(what), "Attention %s heads %d kv_heads %d head_dim %d window %d ctx %d",
+                typeName(c.cache), c.heads, c.kvHeads, c.headDim, c.window, context);
+  expectParity(t, steps, 1e-8, what);
+}
+
 TEST(OpParity, Attention) {
   REQUIRE_GPU();
-  struct Case {
-    int heads, kvHeads, headDim, window;
-  };
-  for (Case c : {Case{4, 4, 64, 0}, Case{8, 2, 64, 0}, Case{8, 1, 128, 0}, Case{4, 2, 64, 5},
-                 Case{2, 2, 48, 0}, Case{4, 1, 256, 20}, Case{6, 3, 96, 0}}) {
-    std::mt19937 rng(c.heads * 100 + c.headDim);
-    const int context = 96;
-    TestPlan t(64, context);
-    const uint32_t q = inputRows(t, "q", c.heads * c.headDim, rng, 2.0f);
-    const uint32_t k = inputRows(t, "k", c.kvHeads * c.headDim, rng, 2.0f);
-    const uint32_t v = inputRows(t, "v", c.kvHeads * c.headDim, rng);
-    const uint32_t kc = t.addKvCache("k_cache", context, c.kvHeads, c.headDim);
-    const uint32_t vc = t.addKvCache("v_cache", context, c.kvHeads, c.headDim);
-    const uint32_t o = t.addActivation("o", c.heads * c.headDim);
-    plan::AttentionAttrsT a;
-    a.heads = c.heads;
-    a.kv_heads = c.kvHeads;
-    a.head_dim = c.headDim;
-    a.window = c.window;
-    a.scale = 1.0f / std::sqrt(float(c.headDim));
-    a.context = context;
-    t.addOp("attention", a, {q, k, v, kc, vc}, {o});
-    t.addReadout(o, c.heads * c.headDim);
-    char what[128];
-    std::snprintf(what, sizeof(what), "Attention heads %d kv_heads %d head_dim %d window %d",
-                  c.heads, c.kvHeads, c.headDim, c.window);
-    expectParity(t, kSteps, 1e-8, what);
-  }
+  for (DType cache : {DType::F16, DType::Q8_KV})
+    for (AttentionCase c :
+         {AttentionCase{4, 4, 64, 0, cache}, AttentionCase{8, 2, 64, 0, cache},
+          AttentionCase{8, 1, 128, 0, cache}, AttentionCase{4, 2, 64, 5, cache},
+          AttentionCase{2, 2, 48, 0, cache}, AttentionCase{4, 1, 256, 20, cache},
+          AttentionCase{6, 3, 96, 0, cache}, AttentionCase{32, 4, 128, 0, cache},
+          AttentionCase{16, 1, 64, 3, cache}, AttentionCase{12, 2, 80, 0, cache}})
+      expectAttentionParity(c, 160, 64, {7, 1, 1, 64, 1, 9, 1, 33, 1});
+}
+
+// Long sequences: decode at positions that use 1, 2, 8 and all 64 splits,
+// prefill chunks of 512 rows far into the cache, a window of 1000.
+TEST(OpParity, AttentionLongContext) {
+  REQUIRE_GPU();
+  const std::vector<int> steps = {1, 1, 30, 1, 200, 1, 512, 512, 512, 512, 512,
+                                  512, 512, 512, 512, 1, 1, 83, 1};
+  for (DType cache : {DType::F16, DType::Q8_KV})
+    for (AttentionCase c : {AttentionCase{8, 8, 64, 0, cache}, AttentionCase{32, 8, 128, 0, cache},
+                            AttentionCase{8, 1, 128, 1000, cache},
+                            AttentionCase{4, 2, 256, 0, cache}})
+      expectAttentionParity(c, 5000, 512, steps);
 }
 
 TEST(OpParity, SwiGluAndAdd) {
@@ -426,6 +455,8 @@ TestPlan tinyModel(DType type, bool dummy) {
   for (int i = 0; i < headDim / 2; ++i)
     inv[size_t(i)] = 1.0f / std::pow(10000.0f, float(2 * i) / headDim);
   const uint32_t invFreq = t.addWeight("inv_freq", DType::F32, {headDim / 2}, inv);
+  const uint32_t workspace =
+      t.addWorkspace("workspace", attentionWorkspaceBytes(heads, kvHeads, headDim, context));
   plan::EmbeddingAttrsT embed;
   embed.dim = hidden;
   embed.vocab = kTokenVocab;
@@ -465,7 +496,7 @@ TestPlan tinyModel(DType type, bool dummy) {
     att.context = context;
     t.addOp(p + "attn", att,
             {q, k, v, t.addKvCache(p + "k_cache", context, kvHeads, headDim),
-             t.addKvCache(p + "v_cache", context, kvHeads, headDim)},
+             t.addKvCache(p + "v_cache", context, kvHeads, headDim), workspace},
             {o});
     linear(p + "o", o, h, heads * headDim, hidden);
     plan::AddAttrsT add;

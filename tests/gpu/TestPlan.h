@@ -9,6 +9,7 @@
 #include "KernelEmitter.h"
 #include "PlanWriter.h"
 #include "ninfer/Format.h"
+#include "ninfer/KvFormat.h"
 #include "ninfer/TernaryDType.h"
 #include "plan_generated.h"
 
@@ -119,12 +120,26 @@ public:
     return index;
   }
 
-  uint32_t addKvCache(const std::string &name, int context, int kvHeads, int headDim) {
+  // An F16 or Q8_KV (ninfer/KvFormat.h) cache [context, kvHeads, headDim].
+  uint32_t addKvCache(const std::string &name, int context, int kvHeads, int headDim,
+                      DType dtype = DType::F16) {
     const uint64_t offset = kvBytes_;
     const uint32_t index =
-        addBuffer(name, BufferKind::KvCache, DType::F16, {context, kvHeads, headDim}, offset);
+        addBuffer(name, BufferKind::KvCache, dtype, {context, kvHeads, headDim}, offset);
+    if (dtype == DType::Q8_KV)
+      plan.buffers[index]->size_bytes = uint64_t(kv::q8CacheBytes(context, kvHeads, headDim));
     kvBytes_ = alignUp(offset + plan.buffers[index]->size_bytes, 256);
     plan.memory->kv_bytes = kvBytes_;
+    return index;
+  }
+
+  // A Workspace buffer of `bytes` (a multiple of 4), after the previous ones.
+  uint32_t addWorkspace(const std::string &name, uint64_t bytes) {
+    const uint64_t offset = workspaceBytes_;
+    const uint32_t index = addBuffer(name, BufferKind::Workspace, DType::F32,
+                                     {static_cast<int64_t>(bytes / 4)}, offset);
+    workspaceBytes_ = alignUp(offset + bytes, 256);
+    plan.memory->workspace_bytes = workspaceBytes_;
     return index;
   }
 
@@ -216,6 +231,7 @@ private:
   uint64_t weightBytes_ = 0;
   uint64_t activationBytes_ = 0;
   uint64_t kvBytes_ = 0;
+  uint64_t workspaceBytes_ = 0;
 };
 
 // A unique temporary path for a plan file.
