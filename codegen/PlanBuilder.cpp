@@ -8,16 +8,21 @@
 //    0's buffer index, so executors see out == in;
 //  - distinct activation buffers may share arena bytes when their lifetimes
 //    are disjoint; every op is checked to never write over a live input.
+//  - one Workspace buffer, shared by the attention ops (they run one at a
+//    time), holds the CUDA decode kernel's split partials;
 //  - weight segments are laid out in buffer order, each 4096-aligned; the
 //    weight area size is the end of the last segment rounded up to 4096.
 #include "PlanBuilder.h"
 #include "PlanFusion.h"
+
+#include "KernelEmitter.h"
 
 #include "compiler/ModelConfig.h"
 #include "compiler/WeightStore.h"
 #include "ir/NinferOps.h"
 
 #include "ninfer/Format.h"
+#include "ninfer/KvFormat.h"
 #include "ninfer/QuantDType.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -145,6 +150,8 @@ private:
   llvm::StringMap<uint32_t> weightByName_;
   std::set<int64_t> layersSeen_;
   uint64_t kvCursor_ = 0;
+  uint32_t workspaceBuffer_ = 0;
+  bool haveWorkspace_ = false;
   uint64_t parameters_ = 0;
   uint32_t weightOrdinal_ = 0;
   uint64_t activationBytes_ = 0;
@@ -377,15 +384,33 @@ llvm::Error Lowering::lowerOp(Operation* op) {
                              "layer owns one KV cache");
     int64_t kvHeads = attention.getKvHeadsAttr().getInt();
     int64_t headDim = attention.getHeadDimAttr().getInt();
+    const bool q8 = options_.kvDType == plan::DType::Q8_KV;
     uint64_t cacheBytes =
-        static_cast<uint64_t>(options_.context) * static_cast<uint64_t>(kvHeads * headDim) * 2;
+        q8 ? static_cast<uint64_t>(kv::q8CacheBytes(options_.context, kvHeads, headDim))
+           : static_cast<uint64_t>(options_.context) * static_cast<uint64_t>(kvHeads * headDim) * 2;
     std::string prefix = "model.layers." + std::to_string(layer);
     for (const char* which : {".k_cache", ".v_cache"}) {
       uint64_t offset = alignUp(kvCursor_, kKvAlignment);
       kvCursor_ = offset + cacheBytes;
-      inputs.push_back(addBuffer(prefix + which, plan::BufferKind::KvCache, plan::DType::F16,
+      inputs.push_back(addBuffer(prefix + which, plan::BufferKind::KvCache, options_.kvDType,
                                  {options_.context, kvHeads, headDim}, cacheBytes, offset));
     }
+    const int64_t heads = attention.getHeadsAttr().getInt();
+    const uint64_t workspaceBytes = attentionWorkspaceBytes(
+        static_cast<int>(heads), static_cast<int>(kvHeads), static_cast<int>(headDim),
+        options_.context);
+    if (!haveWorkspace_) {
+      workspaceBuffer_ = addBuffer("attention.workspace", plan::BufferKind::Workspace,
+                                   plan::DType::F32, {static_cast<int64_t>(workspaceBytes / 4)},
+                                   workspaceBytes, 0);
+      haveWorkspace_ = true;
+    }
+    plan::BufferT& workspace = *plan_->buffers[workspaceBuffer_];
+    if (workspace.size_bytes < workspaceBytes) {
+      workspace.size_bytes = workspaceBytes;
+      workspace.shape = {static_cast<int64_t>(workspaceBytes / 4)};
+    }
+    inputs.push_back(workspaceBuffer_);
     plan::AttentionAttrsT a;
     a.heads = static_cast<int32_t>(attention.getHeadsAttr().getInt());
     a.kv_heads = static_cast<int32_t>(kvHeads);
@@ -474,7 +499,8 @@ llvm::Expected<std::unique_ptr<plan::PlanT>> Lowering::run(ModuleOp module) {
   memory->weight_bytes = layoutWeights();
   memory->activation_bytes = activationBytes_;
   memory->kv_bytes = alignUp(kvCursor_, kKvAlignment);
-  memory->workspace_bytes = 0;
+  memory->workspace_bytes =
+      haveWorkspace_ ? alignUp(plan_->buffers[workspaceBuffer_]->size_bytes, kKvAlignment) : 0;
   plan_->memory = std::move(memory);
   plan_->kernels = std::make_unique<plan::KernelModuleT>();
   if (options_.fuse)

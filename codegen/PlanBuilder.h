@@ -20,6 +20,7 @@ struct PlanOptions {
   int context = 4096;
   int maxStepTokens = 512;
   bool fuse = true; // PlanFusion.h: residual adds into the linear before them
+  plan::DType kvDType = plan::DType::F16; // F16 or Q8_KV (ninfer/KvFormat.h)
 };
 
 llvm::Expected<std::unique_ptr<plan::PlanT>> buildPlan(mlir::ModuleOp module, const ModelConfig& config,

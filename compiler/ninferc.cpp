@@ -50,6 +50,7 @@ struct Options {
   std::vector<std::string> targetSpecs;
   int context = 4096;
   int maxStepTokens = 512;
+  plan::DType kvDType = plan::DType::F16;
   bool dummyWeights = false;
   bool embedPtx = true;
   bool fuse = true;
@@ -71,6 +72,8 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
   --target T             card or architecture; repeat or comma-separate for several (a cubin each)
   --ctx N                context length the KV cache is sized for (default 4096)
   --max-step-tokens N    tokens per prefill step (default 512)
+  --kv-dtype T           KV cache element type: f16 (default) or int8 (one f32 scale per
+                         position and KV head; about half the bytes)
   --dummy-weights        no weights needed: the runtime fills deterministic pseudo-random weights
                          (fp16; ternary with --quant ternary; q8..q2 with --quant qN [--group N])
                          on the device; for checking fit and speed before downloading
@@ -148,6 +151,14 @@ Options parseArgs(int argc, char** argv) {
       options.context = parseInt(arg, next(i, arg), 1, 1 << 22);
     } else if (arg == "--max-step-tokens") {
       options.maxStepTokens = parseInt(arg, next(i, arg), 1, 65536);
+    } else if (arg == "--kv-dtype") {
+      const std::string value = next(i, arg);
+      if (value == "f16")
+        options.kvDType = plan::DType::F16;
+      else if (value == "int8")
+        options.kvDType = plan::DType::Q8_KV;
+      else
+        fail("--kv-dtype expects f16 or int8, got '" + value + "'", 2);
     } else if (arg == "--dummy-weights") {
       options.dummyWeights = true;
     } else if (arg == "--no-ptx") {
@@ -202,9 +213,13 @@ void checkMemory(const plan::PlanT& plan, const std::vector<Target>& targets, bo
     std::fprintf(stderr, "  weights     %s  (%.2f%s parameters%s)\n", mib(memory.weight_bytes).c_str(),
                  params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M",
                  plan.dummy_weights ? ", dummy" : "");
-    std::fprintf(stderr, "  KV cache    %s  (fp16, %d layers x %d KV heads x %d x %d positions)\n",
-                 mib(memory.kv_bytes).c_str(), model.layers, model.kv_heads, model.head_dim,
-                 plan.context);
+    bool int8Kv = false;
+    for (const auto& buffer : plan.buffers)
+      int8Kv = int8Kv || (buffer->kind == plan::BufferKind::KvCache &&
+                          buffer->dtype == plan::DType::Q8_KV);
+    std::fprintf(stderr, "  KV cache    %s  (%s, %d layers x %d KV heads x %d x %d positions)\n",
+                 mib(memory.kv_bytes).c_str(), int8Kv ? "int8 + f32 scales" : "fp16",
+                 model.layers, model.kv_heads, model.head_dim, plan.context);
     std::fprintf(stderr, "  activations %s\n", mib(memory.activation_bytes).c_str());
     std::fprintf(stderr, "  workspace   %s\n", mib(memory.workspace_bytes).c_str());
     std::fprintf(stderr, "  runtime     %s  (CUDA context and module reserve)\n",
@@ -320,6 +335,7 @@ int main(int argc, char** argv) {
   planOptions.context = options.context;
   planOptions.maxStepTokens = options.maxStepTokens;
   planOptions.fuse = options.fuse;
+  planOptions.kvDType = options.kvDType;
   auto plan = buildPlan(**module, *config, *weights, planOptions);
   failOn(plan.takeError());
   plan::PlanT& planT = **plan;
