@@ -19,7 +19,8 @@
 //   with one 16-byte (f16) or 8-byte (int8) load per lane: LPR lanes (CHUNKS =
 //   HD/8 of them busy) cover a row, so a warp takes 32/LPR rows at a time, two
 //   rows per lane in flight. Every lane keeps an online softmax per head in
-//   f32; row groups merge by shuffles, warps through shared memory. With one
+//   f32 (the accumulators are rescaled only when a head's running max moves);
+//   row groups merge by shuffles, warps through shared memory. With one
 //   split the block writes the output; otherwise it writes (max, sum, acc)
 //   partials to the workspace and the last block of the kv head (an atomic
 //   ticket) combines them in split order, so results do not depend on block
@@ -255,15 +256,20 @@ __device__ __forceinline__ void attentionDecode(const float *q, const void *kCac
           d += __shfl_xor_sync(0xffffffffu, d, offset);
         if (ok[u]) {
           const float score = d * ks[u] * scale;
-          const float mNew = fmaxf(m[g], score);
-          const float correction = expf(m[g] - mNew); // 0 on the first key
-          const float weight = expf(score - mNew);
-          l[g] = l[g] * correction + weight;
+          if (score > m[g]) { // rescale only when the max moves (0 on the first key)
+            const float correction = expf(m[g] - score);
+            l[g] *= correction;
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+              acc[g][i] *= correction;
+            m[g] = score;
+          }
+          const float weight = expf(score - m[g]);
+          l[g] += weight;
           const float wv = weight * vs[u];
 #pragma unroll
           for (int i = 0; i < 8; ++i)
-            acc[g][i] = acc[g][i] * correction + wv * vf[u][i];
-          m[g] = mNew;
+            acc[g][i] += wv * vf[u][i];
         }
       }
     }
