@@ -5,7 +5,9 @@
 // step with finite logits, the CPU executor's weights equal the decoding of a
 // direct call of quant::dummyUnit, the layout of the shared fill for all 12
 // formats, clear --bpw / --awq refusals, and NVRTC compiling the fill kernel
-// (which dispatches every quantized dtype) without a GPU.
+// (which dispatches every quantized dtype) without a GPU. Also the plan
+// builder's KV caches for --kv-dtype int8 and its attention workspace.
+#include "KernelEmitter.h"
 #include "Importer.h"
 #include "ModelConfig.h"
 #include "Nvrtc.h"
@@ -19,6 +21,7 @@
 
 #include "ninfer/DummyFill.h"
 #include "ninfer/Executor.h"
+#include "ninfer/KvFormat.h"
 #include "ninfer/Plan.h"
 #include "ninfer/QuantDType.h"
 #include "ninfer/QuantFormats.h"
@@ -50,7 +53,8 @@ struct DummyPlan {
 
 // ninferc's steps for `config.json --dummy-weights --quant <mode> --group <group>`
 // without kernels (the CPU executor needs none).
-std::unique_ptr<DummyPlan> buildDummyPlan(const QuantOptions& quantOptions, std::string* error) {
+std::unique_ptr<DummyPlan> buildDummyPlan(const QuantOptions& quantOptions, std::string* error,
+                                          plan::DType kvDType = plan::DType::F16) {
   auto config = loadModelConfig(kModel + "/config.json");
   if (!config) {
     *error = llvm::toString(config.takeError());
@@ -83,6 +87,7 @@ std::unique_ptr<DummyPlan> buildDummyPlan(const QuantOptions& quantOptions, std:
   PlanOptions planOptions;
   planOptions.context = 128;
   planOptions.maxStepTokens = 64;
+  planOptions.kvDType = kvDType;
   auto plan = buildPlan(**module, *config, *store, planOptions);
   if (!plan) {
     *error = llvm::toString(plan.takeError());
@@ -302,6 +307,50 @@ TEST(DummyQuant, FillKernelCompilesWithNvrtc) {
       EXPECT_NE(compiled->find("probe"), std::string::npos);
     }
   }
+}
+
+// --kv-dtype int8: every layer's caches are Q8_KV sized by KvFormat.h, the KV
+// arena shrinks accordingly, one workspace serves all attention ops, and the
+// CPU executor runs the plan.
+TEST(KvCachePlan, Int8CachesAndSharedWorkspace) {
+  std::string error;
+  auto f16 = buildDummyPlan(quantMode("none", 64), &error);
+  ASSERT_TRUE(f16) << error;
+  auto q8 = buildDummyPlan(quantMode("none", 64), &error, plan::DType::Q8_KV);
+  ASSERT_TRUE(q8) << error;
+  const plan::Plan& p = q8->file->plan();
+  int caches = 0;
+  uint32_t workspace = 0;
+  for (const plan::Op* op : *p.ops()) {
+    const auto* a = op->attrs_as_AttentionAttrs();
+    if (!a)
+      continue;
+    ASSERT_EQ(op->inputs()->size(), 6u);
+    for (uint32_t k = 3; k <= 4; ++k) {
+      const plan::Buffer* cache = p.buffers()->Get(op->inputs()->Get(k));
+      EXPECT_EQ(cache->dtype(), plan::DType::Q8_KV);
+      EXPECT_EQ(cache->size_bytes(),
+                uint64_t(kv::q8CacheBytes(a->context(), a->kv_heads(), a->head_dim())));
+      ++caches;
+    }
+    const uint32_t ws = op->inputs()->Get(5);
+    EXPECT_TRUE(workspace == 0 || workspace == ws);
+    workspace = ws;
+    EXPECT_EQ(p.buffers()->Get(ws)->kind(), plan::BufferKind::Workspace);
+    EXPECT_GE(p.buffers()->Get(ws)->size_bytes(),
+              attentionWorkspaceBytes(a->heads(), a->kv_heads(), a->head_dim(), a->context()));
+  }
+  EXPECT_EQ(caches, 2 * p.model()->layers());
+  EXPECT_GE(p.memory()->workspace_bytes(), p.buffers()->Get(workspace)->size_bytes());
+  EXPECT_LT(p.memory()->kv_bytes(), f16->file->plan().memory()->kv_bytes() * 6 / 10);
+  auto executor = createCpuExecutor(*q8->file, 2);
+  ASSERT_TRUE(executor.isOk()) << executor.status().message();
+  std::vector<float> logits(size_t(p.model()->vocab_size()));
+  const std::vector<int32_t> tokens = {1, 2, 3, 4};
+  ASSERT_TRUE((*executor)->forward(tokens.data(), 4, 0, logits.data()).isOk());
+  ASSERT_TRUE((*executor)->forward(tokens.data(), 1, 4, logits.data()).isOk());
+  for (float x : logits)
+    ASSERT_TRUE(std::isfinite(x));
 }
 
 } // namespace
