@@ -179,12 +179,14 @@ double weightBytesPerToken(const plan::Plan &p) {
   return bytes;
 }
 
-// KV-cache bytes read per decode token per position of context (all layers, K and V).
+// KV-cache bytes read per decode token per position of context (all layers, K and V):
+// the caches' sizes over their positions, so int8 caches count codes and scales.
 double kvBytesPerPosition(const plan::Plan &p) {
   double bytes = 0.0;
   for (const plan::Op *op : *p.ops())
     if (const plan::AttentionAttrs *a = op->attrs_as_AttentionAttrs())
-      bytes += 2.0 * a->kv_heads() * a->head_dim() * 2.0; // f16 cache
+      for (uint32_t k = 3; k <= 4; ++k)
+        bytes += double(p.buffers()->Get(op->inputs()->Get(k))->size_bytes()) / a->context();
   return bytes;
 }
 
