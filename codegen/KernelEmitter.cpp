@@ -67,6 +67,8 @@ struct LaunchShape {
   uint32_t gridPerToken[3];
   uint32_t block[3];
   uint32_t sharedBytes = 0;
+  uint32_t minTokens = 0; // the launch runs in steps of minTokens..maxTokens tokens
+  uint32_t maxTokens = 0; // 0: no limit
 };
 
 // Query heads per decode block and blocks per kv head (decodeHeadsPerBlock /
@@ -245,6 +247,8 @@ private:
     launch->grid_per_token.assign(shape.gridPerToken, shape.gridPerToken + 3);
     launch->block.assign(shape.block, shape.block + 3);
     launch->shared_bytes = shape.sharedBytes;
+    launch->min_tokens = shape.minTokens;
+    launch->max_tokens = shape.maxTokens;
     launch->args = std::move(args);
     op.launches.push_back(std::move(launch));
     return Status::ok();
@@ -550,7 +554,12 @@ private:
     const uint32_t decodeBlocks = static_cast<uint32_t>(a.kv_heads * decodeHeadChunks(group));
     NINFER_RETURN_IF_ERROR(addKernel(
         op, "attention_decode", decode.str(),
-        {{decodeBlocks, static_cast<uint32_t>(splits), 1}, {0, 0, 0}, {kDecodeThreads, 1, 1}}));
+        {{decodeBlocks, static_cast<uint32_t>(splits), 1},
+         {0, 0, 0},
+         {kDecodeThreads, 1, 1},
+         0,
+         1,
+         1}));
 
     std::ostringstream prefill;
     prefill << "ninfer::dev::attentionPrefill<" << a.heads << ", " << a.kv_heads << ", "
@@ -563,7 +572,8 @@ private:
                      {{static_cast<uint32_t>(a.heads), 0, 1},
                       {0, 1, 0},
                       {kPrefillThreads, 1, 1},
-                      prefillSharedBytes(a.head_dim)});
+                      prefillSharedBytes(a.head_dim),
+                      2}); // decode steps (1 token) only launch the decode kernel
   }
 
   Status emitElementwise(OpT &op, int dim, const char *fn, const char *suffix) {

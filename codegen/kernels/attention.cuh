@@ -2,8 +2,10 @@
 // int8 codes with an f32 scale per (position, kv head) (KVT = 18, layout in
 // KvFormat.h). HD is a multiple of 8. Query p = pos + t sees keys j in
 // [lo, p], lo = max(0, p - WINDOW + 1) when WINDOW > 0 else 0; head h reads kv
-// head h / (HEADS / KVH). Three launches per op; each kernel returns at once
-// when the step is not its kind, so the launch grids stay static:
+// head h / (HEADS / KVH). Three launches per op with static grids; the plan
+// runs the decode launch in 1-token steps only and the prefill launch in
+// longer ones (Launch min/max_tokens), and each kernel also returns at once
+// when the step is not its kind:
 //
 // kvAppend: writes the step's k, v rows at positions pos..pos+n-1. f16: f32 ->
 //   f16 elementwise, block THREADS, grid (ceil(KVH*HD/THREADS) capped, n, 1).

@@ -1352,6 +1352,8 @@ struct LaunchT : public flatbuffers::NativeTable {
   std::vector<uint32_t> block{};
   uint32_t shared_bytes = 0;
   std::vector<uint32_t> args{};
+  uint32_t min_tokens = 0;
+  uint32_t max_tokens = 0;
 };
 
 struct Launch FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
@@ -1363,7 +1365,9 @@ struct Launch FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_GRID_PER_TOKEN = 8,
     VT_BLOCK = 10,
     VT_SHARED_BYTES = 12,
-    VT_ARGS = 14
+    VT_ARGS = 14,
+    VT_MIN_TOKENS = 16,
+    VT_MAX_TOKENS = 18
   };
   uint32_t function() const {
     return GetField<uint32_t>(VT_FUNCTION, 0);
@@ -1383,6 +1387,12 @@ struct Launch FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   const flatbuffers::Vector<uint32_t> *args() const {
     return GetPointer<const flatbuffers::Vector<uint32_t> *>(VT_ARGS);
   }
+  uint32_t min_tokens() const {
+    return GetField<uint32_t>(VT_MIN_TOKENS, 0);
+  }
+  uint32_t max_tokens() const {
+    return GetField<uint32_t>(VT_MAX_TOKENS, 0);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<uint32_t>(verifier, VT_FUNCTION, 4) &&
@@ -1395,6 +1405,8 @@ struct Launch FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            VerifyField<uint32_t>(verifier, VT_SHARED_BYTES, 4) &&
            VerifyOffset(verifier, VT_ARGS) &&
            verifier.VerifyVector(args()) &&
+           VerifyField<uint32_t>(verifier, VT_MIN_TOKENS, 4) &&
+           VerifyField<uint32_t>(verifier, VT_MAX_TOKENS, 4) &&
            verifier.EndTable();
   }
   LaunchT *UnPack(const flatbuffers::resolver_function_t *_resolver = nullptr) const;
@@ -1424,6 +1436,12 @@ struct LaunchBuilder {
   void add_args(flatbuffers::Offset<flatbuffers::Vector<uint32_t>> args) {
     fbb_.AddOffset(Launch::VT_ARGS, args);
   }
+  void add_min_tokens(uint32_t min_tokens) {
+    fbb_.AddElement<uint32_t>(Launch::VT_MIN_TOKENS, min_tokens, 0);
+  }
+  void add_max_tokens(uint32_t max_tokens) {
+    fbb_.AddElement<uint32_t>(Launch::VT_MAX_TOKENS, max_tokens, 0);
+  }
   explicit LaunchBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -1442,8 +1460,12 @@ inline flatbuffers::Offset<Launch> CreateLaunch(
     flatbuffers::Offset<flatbuffers::Vector<uint32_t>> grid_per_token = 0,
     flatbuffers::Offset<flatbuffers::Vector<uint32_t>> block = 0,
     uint32_t shared_bytes = 0,
-    flatbuffers::Offset<flatbuffers::Vector<uint32_t>> args = 0) {
+    flatbuffers::Offset<flatbuffers::Vector<uint32_t>> args = 0,
+    uint32_t min_tokens = 0,
+    uint32_t max_tokens = 0) {
   LaunchBuilder builder_(_fbb);
+  builder_.add_max_tokens(max_tokens);
+  builder_.add_min_tokens(min_tokens);
   builder_.add_args(args);
   builder_.add_shared_bytes(shared_bytes);
   builder_.add_block(block);
@@ -1460,7 +1482,9 @@ inline flatbuffers::Offset<Launch> CreateLaunchDirect(
     const std::vector<uint32_t> *grid_per_token = nullptr,
     const std::vector<uint32_t> *block = nullptr,
     uint32_t shared_bytes = 0,
-    const std::vector<uint32_t> *args = nullptr) {
+    const std::vector<uint32_t> *args = nullptr,
+    uint32_t min_tokens = 0,
+    uint32_t max_tokens = 0) {
   auto grid_base__ = grid_base ? _fbb.CreateVector<uint32_t>(*grid_base) : 0;
   auto grid_per_token__ = grid_per_token ? _fbb.CreateVector<uint32_t>(*grid_per_token) : 0;
   auto block__ = block ? _fbb.CreateVector<uint32_t>(*block) : 0;
@@ -1472,7 +1496,9 @@ inline flatbuffers::Offset<Launch> CreateLaunchDirect(
       grid_per_token__,
       block__,
       shared_bytes,
-      args__);
+      args__,
+      min_tokens,
+      max_tokens);
 }
 
 flatbuffers::Offset<Launch> CreateLaunch(flatbuffers::FlatBufferBuilder &_fbb, const LaunchT *_o, const flatbuffers::rehasher_function_t *_rehasher = nullptr);
@@ -2892,6 +2918,8 @@ inline void Launch::UnPackTo(LaunchT *_o, const flatbuffers::resolver_function_t
   { auto _e = block(); if (_e) { _o->block.resize(_e->size()); for (flatbuffers::uoffset_t _i = 0; _i < _e->size(); _i++) { _o->block[_i] = _e->Get(_i); } } }
   { auto _e = shared_bytes(); _o->shared_bytes = _e; }
   { auto _e = args(); if (_e) { _o->args.resize(_e->size()); for (flatbuffers::uoffset_t _i = 0; _i < _e->size(); _i++) { _o->args[_i] = _e->Get(_i); } } }
+  { auto _e = min_tokens(); _o->min_tokens = _e; }
+  { auto _e = max_tokens(); _o->max_tokens = _e; }
 }
 
 inline flatbuffers::Offset<Launch> Launch::Pack(flatbuffers::FlatBufferBuilder &_fbb, const LaunchT* _o, const flatbuffers::rehasher_function_t *_rehasher) {
@@ -2908,6 +2936,8 @@ inline flatbuffers::Offset<Launch> CreateLaunch(flatbuffers::FlatBufferBuilder &
   auto _block = _o->block.size() ? _fbb.CreateVector(_o->block) : 0;
   auto _shared_bytes = _o->shared_bytes;
   auto _args = _o->args.size() ? _fbb.CreateVector(_o->args) : 0;
+  auto _min_tokens = _o->min_tokens;
+  auto _max_tokens = _o->max_tokens;
   return ninfer::plan::CreateLaunch(
       _fbb,
       _function,
@@ -2915,7 +2945,9 @@ inline flatbuffers::Offset<Launch> CreateLaunch(flatbuffers::FlatBufferBuilder &
       _grid_per_token,
       _block,
       _shared_bytes,
-      _args);
+      _args,
+      _min_tokens,
+      _max_tokens);
 }
 
 inline CodeObjectT *CodeObject::UnPack(const flatbuffers::resolver_function_t *_resolver) const {

@@ -86,6 +86,7 @@ private:
     uint32_t gridPerToken[3];
     uint32_t block[3];
     uint32_t sharedBytes;
+    uint32_t minTokens, maxTokens; // steps the launch runs in (maxTokens 0: no limit)
     uint32_t op;
     uint32_t functionIndex;
     std::vector<uint32_t> bufferIndices; // the launch's KernelArgs, as plan buffer indices
@@ -331,6 +332,8 @@ Status CudaExecutor::init(int ordinal) {
         info.block[d] = launch->block()->Get(d);
       }
       info.sharedBytes = launch->shared_bytes();
+      info.minTokens = launch->min_tokens();
+      info.maxTokens = launch->max_tokens();
       info.op = opIndex;
       if (launch->args()) {
         if (launch->args()->size() > static_cast<uint32_t>(kMaxKernelArgs))
@@ -531,7 +534,8 @@ Status CudaExecutor::enqueueStep(int n, const std::string &step,
       grid[d] = l.gridBase[d] + l.gridPerToken[d] * static_cast<unsigned int>(n);
     if (timers)
       NINFER_RETURN_IF_ERROR(cu_.check(cu_.eventRecord((*timers)[i], stream_), "event"));
-    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || uint32_t(n) < l.minTokens ||
+        (l.maxTokens > 0 && uint32_t(n) > l.maxTokens))
       continue; // nothing to do at this token count
     CUresult rc;
     if (dependentLaunch_ && afterKernel && !timers) {

@@ -241,6 +241,12 @@ TEST(Nvrtc, AttentionVariantsCompile) {
     ASSERT_EQ(launches.size(), 3u);
     EXPECT_EQ(launches[1]->grid_base, (std::vector<uint32_t>{cases[i].decodeBlocks, 64, 1}));
     EXPECT_EQ(launches[1]->grid_per_token, (std::vector<uint32_t>{0, 0, 0}));
+    EXPECT_EQ(launches[0]->min_tokens, 0u); // the append runs in every step
+    EXPECT_EQ(launches[0]->max_tokens, 0u);
+    EXPECT_EQ(launches[1]->min_tokens, 1u); // decode: 1-token steps only
+    EXPECT_EQ(launches[1]->max_tokens, 1u);
+    EXPECT_EQ(launches[2]->min_tokens, 2u); // prefill: the others
+    EXPECT_EQ(launches[2]->max_tokens, 0u);
     EXPECT_EQ(launches[2]->grid_base[0], uint32_t(cases[i].heads));
     EXPECT_EQ(launches[2]->grid_per_token, (std::vector<uint32_t>{0, 1, 0}));
     EXPECT_LE(launches[2]->shared_bytes, 64u * 1024);
