@@ -33,6 +33,7 @@ using plan::OpT;
 constexpr int kThreads = 256;     // block size of every elementwise/row kernel
 constexpr int kMaxRowBlocks = 32; // cap on blocks per row for row-stride kernels
 constexpr int kMaxHeadDim = 256;
+constexpr int kLinearGemvRows = 8; // kLinearGemvMaxRows of codegen/kernels/common.cuh
 // Attention (codegen/kernels/attention.cuh): decode and prefill block sizes,
 // keys per decode split at least, most splits, keys per prefill tile.
 constexpr int kDecodeThreads = 128;
@@ -69,6 +70,7 @@ struct LaunchShape {
   uint32_t sharedBytes = 0;
   uint32_t minTokens = 0; // the launch runs in steps of minTokens..maxTokens tokens
   uint32_t maxTokens = 0; // 0: no limit
+  uint32_t minBlocksPerSm = 0; // __launch_bounds__ occupancy hint (0: none)
 };
 
 // Query heads per decode block and blocks per kv head (decodeHeadsPerBlock /
@@ -230,12 +232,15 @@ private:
       return fail(op, "needs " + std::to_string(args.size()) + " buffers, the kernel ABI has " +
                           std::to_string(kMaxKernelArgs));
     const uint32_t threads = shape.block[0] * shape.block[1] * shape.block[2];
-    const std::string body = std::to_string(threads) + "|" + suffix + "|" + call;
+    const std::string bounds = std::to_string(threads) + (shape.minBlocksPerSm
+                                                              ? ", " + std::to_string(shape.minBlocksPerSm)
+                                                              : std::string());
+    const std::string body = bounds + "|" + suffix + "|" + call;
     auto [it, added] = kernelByBody_.try_emplace(body, static_cast<uint32_t>(functions_.size()));
     if (added) {
       std::string name = "k" + std::to_string(functions_.size()) + "_" + suffix;
       source_ << "// first used by " << label(op) << "\nextern \"C\" __global__ void "
-              << "__launch_bounds__(" << threads << ") " << name
+              << "__launch_bounds__(" << bounds << ") " << name
               << "(const StepState* state, KernelArgs args) {\n"
               << "  ninfer::dev::gridDependencyWait();\n  "
               << call << ";\n}\n\n";
@@ -350,24 +355,51 @@ private:
     const int elemsPer16 = 16 / dtypeBytes(wType);
     const bool vec = a.in_features % elemsPer16 == 0 && a.in_features % 4 == 0 &&
                      aligned16(op.inputs[0]) && aligned16(op.inputs[1]);
-    std::ostringstream call;
-    call << "ninfer::dev::linear<" << int(wType) << ", " << biasType << ", "
-         << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", " << a.out_features
-         << ", " << (a.last_row_only ? "true" : "false") << ", " << (vec ? "true" : "false") << ">("
-         << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[1]) << ", "
-         << (a.has_bias ? raw(op.inputs[2]) : std::string("nullptr")) << ", " << residualArg(op, a)
-         << ", " << ptr("float*", op.outputs[0]) << ", state)";
+    auto call = [&](int rows) {
+      std::ostringstream text;
+      text << "ninfer::dev::linear<" << int(wType) << ", " << biasType << ", "
+           << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", " << a.out_features
+           << ", " << rows << ", " << (vec ? "true" : "false") << ">(" << linearArgs(op, a) << ")";
+      return text.str();
+    };
     // The grid does not scale with the token count: the GEMM paths grid-stride over
     // tiles. One GEMV row group per warp; rows per warp as linearRowsPerWarp() in linear.cuh.
     const int rowsPerWarp = a.out_features >= 4096 ? 2 : 1;
     const uint32_t blocks =
         static_cast<uint32_t>(ceilDiv(a.out_features, (kThreads / 32) * rowsPerWarp));
-    return addKernel(op, "linear", call.str(), {{blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}});
+    return addLinearKernels(op, a, "linear", call, blocks);
   }
 
-  // The fused residual input (the last input), or a null pointer.
-  std::string residualArg(const OpT &op, const plan::LinearAttrsT &a) {
-    return a.residual ? ptr("const float*", op.inputs.back()) : std::string("nullptr");
+  // The arguments every linear kernel takes: x, weights, bias or null, the fused
+  // residual (the last input) or null, y, state.
+  std::string linearArgs(const OpT &op, const plan::LinearAttrsT &a) {
+    return ptr("const float*", op.inputs[0]) + ", " + raw(op.inputs[1]) + ", " +
+           (a.has_bias ? raw(op.inputs[2]) : std::string("nullptr")) + ", " +
+           (a.residual ? ptr("const float*", op.inputs.back()) : std::string("nullptr")) + ", " +
+           ptr("float*", op.outputs[0]) + ", state";
+  }
+
+  // A linear op's launches (ROWS of codegen/kernels/common.cuh): a GEMV kernel for
+  // steps of at most kLinearGemvRows tokens and a GEMM kernel for longer steps, so
+  // neither carries the other's registers and shared memory; the lm_head (last row
+  // only) has the one-row GEMV alone. call(rows) writes the call for ROWS = rows.
+  // gemvBlocksPerSm: occupancy hint for the GEMV kernel (0: none).
+  template <class Call>
+  Status addLinearKernels(OpT &op, const plan::LinearAttrsT &a, const std::string &suffix,
+                          const Call &call, uint32_t blocks, uint32_t gemvBlocksPerSm = 0) {
+    constexpr int kRowsGemv = 1, kRowsGemm = 2, kRowsLast = 3;
+    LaunchShape shape{{blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
+    shape.minBlocksPerSm = gemvBlocksPerSm;
+    if (a.last_row_only)
+      return addKernel(op, suffix, call(kRowsLast), shape);
+    shape.maxTokens = kLinearGemvRows;
+    NINFER_RETURN_IF_ERROR(addKernel(op, suffix + "_gemv", call(kRowsGemv), shape));
+    if (maxRows() <= kLinearGemvRows)
+      return Status::ok();
+    shape.minTokens = kLinearGemvRows + 1;
+    shape.maxTokens = 0;
+    shape.minBlocksPerSm = 0;
+    return addKernel(op, suffix + "_gemm", call(kRowsGemm), shape);
   }
 
   // Group-quantized weights (Q8..Q2, plan dtypes of ninfer/QuantDType.h):
@@ -399,18 +431,19 @@ private:
       NINFER_RETURN_IF_ERROR(checkWeight(op, op.inputs[2], a.out_features, "bias"));
       biasType = int(buf(op.inputs[2]).dtype);
     }
-    std::ostringstream call;
-    call << "ninfer::dev::linearQuant<" << traits.bits << ", " << traits.groupSize << ", "
-         << biasType << ", " << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", "
-         << a.out_features << ", " << (a.last_row_only ? "true" : "false") << ">("
-         << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[1]) << ", "
-         << (a.has_bias ? raw(op.inputs[2]) : std::string("nullptr")) << ", " << residualArg(op, a)
-         << ", " << ptr("float*", op.outputs[0]) << ", state)";
+    auto call = [&](int rows) {
+      std::ostringstream text;
+      text << "ninfer::dev::linearQuant<" << traits.bits << ", " << traits.groupSize << ", "
+           << biasType << ", " << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", "
+           << a.out_features << ", " << rows << ">(" << linearArgs(op, a) << ")";
+      return text.str();
+    };
     // gemv_quant_mma.cuh: 16 rows per row tile, gemvMmaRowTiles(N) tiles per block (the
     // sm_75 GEMV and the tiled path grid-stride, so any grid is correct for them).
     const int rowTiles = a.out_features >= 32768 ? 4 : a.out_features >= 8192 ? 2 : 1;
     const uint32_t blocks = static_cast<uint32_t>(ceilDiv(a.out_features, 16 * rowTiles));
-    return addKernel(op, "linear_quant", call.str(), {{blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}});
+    // 3 blocks per SM: gemv_quant_mma.cuh fits 85 registers without spilling (sm_90).
+    return addLinearKernels(op, a, "linear_quant", call, blocks, 3);
   }
 
   Status emitEmbeddingQuant(OpT &op, const plan::EmbeddingAttrsT &a) {
@@ -442,19 +475,18 @@ private:
       NINFER_RETURN_IF_ERROR(checkWeight(op, op.inputs[2], a.out_features, "bias"));
       biasType = int(buf(op.inputs[2]).dtype);
     }
-    std::ostringstream call;
-    call << (tq1 ? "ninfer::dev::linearTq1<" : "ninfer::dev::linearTernary<") << biasType << ", "
-         << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", " << a.out_features
-         << ", " << (a.last_row_only ? "true" : "false") << ">("
-         << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[1]) << ", "
-         << (a.has_bias ? raw(op.inputs[2]) : std::string("nullptr")) << ", " << residualArg(op, a)
-         << ", " << ptr("float*", op.outputs[0]) << ", state)";
+    auto call = [&](int rows) {
+      std::ostringstream text;
+      text << (tq1 ? "ninfer::dev::linearTq1<" : "ninfer::dev::linearTernary<") << biasType
+           << ", " << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", "
+           << a.out_features << ", " << rows << ">(" << linearArgs(op, a) << ")";
+      return text.str();
+    };
     // Row groups of ternaryRowsPerWarp(N) rows (linear_ternary.cuh), 8 warps a block.
     const int rowsPerWarp = a.out_features >= 8192 ? 4 : a.out_features >= 2048 ? 2 : 1;
     const uint32_t blocks =
         static_cast<uint32_t>(ceilDiv(a.out_features, (kThreads / 32) * rowsPerWarp));
-    return addKernel(op, tq1 ? "linear_tq1" : "linear_tq2", call.str(),
-                     {{blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}});
+    return addLinearKernels(op, a, tq1 ? "linear_tq1" : "linear_tq2", call, blocks);
   }
 
   Status emitRope(OpT &op, const plan::RopeAttrsT &a) {

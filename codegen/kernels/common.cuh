@@ -22,6 +22,15 @@ __device__ __forceinline__ void gridDependencyWait() {
 #endif
 }
 
+// Which rows a linear kernel handles (template argument ROWS of linear,
+// linearQuant, linearTernary, linearTq1). The emitter gives decode-sized and
+// prefill-sized steps separate kernels (launches limited by token count), so a
+// GEMV kernel carries neither the registers nor the shared memory of the GEMM.
+constexpr int kRowsGemv = 1; // steps of at most kLinearGemvMaxRows tokens: GEMV
+constexpr int kRowsGemm = 2; // steps of more tokens: GEMM
+constexpr int kRowsLast = 3; // the last token's row only (lm_head): GEMV of one row
+constexpr int kLinearGemvMaxRows = 8;
+
 // Linear epilogue: y[i] = v, plus residual[i] when the residual add that
 // followed the linear was fused into it (residual may alias y: element i is
 // read before it is written, by the same thread).

@@ -216,7 +216,9 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
   // (1024 + code offset) in both halves: code - offset = signed level, exact in f16.
   constexpr unsigned int kBias =
       0x00010001u * (0x6400u + static_cast<unsigned int>(Packing::kCodeOffset));
-  constexpr int kUnroll = BITS == 8 ? 2 : 4; // units in flight per lane
+  // Units in flight per lane: 2 keeps the kernel under 85 registers (3 blocks of
+  // 256 threads per SM); more warps hide latency better than deeper unrolling.
+  constexpr int kUnroll = BITS == 8 ? 1 : 2;
 
   __shared__ float partial[kGemvMmaWarps][32][4];
   const int warp = threadIdx.x / kWarpSize;
@@ -231,7 +233,9 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
 
   for (int tileBase = blockIdx.x * kRowTiles; tileBase < kTiles; tileBase += gridDim.x * kRowTiles) {
     const int tile = tileBase + tileInBlock;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    // Two accumulator chains (even and odd mma steps), so consecutive mma.sync do
+    // not wait for each other.
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (tile < kTiles) {
       // Rows past N re-read row N - 1 and are not stored.
       const long long r0 = min(tile * 16 + g, N - 1), r1 = min(tile * 16 + g + 8, N - 1);
@@ -274,14 +278,14 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
                                        hmul2(hsub2(p1[2 * m], kBias), scale1),
                                        hmul2(hsub2(p0[2 * m + 1], kBias), scale0),
                                        hmul2(hsub2(p1[2 * m + 1], kBias), scale1)};
-            mma16816(acc, a, xp[2 * m], xp[2 * m + 1]);
+            mma16816(m % 2 ? acc2 : acc, a, xp[2 * m], xp[2 * m + 1]);
           }
         }
       }
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e)
-      partial[warp][lane][e] = acc[e];
+      partial[warp][lane][e] = acc[e] + acc2[e];
     __syncthreads();
     // Thread -> (tile in block, row in tile, token): sum the K splits in order.
     for (int item = threadIdx.x; item < kRowTiles * 16 * kGemvMmaMaxTokens;

@@ -1,7 +1,8 @@
 // Linear layer: y[t, o] = sum_k x[t, k] * W[o, k] (+ bias[o]), W stored [N, K] in
 // its checkpoint dtype, x and y f32 rows, f32 accumulation.
 //
-// One kernel, three paths picked per step from state->nTokens (a uniform branch):
+// Three paths; the emitter instantiates each linear op twice (ROWS in common.cuh):
+// a GEMV kernel for steps of up to 8 tokens and a GEMM kernel for longer ones.
 //  * rows <= kGemvMaxRows (decode, short prefill, last_row_only): GEMV, bound by the
 //    weight stream. A warp owns linearRowsPerWarp(N) adjacent output rows; each lane
 //    streams 16-byte chunks of them (VEC) with 8 independent 16-byte loads in flight
@@ -275,14 +276,16 @@ __device__ __forceinline__ void linearTiled(const float *x, int rows, const void
   }
 }
 
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY, bool VEC>
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int ROWS, bool VEC>
 __device__ __forceinline__ void linear(const float *x, const void *w, const void *bias,
                                        const float *residual, float *y,
                                        const StepState *state) {
+  static_assert(kGemvMaxRows == kLinearGemvMaxRows, "the emitter's GEMV/GEMM split");
   const int n = state->nTokens;
-  if (LAST_ROW_ONLY) {
-    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC>(x + static_cast<long long>(n - 1) * K, 1, w, bias, residual, y);
-  } else if (n <= kGemvMaxRows) {
+  if constexpr (ROWS == kRowsLast) {
+    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC>(x + static_cast<long long>(n - 1) * K, 1, w, bias,
+                                              residual, y);
+  } else if constexpr (ROWS == kRowsGemv) {
     linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC>(x, n, w, bias, residual, y);
   } else {
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

@@ -174,30 +174,27 @@ __device__ __forceinline__ void linearQuantTiled(const float* x, int rows, const
   }
 }
 
-template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY>
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int ROWS>
 __device__ __forceinline__ void linearQuant(const float* x, const void* w, const void* bias,
                                             const float* residual, float* y,
                                             const StepState* state) {
   static_assert(K % quant::kQuantUnitValues == 0, "quantized rows are whole 128-value units");
   const unsigned char* wb = static_cast<const unsigned char*>(w);
   const int n = state->nTokens;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  // Tensor-core GEMV (gemv_quant_mma.cuh); the CUDA-core one below is for sm_75.
-  if (LAST_ROW_ONLY)
-    gemvQuantMma<BITS, GROUP, BDT, HAS_BIAS, K, N>(x + static_cast<long long>(n - 1) * K, 1, wb,
-                                                   bias, residual, y);
-  else if (n <= kGemvMmaMaxTokens)
-    gemvQuantMma<BITS, GROUP, BDT, HAS_BIAS, K, N>(x, n, wb, bias, residual, y);
-  else
-#else
-  if (LAST_ROW_ONLY)
-    linearQuantGemv<BITS, GROUP, BDT, HAS_BIAS, K, N>(x + static_cast<long long>(n - 1) * K, 1, wb,
-                                                      bias, residual, y);
-  else if (n <= kQuantGemvMaxRows)
-    linearQuantGemv<BITS, GROUP, BDT, HAS_BIAS, K, N>(x, n, wb, bias, residual, y);
-  else
-#endif
+  static_assert(kGemvMmaMaxTokens == kLinearGemvMaxRows && kQuantGemvMaxRows == kLinearGemvMaxRows,
+                "the emitter's GEMV/GEMM split");
+  if constexpr (ROWS == kRowsGemm) {
     linearQuantTiled<BITS, GROUP, BDT, HAS_BIAS, K, N>(x, n, wb, bias, residual, y);
+  } else {
+    const float* rows = ROWS == kRowsLast ? x + static_cast<long long>(n - 1) * K : x;
+    const int count = ROWS == kRowsLast ? 1 : n;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    // Tensor-core GEMV (gemv_quant_mma.cuh); the CUDA-core one above is for sm_75.
+    gemvQuantMma<BITS, GROUP, BDT, HAS_BIAS, K, N>(rows, count, wb, bias, residual, y);
+#else
+    linearQuantGemv<BITS, GROUP, BDT, HAS_BIAS, K, N>(rows, count, wb, bias, residual, y);
+#endif
+  }
 }
 
 template <int BITS, int GROUP, int DIM, int VOCAB, int THREADS>

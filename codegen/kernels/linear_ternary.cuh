@@ -273,28 +273,29 @@ __device__ __forceinline__ void ternaryTiled(const float *x, int rows, const uns
 }
 
 // The paths of the file comment for one layout, given the codes and the scale.
-template <class LAYOUT, int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY>
+template <class LAYOUT, int BDT, bool HAS_BIAS, int K, int N, int ROWS>
 __device__ __forceinline__ void ternaryLinear(const float *x, const unsigned int *codes,
                                               float scale, const void *bias,
                                               const float *residual, float *y,
                                               const StepState *state) {
   constexpr int RPW = ternaryRowsPerWarp(N);
   constexpr int WORDS = LAYOUT::template wordsPerLane<K>();
+  static_assert(kTernaryMaxRows == kLinearGemvMaxRows, "the emitter's GEMV/GEMM split");
   const int n = state->nTokens;
-  if (LAST_ROW_ONLY) {
+  if constexpr (ROWS == kRowsLast) {
     ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(
         x + static_cast<long long>(n - 1) * K, 1, codes, scale, bias, residual, y);
+  } else if constexpr (ROWS == kRowsGemm) {
+    ternaryTiled<LAYOUT, BDT, HAS_BIAS, K, N>(x, n, codes, scale, bias, residual, y);
   } else if (n == 1) {
     ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x, 1, codes, scale, bias, residual, y);
-  } else if (n <= kTernaryMaxRows) {
+  } else {
     ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, kTernaryMaxRows>(x, n, codes, scale,
                                                                           bias, residual, y);
-  } else {
-    ternaryTiled<LAYOUT, BDT, HAS_BIAS, K, N>(x, n, codes, scale, bias, residual, y);
   }
 }
 
-template <int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY>
+template <int BDT, bool HAS_BIAS, int K, int N, int ROWS>
 __device__ __forceinline__ void linearTernary(const float *x, const void *w, const void *bias,
                                               const float *residual, float *y,
                                               const StepState *state) {
@@ -302,7 +303,7 @@ __device__ __forceinline__ void linearTernary(const float *x, const void *w, con
   // The scale follows the codes; that offset is a multiple of 16 bytes.
   const float scale = __ldg(reinterpret_cast<const float *>(
       static_cast<const char *>(w) + ternary::scaleOffset(N, K)));
-  ternaryLinear<TernaryTq2Layout, BDT, HAS_BIAS, K, N, LAST_ROW_ONLY>(
+  ternaryLinear<TernaryTq2Layout, BDT, HAS_BIAS, K, N, ROWS>(
       x, static_cast<const unsigned int *>(w), scale, bias, residual, y, state);
 }
 

@@ -107,7 +107,7 @@ struct TernaryTq1Layout {
   }
 };
 
-template <int BDT, bool HAS_BIAS, int K, int N, bool LAST_ROW_ONLY>
+template <int BDT, bool HAS_BIAS, int K, int N, int ROWS>
 __device__ __forceinline__ void linearTq1(const float *x, const void *w, const void *bias,
                                           const float *residual, float *y,
                                           const StepState *state) {
@@ -115,7 +115,7 @@ __device__ __forceinline__ void linearTq1(const float *x, const void *w, const v
   // The scale follows the codes; that offset is a multiple of 16 bytes.
   const float scale = __ldg(reinterpret_cast<const float *>(static_cast<const char *>(w) +
                                                             tq1::scaleOffset(N, K)));
-  ternaryLinear<TernaryTq1Layout, BDT, HAS_BIAS, K, N, LAST_ROW_ONLY>(
+  ternaryLinear<TernaryTq1Layout, BDT, HAS_BIAS, K, N, ROWS>(
       x, static_cast<const unsigned int *>(w), scale, bias, residual, y, state);
 }
 

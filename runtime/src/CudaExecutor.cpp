@@ -19,11 +19,11 @@
 // timing); a driver without the graph entry points, or a failed capture, falls
 // back to plain launches with one note on stderr.
 //
-// NINFER_PDL=1 on sm_90+ with a plan whose kernels wait for their predecessor
-// (grid_dependency_wait): every launch after a step's first is a programmatic
-// dependent launch, scheduled while the previous kernel drains. Off by
-// default: measured on an H200 it did not shorten a decode step
-// (docs/performance.md).
+// On sm_90+ with a plan whose kernels wait for their predecessor
+// (grid_dependency_wait), every launch after a step's first is a programmatic
+// dependent launch, scheduled while the previous kernel drains (H200: +1% on
+// an 8B decode step, +5% on a 23M one; docs/performance.md). NINFER_PDL=0
+// turns it off (A/B timing).
 #include "StepCheck.h"
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
@@ -301,7 +301,7 @@ Status CudaExecutor::init(int ordinal) {
   NINFER_RETURN_IF_ERROR(loadModule(image, isPtx));
   const char *pdlEnv = std::getenv("NINFER_PDL");
   dependentLaunch_ = ccMajor >= 9 && cu_.launchKernelEx && p.kernels()->grid_dependency_wait() &&
-                     !syncEachOp_ && pdlEnv && std::string(pdlEnv) == "1";
+                     !syncEachOp_ && !(pdlEnv && std::string(pdlEnv) == "0");
   NINFER_RETURN_IF_ERROR(
       cu_.check(cu_.streamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cannot create a CUDA stream"));
 
