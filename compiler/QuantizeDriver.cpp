@@ -209,9 +209,9 @@ llvm::Error applyQuantFlag(llvm::StringRef flag, llvm::StringRef value, QuantOpt
     options.awq = true;
   } else if (flag == "--quant") {
     if (value != "auto" && value != "none" && value != "ternary" && value != "q8" &&
-        value != "q4" && value != "q3" && value != "q2")
-      return optionError("--quant expects auto, none, ternary, q8, q4, q3 or q2, got '" + value +
-                         "'");
+        value != "q6" && value != "q5" && value != "q4" && value != "q3" && value != "q2")
+      return optionError("--quant expects auto, none, ternary, q8, q6, q5, q4, q3 or q2, got '" +
+                         value + "'");
     options.mode = value.str();
   } else if (flag == "--bpw") {
     double bpw = 0;

@@ -18,8 +18,8 @@
 namespace ninfer {
 
 struct QuantOptions {
-  // --quant auto|none|ternary|q8|q4|q3|q2; auto/none/ternary are lossless (see
-  // TernaryPacking.h), q8..q2 quantize uniformly.
+  // --quant auto|none|ternary|q8|q6|q5|q4|q3|q2; auto/none/ternary are lossless
+  // (see TernaryPacking.h), q8..q2 quantize uniformly.
   std::string mode = "auto";
   double bpw = 0.0;            // --bpw X: mixed formats to this budget (overrides --quant)
   int group = 64;              // --group 32|64|128

@@ -87,8 +87,8 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
 quantization:
   --quant MODE           auto (default): pack exactly-ternary linear weights losslessly (1.6-1.75
                          bits with TQ1), keep the rest; none: keep the checkpoint's dtypes; ternary: require every
-                         block linear to be ternary (refuses other models); q8|q4|q3|q2: GPTQ
-                         group quantization of every linear, embedding and lm_head weight
+                         block linear to be ternary (refuses other models); q8|q6|q5|q4|q3|q2:
+                         GPTQ group quantization of every linear, embedding and lm_head weight
   --ternary-format F     tq1 (default: base 3, five weights a byte, rows padded to 16 bytes) or
                          tq2 (2-bit codes); both with one f32 scale per tensor (docs/ternary.md)
   --bpw X                mixed formats chosen per tensor by measured sensitivity to hit X bits per

@@ -489,7 +489,7 @@ llvm::Error validateQuantizeSettings(const QuantizeSettings& settings) {
     if (!specOfName(settings.sensitivityFormat).bits)
       return quantError("bad sensitivity format '" + settings.sensitivityFormat + "'");
   } else if (!quant::isQuantBits(settings.bits)) {
-    return quantError("quantized weights have 8, 4, 3 or 2 bits, got " +
+    return quantError("quantized weights have 8, 6, 5, 4, 3 or 2 bits, got " +
                       llvm::Twine(settings.bits));
   }
   return llvm::Error::success();

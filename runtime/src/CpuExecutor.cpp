@@ -115,21 +115,7 @@ Status CpuExecutor::loadQuantWeight(uint32_t index, const plan::Buffer& b, int f
       std::memcpy(scales.data(), scalePlane + uint64_t(r) * rowScaleBytes, rowScaleBytes);
       float* out = w.data() + r * cols;
       for (int64_t k = 0; k < cols; ++k) {
-        unsigned int code = 0;
-        switch (traits.bits) {
-        case 8:
-          code = quant::QuantPacking<8>::codeAt(words.data(), k);
-          break;
-        case 4:
-          code = quant::QuantPacking<4>::codeAt(words.data(), k);
-          break;
-        case 3:
-          code = quant::QuantPacking<3>::codeAt(words.data(), k);
-          break;
-        default:
-          code = quant::QuantPacking<2>::codeAt(words.data(), k);
-          break;
-        }
+        const unsigned int code = quant::quantCodeAt(traits.bits, words.data(), k);
         const int q = int(code) - (1 << (traits.bits - 1));
         out[k] = quant::halfBitsToFloat(scales[size_t(k / traits.groupSize)]) * float(q);
       }

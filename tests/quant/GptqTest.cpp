@@ -182,7 +182,7 @@ TEST(Gptq, IdentityHessianEqualsRtn) {
   for (int64_t j = 0; j < cols; ++j)
     h[j * cols + j] = 3.0;
   const std::vector<float> importance(cols, 3.0f);
-  for (int bits : {8, 4, 3, 2}) {
+  for (int bits : {8, 6, 5, 4, 3, 2}) {
     for (int group : {32, 64, 128}) {
       for (bool actOrder : {false, true}) {
         SCOPED_TRACE("q" + std::to_string(bits) + "_g" + std::to_string(group) +
