@@ -353,6 +353,8 @@ Status CpuExecutor::forward(const int32_t* tokens, int n, int pos, float* logits
   NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logits, embeddingVocab_));
   std::copy(tokens, tokens + n, tokens_.begin());
   for (const PreparedOp& op : ops_) {
+    if (observer_ && !observer_->beforeOp(op.index, activations_.data(), activations_.size()))
+      continue;
     Status status = runOp(op, n, pos);
     if (!status.isOk()) {
       const std::string opName = op.op->name() ? op.op->name()->str() : std::string();
