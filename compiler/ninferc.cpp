@@ -97,6 +97,7 @@ quantization:
   --calib FILE           calibration text (default examples/data/calib_python.txt)
   --calib-tokens N       calibration tokens (default 16384)
   --sensitivity-tokens N with --bpw: tokens each per-tensor sensitivity is measured on (default 512)
+  --sensitivity-format F with --bpw: the format each sensitivity is measured at (default q3_g64)
   --quant-method M       gptq (default) or rtn
   --awq                  also search AWQ per-channel scales, folded into the preceding RMSNorm
 

@@ -208,6 +208,11 @@ TEST(QuantizeOptionsTest, BadOptionsAreClearErrors) {
   EXPECT_NE(llvm::toString(std::move(sens)).find("[256, 1048576]"), std::string::npos);
   EXPECT_FALSE(bool(applyQuantFlag("--sensitivity-tokens", "4096", o)));
   EXPECT_EQ(o.sensitivityTokens, 4096);
+  llvm::Error format = applyQuantFlag("--sensitivity-format", "q4_g48", o);
+  ASSERT_TRUE(bool(format));
+  EXPECT_NE(llvm::toString(std::move(format)).find("q4_g48"), std::string::npos);
+  EXPECT_FALSE(bool(applyQuantFlag("--sensitivity-format", "q4_g64", o)));
+  EXPECT_EQ(o.sensitivityFormat, "q4_g64");
   EXPECT_FALSE(bool(applyQuantFlag("--group", "128", o)));
   EXPECT_EQ(o.group, 128);
   QuantizeSettings s;
