@@ -130,6 +130,8 @@ private:
                                                 const quant::QuantSpec& spec);
   llvm::Expected<std::vector<float>> weightsOf(const Candidate& c);
   void store(const Candidate& c, QuantizeResultOne result);
+  // Bytes of every weight of `forward` except RoPE tables and `skip`, as stored now.
+  uint64_t storedWeightBytes(func::FuncOp forward, const std::set<std::string>& skip);
 
   QuantizeSettings settings_;
   QuantizeEnvironment* environment_ = nullptr;
@@ -143,7 +145,6 @@ private:
   const std::vector<float>* factorAwq_ = nullptr;
   std::shared_ptr<const quant::GptqFactor> factor_;
   uint64_t parameters_ = 0;
-  uint64_t keptBytes_ = 0; // weights that stay as they are (norms, biases, odd shapes)
 };
 
 void QuantizePass::runOnOperation() {
@@ -195,11 +196,8 @@ llvm::Error QuantizePass::collect(func::FuncOp forward) {
       parameters_ += elements;
     const bool already = ops.front()->hasAttr(kStorageAttr);
     if (!anyUse || !matrixUse || type.getRank() != 2 || already ||
-        !quant::isQuantizableCols(type.getDimSize(1))) {
-      if (!invFreq)
-        keptBytes_ += environment_->storedBytes(name.str());
+        !quant::isQuantizableCols(type.getDimSize(1)))
       continue;
-    }
     Candidate c;
     c.name = name.str();
     c.rows = type.getDimSize(0);
@@ -410,6 +408,21 @@ void QuantizePass::store(const Candidate& c, QuantizeResultOne result) {
     op->setAttr(kStorageAttr, StringAttr::get(op->getContext(), format));
 }
 
+uint64_t QuantizePass::storedWeightBytes(func::FuncOp forward,
+                                         const std::set<std::string>& skip) {
+  uint64_t total = 0;
+  std::set<std::string> seen;
+  forward.walk([&](WeightOp op) {
+    const std::string name = op.getName().str();
+    bool invFreq = false;
+    for (Operation* user : op.getOutput().getUsers())
+      invFreq |= isa<RopeOp>(user);
+    if (!invFreq && !skip.count(name) && seen.insert(name).second)
+      total += environment_->storedBytes(name);
+  });
+  return total;
+}
+
 llvm::Error QuantizePass::run(ModuleOp module) {
   const auto start = std::chrono::steady_clock::now();
   if (llvm::Error error = validateQuantizeSettings(settings_))
@@ -448,7 +461,12 @@ llvm::Error QuantizePass::run(ModuleOp module) {
   } else {
     // Budget for the quantized tensors: everything else is counted first.
     const double totalBits = settings_.bpw * double(parameters_);
-    const double keptBits = 8.0 * double(keptBytes_);
+    // What stays as it is (norms, biases, odd shapes), counted after AWQ
+    // replaced the norms it folded into by f32 ones.
+    std::set<std::string> quantized;
+    for (const Candidate& c : candidates_)
+      quantized.insert(c.name);
+    const double keptBits = 8.0 * double(storedWeightBytes(forward, quantized));
     if (totalBits <= keptBits)
       return quantError(llvm::formatv("--bpw {0}: the weights that stay unquantized alone take "
                                       "{1:F3} bits per weight",
@@ -526,18 +544,8 @@ llvm::Error QuantizePass::run(ModuleOp module) {
 
   // Totals after the rewrite: packed tensors plus everything kept (folded
   // norms replace their originals in the count).
-  uint64_t total = 0;
-  std::set<std::string> seen;
-  forward.walk([&](WeightOp op) {
-    const std::string name = op.getName().str();
-    bool invFreq = false;
-    for (Operation* user : op.getOutput().getUsers())
-      invFreq |= isa<RopeOp>(user);
-    if (!invFreq && seen.insert(name).second)
-      total += environment_->storedBytes(name);
-  });
   localReport_.parameters = parameters_;
-  localReport_.totalBytes = total;
+  localReport_.totalBytes = storedWeightBytes(forward, {});
   localReport_.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (report_)

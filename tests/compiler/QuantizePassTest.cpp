@@ -185,6 +185,14 @@ TEST_F(QuantizePassTest, MixedPrecisionMeetsTheBudget) {
   EXPECT_LE(mixed.report.bitsPerWeight(), 3.5);
   EXPECT_GT(mixed.report.bitsPerWeight(), 3.0); // the allocator spends the budget
   EXPECT_EQ(mixed.report.totalBytes, mixed.planWeightBytes);
+  // AWQ stores the norms it folds into as f32: the budget counts them so.
+  o.awq = true;
+  o.bpw = 4.5;
+  Compiled awq = compile(o, tempPath("mixed_awq"));
+  ASSERT_TRUE(awq.file);
+  EXPECT_LE(awq.report.bitsPerWeight(), 4.5);
+  EXPECT_GT(awq.report.bitsPerWeight(), 4.4);
+  EXPECT_EQ(awq.report.totalBytes, awq.planWeightBytes);
 }
 
 TEST(QuantizeOptionsTest, BadOptionsAreClearErrors) {
