@@ -26,7 +26,7 @@ struct QuantOptions {
   std::string method = "gptq"; // --quant-method gptq|rtn
   bool awq = false;            // --awq
   std::string calibPath;       // --calib FILE (default: kDefaultCalibration next to the tools)
-  int64_t calibTokens = 16384; // --calib-tokens N
+  int64_t calibTokens = 8192;  // --calib-tokens N
   int64_t sensitivityTokens = 512; // --sensitivity-tokens N (mixed precision only)
   std::string sensitivityFormat = "q3_g64"; // --sensitivity-format F (a mixed candidate)
   std::string modelDir;        // the checkpoint (tokenizer for calibration)

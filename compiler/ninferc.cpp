@@ -95,7 +95,7 @@ quantization:
                          weight over the whole model (scales and norms counted)
   --group N              group size 32|64|128 (default 64)
   --calib FILE           calibration text (default examples/data/calib_python.txt)
-  --calib-tokens N       calibration tokens (default 16384)
+  --calib-tokens N       calibration tokens (default 8192)
   --sensitivity-tokens N with --bpw: tokens each per-tensor sensitivity is measured on (default 512)
   --sensitivity-format F with --bpw: the format each sensitivity is measured at (default q3_g64)
   --quant-method M       gptq (default) or rtn
