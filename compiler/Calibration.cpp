@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace ninfer {
@@ -37,36 +38,38 @@ struct GroupStats {
   std::vector<double> h;      // upper triangle accumulated; mirrored at the end
   std::vector<double> absSum; // sum |x| per channel
   int64_t tokens = 0;
-  std::vector<double> xt;     // scratch: the step's rows transposed, f64 [cols, n]
+  std::vector<float> xt;      // scratch: the step's rows transposed, f32 [cols, n]
 };
 
-// H += X^T X for X [n, cols]: X is transposed to f64 so each H entry is a dot
-// product of two contiguous runs; 2x2 blocks of H share their loads. Rows of
-// H are spread over threads (each writes only its own rows: deterministic).
+// H += X^T X for X [n, cols]: X is transposed so each H entry is a dot product
+// of two contiguous runs; 2x2 blocks of H share their loads. One step's dot
+// products (n <= one chunk of tokens) are summed in f32, twice the SIMD width
+// of f64, and added to the f64 H. Rows of H are spread over threads (each
+// writes only its own rows: deterministic).
 void accumulateHessian(GroupStats& g, const float* x, int n, int threads) {
   const int64_t cols = g.cols;
   g.xt.resize(size_t(cols) * size_t(n));
   for (int t = 0; t < n; ++t)
     for (int64_t j = 0; j < cols; ++j) {
-      const double v = x[int64_t(t) * cols + j];
+      const float v = x[int64_t(t) * cols + j];
       g.xt[size_t(j) * size_t(n) + size_t(t)] = v;
-      g.absSum[size_t(j)] += std::fabs(v);
+      g.absSum[size_t(j)] += std::fabs(double(v));
     }
   g.tokens += n;
-  const double* xt = g.xt.data();
+  const float* xt = g.xt.data();
   double* h = g.h.data();
   // Pairs of rows (i, i+1), balanced: pair p and its mirror do equal work.
   const int64_t pairs = (cols + 1) / 2;
   quant::parallelFor(pairs, threads, [&](int64_t p) {
     const int64_t i0 = 2 * p;
     const int64_t i1 = std::min(i0 + 1, cols - 1);
-    const double* a0 = xt + i0 * n;
-    const double* a1 = xt + i1 * n;
+    const float* a0 = xt + i0 * n;
+    const float* a1 = xt + i1 * n;
     for (int64_t j0 = i0; j0 < cols; j0 += 2) {
       const int64_t j1 = std::min(j0 + 1, cols - 1);
-      const double* b0 = xt + j0 * n;
-      const double* b1 = xt + j1 * n;
-      double s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+      const float* b0 = xt + j0 * n;
+      const float* b1 = xt + j1 * n;
+      float s00 = 0, s01 = 0, s10 = 0, s11 = 0;
 #pragma omp simd reduction(+ : s00, s01, s10, s11)
       for (int t = 0; t < n; ++t) {
         s00 += a0[t] * b0[t];
@@ -127,6 +130,13 @@ struct CalibrationRunner::Impl : CpuObserver {
   std::vector<float> logits;
   std::vector<double> logProbs;
   std::vector<std::vector<float>> reference; // per sensitivity chunk: [rows, vocab] log-probs
+  // Resuming a sensitivity run: the activation arena before the first linear op
+  // of every input group (q/k/v, o, gate/up, down, lm_head), per sensitivity
+  // chunk, saved by the reference run. A run with one tensor replaced restores
+  // the last one before the first op reading it and skips the ops before: they
+  // would compute what the reference run did.
+  std::vector<std::map<int, std::vector<float>>> snapshots;
+  int resumeOp = -1; // -1: run every op
   size_t chunkIndex = 0;
   double kldSum = 0;
   int64_t kldCount = 0;
@@ -141,6 +151,22 @@ struct CalibrationRunner::Impl : CpuObserver {
     const int g = groupOfOp[size_t(opIndex)];
     if (g >= 0 && groups[size_t(g)].cols == width)
       accumulateHessian(groups[size_t(g)], rows, n, threads);
+  }
+
+  bool beforeOp(int opIndex, float* arena, size_t floats) override {
+    const bool groupStart = opIndex >= 0 && size_t(opIndex) < groupOfOp.size() &&
+                            groupOfOp[size_t(opIndex)] >= 0;
+    if (recordReference && groupStart)
+      snapshots[chunkIndex][opIndex].assign(arena, arena + floats);
+    if (!scoring || resumeOp < 0)
+      return true;
+    if (opIndex < resumeOp)
+      return false;
+    if (opIndex == resumeOp) {
+      const std::vector<float>& saved = snapshots[chunkIndex].at(opIndex);
+      std::copy(saved.begin(), saved.end(), arena);
+    }
+    return true;
   }
 
   const float* weight(int opIndex, const float* values) override {
@@ -343,8 +369,10 @@ llvm::Error CalibrationRunner::collect(CalibrationData& data) {
   s.collecting = true;
   s.reference.clear();
   const size_t scored = s.sensitivityChunks();
+  s.snapshots.assign(scored, {});
   for (size_t c = 0; c < s.chunks.size(); ++c) {
     s.recordReference = c < scored;
+    s.chunkIndex = c;
     llvm::Error error = s.runChunk(s.chunks[c]);
     if (error) {
       s.collecting = s.recordReference = false;
@@ -385,8 +413,17 @@ llvm::Expected<double> CalibrationRunner::klDivergenceWith(const std::string& we
   if (s.reference.empty())
     return calibrationError("run collect() before measuring sensitivity");
   s.overrides.clear();
-  for (int op : it->second)
+  int firstOp = std::numeric_limits<int>::max();
+  for (int op : it->second) {
     s.overrides[op] = values.data();
+    firstOp = std::min(firstOp, op);
+  }
+  // The last saved arena at or before the first op that reads the tensor.
+  s.resumeOp = -1;
+  if (!s.snapshots.empty())
+    for (const auto& [op, arena] : s.snapshots.front())
+      if (op <= firstOp)
+        s.resumeOp = std::max(s.resumeOp, op);
   s.scoring = true;
   s.kldSum = 0;
   s.kldCount = 0;
@@ -395,11 +432,13 @@ llvm::Expected<double> CalibrationRunner::klDivergenceWith(const std::string& we
     if (error) {
       s.scoring = false;
       s.overrides.clear();
+      s.resumeOp = -1;
       return error;
     }
   }
   s.scoring = false;
   s.overrides.clear();
+  s.resumeOp = -1;
   return s.kldCount ? s.kldSum / double(s.kldCount) : 0.0;
 }
 

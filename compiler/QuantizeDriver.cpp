@@ -9,6 +9,7 @@
 #include "passes/Passes.h"
 
 #include "ninfer/Progress.h"
+#include "ninfer/QuantDType.h"
 #include "ninfer/QuantFormats.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -199,7 +200,8 @@ llvm::Error declareDummyQuantized(mlir::ModuleOp module, WeightStore& weights,
 
 bool isQuantFlag(llvm::StringRef flag) {
   return flag == "--quant" || flag == "--bpw" || flag == "--group" || flag == "--calib" ||
-         flag == "--calib-tokens" || flag == "--sensitivity-tokens" || flag == "--quant-method";
+         flag == "--calib-tokens" || flag == "--sensitivity-tokens" ||
+         flag == "--sensitivity-format" || flag == "--quant-method";
 }
 
 bool isQuantSwitch(llvm::StringRef flag) { return flag == "--awq"; }
@@ -209,9 +211,9 @@ llvm::Error applyQuantFlag(llvm::StringRef flag, llvm::StringRef value, QuantOpt
     options.awq = true;
   } else if (flag == "--quant") {
     if (value != "auto" && value != "none" && value != "ternary" && value != "q8" &&
-        value != "q4" && value != "q3" && value != "q2")
-      return optionError("--quant expects auto, none, ternary, q8, q4, q3 or q2, got '" + value +
-                         "'");
+        value != "q6" && value != "q5" && value != "q4" && value != "q3" && value != "q2")
+      return optionError("--quant expects auto, none, ternary, q8, q6, q5, q4, q3 or q2, got '" +
+                         value + "'");
     options.mode = value.str();
   } else if (flag == "--bpw") {
     double bpw = 0;
@@ -238,6 +240,12 @@ llvm::Error applyQuantFlag(llvm::StringRef flag, llvm::StringRef value, QuantOpt
       return optionError("--sensitivity-tokens expects an integer in [256, 1048576], got '" +
                          value + "'");
     options.sensitivityTokens = tokens;
+  } else if (flag == "--sensitivity-format") {
+    const int format = quant::formatOfName(value.str().c_str());
+    if (format < 0)
+      return optionError("--sensitivity-format expects a format name such as q3_g64, got '" +
+                         value + "'");
+    options.sensitivityFormat = value.str();
   } else if (flag == "--quant-method") {
     if (value != "gptq" && value != "rtn")
       return optionError("--quant-method expects gptq or rtn, got '" + value + "'");
@@ -260,6 +268,7 @@ llvm::Error runQuantization(mlir::ModuleOp module, WeightStore& weights, const M
   settings.bpw = options.bpw;
   settings.awq = options.awq;
   settings.threads = options.threads;
+  settings.sensitivityFormat = options.sensitivityFormat;
   if (llvm::Error error = validateQuantizeSettings(settings))
     return error;
   if (weights.isDummy())
@@ -308,10 +317,11 @@ llvm::Error runQuantization(mlir::ModuleOp module, WeightStore& weights, const M
       formats += llvm::formatv("{0}{1} x{2}", formats.empty() ? "" : ", ", format, count).str();
     std::fprintf(stderr,
                  "quantized %zu tensors (%s): %.3f bits per weight over %.2fM parameters; "
-                 "calibration %lld tokens %.1f s, quantization %.1f s\n",
+                 "calibration %lld tokens %.1f s, quantization %.1f s (sensitivity runs "
+                 "%.1f s)\n",
                  report.tensors.size(), formats.c_str(), report.bitsPerWeight(),
                  double(report.parameters) / 1e6, static_cast<long long>(data.tokens),
-                 calibSeconds, report.seconds);
+                 calibSeconds, report.seconds, report.sensitivitySeconds);
   }
   if (reportOut)
     *reportOut = std::move(report);

@@ -18,16 +18,17 @@
 namespace ninfer {
 
 struct QuantOptions {
-  // --quant auto|none|ternary|q8|q4|q3|q2; auto/none/ternary are lossless (see
-  // TernaryPacking.h), q8..q2 quantize uniformly.
+  // --quant auto|none|ternary|q8|q6|q5|q4|q3|q2; auto/none/ternary are lossless
+  // (see TernaryPacking.h), q8..q2 quantize uniformly.
   std::string mode = "auto";
   double bpw = 0.0;            // --bpw X: mixed formats to this budget (overrides --quant)
   int group = 64;              // --group 32|64|128
   std::string method = "gptq"; // --quant-method gptq|rtn
   bool awq = false;            // --awq
   std::string calibPath;       // --calib FILE (default: kDefaultCalibration next to the tools)
-  int64_t calibTokens = 16384; // --calib-tokens N
+  int64_t calibTokens = 8192;  // --calib-tokens N
   int64_t sensitivityTokens = 512; // --sensitivity-tokens N (mixed precision only)
+  std::string sensitivityFormat = "q3_g64"; // --sensitivity-format F (a mixed candidate)
   std::string modelDir;        // the checkpoint (tokenizer for calibration)
   int threads = 0;
   bool quiet = false;

@@ -96,13 +96,24 @@ size_t dtypeSize(WeightDType dtype) {
   }
 }
 
+// Two runs of the enum: ids 0..11 from Q8G32, the later ones from Q6G32.
+constexpr int kFirstRunFormats = static_cast<int>(quant::QuantFormatId::Q6G32);
+
 int quantFormatOf(WeightDType dtype) {
-  const int id = static_cast<int>(dtype) - static_cast<int>(WeightDType::Q8G32);
-  return id >= 0 && id < quant::kQuantFormatCount ? id : -1;
+  const int first = static_cast<int>(dtype) - static_cast<int>(WeightDType::Q8G32);
+  if (first >= 0 && first < kFirstRunFormats)
+    return first;
+  const int second = static_cast<int>(dtype) - static_cast<int>(WeightDType::Q6G32);
+  return second >= 0 && kFirstRunFormats + second < quant::kQuantFormatCount
+             ? kFirstRunFormats + second
+             : -1;
 }
 
 WeightDType weightDTypeOfQuantFormat(int formatId) {
-  return static_cast<WeightDType>(static_cast<int>(WeightDType::Q8G32) + formatId);
+  return formatId < kFirstRunFormats
+             ? static_cast<WeightDType>(static_cast<int>(WeightDType::Q8G32) + formatId)
+             : static_cast<WeightDType>(static_cast<int>(WeightDType::Q6G32) + formatId -
+                                        kFirstRunFormats);
 }
 
 uint64_t tensorBytes(WeightDType dtype, const std::vector<int64_t>& shape) {

@@ -87,16 +87,17 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
 quantization:
   --quant MODE           auto (default): pack exactly-ternary linear weights losslessly (1.6-1.75
                          bits with TQ1), keep the rest; none: keep the checkpoint's dtypes; ternary: require every
-                         block linear to be ternary (refuses other models); q8|q4|q3|q2: GPTQ
-                         group quantization of every linear, embedding and lm_head weight
+                         block linear to be ternary (refuses other models); q8|q6|q5|q4|q3|q2:
+                         GPTQ group quantization of every linear, embedding and lm_head weight
   --ternary-format F     tq1 (default: base 3, five weights a byte, rows padded to 16 bytes) or
                          tq2 (2-bit codes); both with one f32 scale per tensor (docs/ternary.md)
   --bpw X                mixed formats chosen per tensor by measured sensitivity to hit X bits per
                          weight over the whole model (scales and norms counted)
   --group N              group size 32|64|128 (default 64)
   --calib FILE           calibration text (default examples/data/calib_python.txt)
-  --calib-tokens N       calibration tokens (default 16384)
+  --calib-tokens N       calibration tokens (default 8192)
   --sensitivity-tokens N with --bpw: tokens each per-tensor sensitivity is measured on (default 512)
+  --sensitivity-format F with --bpw: the format each sensitivity is measured at (default q3_g64)
   --quant-method M       gptq (default) or rtn
   --awq                  also search AWQ per-channel scales, folded into the preceding RMSNorm
 

@@ -63,7 +63,7 @@ def Quantize : Pass<"ninfer-quantize", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"method", "method", "std::string", /*default=*/"\"gptq\"", "gptq or rtn">,
-    Option<"bits", "bits", "int", /*default=*/"4", "uniform format bits: 8, 4, 3 or 2">,
+    Option<"bits", "bits", "int", /*default=*/"4", "uniform format bits: 8, 6, 5, 4, 3 or 2">,
     Option<"group", "group", "int", /*default=*/"64", "values per fp16 scale: 32, 64, 128">,
     Option<"bpw", "bpw", "double", /*default=*/"0.0",
            "mixed formats to this many bits per weight (0: uniform)">,

@@ -12,6 +12,12 @@
 // relative errors treat the embedding and lm_head like any layer, and those are
 // the tensors the output is most sensitive to. The budget counts every byte:
 // tensors that stay unquantized (norms) are subtracted first.
+//
+// Cost: every tensor is quantized in each of the mixed candidates, so the GPTQ
+// factor of an input's Hessian is made once and shared by the tensors reading
+// that input and by all candidates, and each candidate's output error is
+// GPTQ's own loss estimate tr(E Hd E^T) (Gptq.h) rather than a second pass
+// over H.
 #include "passes/Quantize.h"
 #include "passes/Passes.h"
 
@@ -31,6 +37,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <set>
 
 namespace ninfer {
@@ -49,8 +56,9 @@ llvm::Error quantError(const llvm::Twine& message) {
 
 // Candidates the allocator chooses from in mixed mode (those the model_eval
 // harness found useful: q8 only with 64-value groups, no q2 with 128).
-const char* const kMixedCandidates[] = {"q2_g32", "q2_g64", "q3_g32",  "q3_g64", "q3_g128",
-                                        "q4_g32", "q4_g64", "q4_g128", "q8_g64"};
+const char* const kMixedCandidates[] = {"q2_g32",  "q2_g64", "q3_g32", "q3_g64",
+                                        "q3_g128", "q4_g32", "q4_g64", "q4_g128",
+                                        "q5_g64",  "q6_g64", "q8_g64"};
 
 quant::QuantSpec specOfName(llvm::StringRef name) {
   quant::QuantSpec spec;
@@ -63,6 +71,9 @@ quant::QuantSpec specOfName(llvm::StringRef name) {
   }
   return spec;
 }
+
+// Rows sampled for tr(W H W^T) and RTN's output error (an unbiased estimate).
+constexpr int64_t kErrorRows = 512;
 
 std::string formatName(const quant::QuantSpec& spec) {
   return quant::quantFormatTraits(spec.formatId()).name;
@@ -81,6 +92,17 @@ struct Candidate {
 struct QuantizeResultOne {
   quant::QuantizedTensor tensor;
   double relativeError = 0;
+};
+
+// A tensor ready to be quantized in any format: its (AWQ-scaled) weights, the
+// Hessian of its input (scaled likewise), the GPTQ factor of that Hessian and
+// tr(W Hd W^T), the denominator of its relative errors.
+struct PreparedTensor {
+  std::vector<float> w;
+  std::vector<double> scaledH;
+  const double* h = nullptr; // nullptr: no input statistics
+  std::shared_ptr<const quant::GptqFactor> factor;
+  double reference = 0;
 };
 
 struct QuantizePass : impl::QuantizeBase<QuantizePass> {
@@ -103,10 +125,13 @@ private:
   llvm::Error run(ModuleOp module);
   llvm::Error collect(func::FuncOp forward);
   llvm::Error applyAwq(func::FuncOp forward, const quant::QuantSpec& spec);
-  llvm::Expected<QuantizeResultOne> quantizeOne(const Candidate& c, const std::vector<float>& w,
+  llvm::Expected<PreparedTensor> prepare(const Candidate& c);
+  llvm::Expected<QuantizeResultOne> quantizeOne(const Candidate& c, const PreparedTensor& t,
                                                 const quant::QuantSpec& spec);
   llvm::Expected<std::vector<float>> weightsOf(const Candidate& c);
   void store(const Candidate& c, QuantizeResultOne result);
+  // Bytes of every weight of `forward` except RoPE tables and `skip`, as stored now.
+  uint64_t storedWeightBytes(func::FuncOp forward, const std::set<std::string>& skip);
 
   QuantizeSettings settings_;
   QuantizeEnvironment* environment_ = nullptr;
@@ -114,8 +139,12 @@ private:
   QuantizeReport localReport_;
 
   std::vector<Candidate> candidates_;
+  // The last GPTQ factor made, by input statistics and AWQ scales: tensors
+  // reading one input (q/k/v, gate/up) are consecutive and share it.
+  const InputStatistics* factorStats_ = nullptr;
+  const std::vector<float>* factorAwq_ = nullptr;
+  std::shared_ptr<const quant::GptqFactor> factor_;
   uint64_t parameters_ = 0;
-  uint64_t keptBytes_ = 0; // weights that stay as they are (norms, biases, odd shapes)
 };
 
 void QuantizePass::runOnOperation() {
@@ -167,11 +196,8 @@ llvm::Error QuantizePass::collect(func::FuncOp forward) {
       parameters_ += elements;
     const bool already = ops.front()->hasAttr(kStorageAttr);
     if (!anyUse || !matrixUse || type.getRank() != 2 || already ||
-        !quant::isQuantizableCols(type.getDimSize(1))) {
-      if (!invFreq)
-        keptBytes_ += environment_->storedBytes(name.str());
+        !quant::isQuantizableCols(type.getDimSize(1)))
       continue;
-    }
     Candidate c;
     c.name = name.str();
     c.rows = type.getDimSize(0);
@@ -274,46 +300,86 @@ llvm::Error QuantizePass::applyAwq(func::FuncOp forward, const quant::QuantSpec&
   return llvm::Error::success();
 }
 
+llvm::Expected<PreparedTensor> QuantizePass::prepare(const Candidate& c) {
+  PreparedTensor t;
+  llvm::Expected<std::vector<float>> w = weightsOf(c);
+  if (!w)
+    return w.takeError();
+  t.w = std::move(*w);
+  if (!c.stats)
+    return t;
+  // With AWQ, w is W diag(s) and its input is x / s: the Hessian scales too.
+  t.h = c.stats->h.data();
+  if (!c.awqScales.empty()) {
+    t.scaledH = quant::scaleHessian(t.h, c.cols, c.awqScales.data());
+    t.h = t.scaledH.data();
+  }
+  double damp = 0;
+  if (settings_.gptq) {
+    const bool same = factor_ && factorStats_ == c.stats &&
+                      (factorAwq_ ? *factorAwq_ == c.awqScales : c.awqScales.empty());
+    if (!same) {
+      quant::GptqOptions options;
+      options.threads = settings_.threads;
+      Result<quant::GptqFactor> f = quant::factorGptq(t.h, c.cols, options);
+      if (!f.isOk())
+        return quantError("GPTQ of '" + c.name + "': " + f.status().message());
+      factor_ = std::make_shared<const quant::GptqFactor>(std::move(*f));
+      factorStats_ = c.stats;
+      factorAwq_ = c.awqScales.empty() ? nullptr : &c.awqScales;
+    }
+    t.factor = factor_;
+    damp = factor_->damp;
+  }
+  // tr(W Hd W^T) with Hd = H + damp I on the live columns, over sampled rows.
+  const std::vector<int64_t> rows = quant::sampleRows(c.rows, kErrorRows);
+  double norm = 0;
+  for (int64_t r : rows)
+    for (int64_t j = 0; j < c.cols; ++j)
+      if (t.h[j * c.cols + j] > 0)
+        norm += double(t.w[size_t(r * c.cols + j)]) * t.w[size_t(r * c.cols + j)];
+  t.reference =
+      (quant::weightedSquaredNorm(t.w.data(), nullptr, c.cols, t.h, rows, settings_.threads) +
+       damp * norm) *
+      double(c.rows) / double(rows.size());
+  return t;
+}
+
 llvm::Expected<QuantizeResultOne> QuantizePass::quantizeOne(const Candidate& c,
-                                                            const std::vector<float>& w,
+                                                            const PreparedTensor& t,
                                                             const quant::QuantSpec& spec) {
   QuantizeResultOne out;
-  // With AWQ, w is W diag(s) and its input is x / s: the Hessian scales too.
-  std::vector<double> scaledH;
-  const double* h = c.stats ? c.stats->h.data() : nullptr;
-  if (h && !c.awqScales.empty()) {
-    scaledH = quant::scaleHessian(h, c.cols, c.awqScales.data());
-    h = scaledH.data();
-  }
-  if (h && settings_.gptq) {
+  const std::vector<float>& w = t.w;
+  if (t.factor) {
+    // GPTQ's own loss estimate is tr(E Hd E^T): no separate error pass.
     quant::GptqOptions options;
     options.threads = settings_.threads;
-    Result<quant::GptqResult> g = quant::quantizeGptq(w.data(), c.rows, c.cols, h, spec, options);
+    Result<quant::GptqResult> g = quant::quantizeGptq(w.data(), c.rows, *t.factor, spec, options);
     if (!g.isOk())
       return quantError("GPTQ of '" + c.name + "': " + g.status().message());
     out.tensor = std::move(g->tensor);
-  } else {
-    std::vector<float> importance;
-    if (h) {
-      importance.resize(size_t(c.cols));
-      for (int64_t j = 0; j < c.cols; ++j)
-        importance[size_t(j)] = float(h[j * c.cols + j]);
-    }
-    quant::RtnOptions options;
-    options.threads = settings_.threads;
-    Result<quant::QuantizedTensor> q = quant::quantizeRtn(
-        w.data(), c.rows, c.cols, spec, h ? importance.data() : nullptr, options);
-    if (!q.isOk())
-      return quantError("RTN of '" + c.name + "': " + q.status().message());
-    out.tensor = std::move(*q);
+    out.relativeError = t.reference > 0 ? g->lossEstimate / t.reference : 0.0;
+    return out;
   }
-  if (h) {
-    quant::ErrorOptions options;
-    options.threads = settings_.threads;
-    options.maxRows = 512;
-    Result<double> e = quant::relativeOutputError(w.data(), out.tensor.dequantized.data(), c.rows,
-                                                  c.cols, h, options);
-    out.relativeError = e.isOk() ? *e : 0.0;
+  std::vector<float> importance;
+  if (t.h) {
+    importance.resize(size_t(c.cols));
+    for (int64_t j = 0; j < c.cols; ++j)
+      importance[size_t(j)] = float(t.h[j * c.cols + j]);
+  }
+  quant::RtnOptions options;
+  options.threads = settings_.threads;
+  Result<quant::QuantizedTensor> q = quant::quantizeRtn(w.data(), c.rows, c.cols, spec,
+                                                        t.h ? importance.data() : nullptr, options);
+  if (!q.isOk())
+    return quantError("RTN of '" + c.name + "': " + q.status().message());
+  out.tensor = std::move(*q);
+  if (t.h) {
+    const std::vector<int64_t> rows = quant::sampleRows(c.rows, kErrorRows);
+    const double error = quant::weightedSquaredNorm(w.data(), out.tensor.dequantized.data(), c.cols,
+                                                    t.h, rows, settings_.threads) *
+                         double(c.rows) / double(rows.size());
+    out.relativeError = t.reference > 0 ? error / t.reference : 0.0;
   } else { // no input statistics (the embedding table): relative squared error
     double num = 0.0, den = 0.0;
     for (size_t i = 0; i < w.size(); ++i) {
@@ -342,6 +408,21 @@ void QuantizePass::store(const Candidate& c, QuantizeResultOne result) {
     op->setAttr(kStorageAttr, StringAttr::get(op->getContext(), format));
 }
 
+uint64_t QuantizePass::storedWeightBytes(func::FuncOp forward,
+                                         const std::set<std::string>& skip) {
+  uint64_t total = 0;
+  std::set<std::string> seen;
+  forward.walk([&](WeightOp op) {
+    const std::string name = op.getName().str();
+    bool invFreq = false;
+    for (Operation* user : op.getOutput().getUsers())
+      invFreq |= isa<RopeOp>(user);
+    if (!invFreq && !skip.count(name) && seen.insert(name).second)
+      total += environment_->storedBytes(name);
+  });
+  return total;
+}
+
 llvm::Error QuantizePass::run(ModuleOp module) {
   const auto start = std::chrono::steady_clock::now();
   if (llvm::Error error = validateQuantizeSettings(settings_))
@@ -368,10 +449,10 @@ llvm::Error QuantizePass::run(ModuleOp module) {
     for (int i = 0; i < count; ++i) {
       environment_->progress("quantizing", i, count);
       const Candidate& c = candidates_[size_t(i)];
-      llvm::Expected<std::vector<float>> w = weightsOf(c);
-      if (!w)
-        return w.takeError();
-      llvm::Expected<QuantizeResultOne> q = quantizeOne(c, *w, uniform);
+      llvm::Expected<PreparedTensor> t = prepare(c);
+      if (!t)
+        return t.takeError();
+      llvm::Expected<QuantizeResultOne> q = quantizeOne(c, *t, uniform);
       if (!q)
         return q.takeError();
       store(c, std::move(*q));
@@ -380,7 +461,12 @@ llvm::Error QuantizePass::run(ModuleOp module) {
   } else {
     // Budget for the quantized tensors: everything else is counted first.
     const double totalBits = settings_.bpw * double(parameters_);
-    const double keptBits = 8.0 * double(keptBytes_);
+    // What stays as it is (norms, biases, odd shapes), counted after AWQ
+    // replaced the norms it folded into by f32 ones.
+    std::set<std::string> quantized;
+    for (const Candidate& c : candidates_)
+      quantized.insert(c.name);
+    const double keptBits = 8.0 * double(storedWeightBytes(forward, quantized));
     if (totalBits <= keptBits)
       return quantError(llvm::formatv("--bpw {0}: the weights that stay unquantized alone take "
                                       "{1:F3} bits per weight",
@@ -393,9 +479,9 @@ llvm::Error QuantizePass::run(ModuleOp module) {
     const int steps = count * int(std::size(kMixedCandidates));
     int done = 0;
     for (const Candidate& c : candidates_) {
-      llvm::Expected<std::vector<float>> w = weightsOf(c);
-      if (!w)
-        return w.takeError();
+      llvm::Expected<PreparedTensor> prepared = prepare(c);
+      if (!prepared)
+        return prepared.takeError();
       quant::AllocTensor t;
       t.name = c.name;
       specs.emplace_back();
@@ -403,11 +489,11 @@ llvm::Error QuantizePass::run(ModuleOp module) {
       for (const char* name : kMixedCandidates) {
         environment_->progress("quantizing candidates", done++, steps);
         const quant::QuantSpec spec = specOfName(name);
-        llvm::Expected<QuantizeResultOne> q = quantizeOne(c, *w, spec);
+        llvm::Expected<QuantizeResultOne> q = quantizeOne(c, *prepared, spec);
         if (!q)
           return q.takeError();
-        t.candidates.push_back({int(specs.back().size()), q->relativeError,
-                                uint64_t(q->tensor.packed.size())});
+        t.candidates.push_back(
+            {int(specs.back().size()), q->relativeError, uint64_t(q->tensor.packed.size())});
         specs.back().push_back(spec);
         if (spec == sensitivitySpec) {
           // The model with only this tensor quantized: KL divergence per unit
@@ -416,7 +502,11 @@ llvm::Error QuantizePass::run(ModuleOp module) {
           if (!c.awqScales.empty())
             for (size_t i = 0; i < dq.size(); ++i)
               dq[i] /= c.awqScales[i % size_t(c.cols)];
+          const auto measureStart = std::chrono::steady_clock::now();
           llvm::Expected<double> kld = environment_->klDivergenceWith(c.name, dq);
+          localReport_.sensitivitySeconds +=
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - measureStart)
+                  .count();
           if (!kld)
             return kld.takeError();
           sensitivityError = *kld / std::max(q->relativeError, 1e-30);
@@ -433,18 +523,17 @@ llvm::Error QuantizePass::run(ModuleOp module) {
     const uint64_t budget = uint64_t(totalBits - keptBits);
     Result<quant::Allocation> allocation = quant::allocateBits(tensors, budget);
     if (!allocation.isOk())
-      return quantError(llvm::formatv("--bpw {0}: {1}", settings_.bpw,
-                                      allocation.status().message())
-                            .str());
+      return quantError(
+          llvm::formatv("--bpw {0}: {1}", settings_.bpw, allocation.status().message()).str());
     for (int i = 0; i < count; ++i) {
       environment_->progress("quantizing", i, count);
       const Candidate& c = candidates_[size_t(i)];
-      llvm::Expected<std::vector<float>> w = weightsOf(c);
-      if (!w)
-        return w.takeError();
+      llvm::Expected<PreparedTensor> t = prepare(c);
+      if (!t)
+        return t.takeError();
       // Deterministic: the same bytes the candidate run measured.
       llvm::Expected<QuantizeResultOne> q =
-          quantizeOne(c, *w, specs[size_t(i)][size_t(allocation->choice[size_t(i)])]);
+          quantizeOne(c, *t, specs[size_t(i)][size_t(allocation->choice[size_t(i)])]);
       if (!q)
         return q.takeError();
       store(c, std::move(*q));
@@ -455,18 +544,8 @@ llvm::Error QuantizePass::run(ModuleOp module) {
 
   // Totals after the rewrite: packed tensors plus everything kept (folded
   // norms replace their originals in the count).
-  uint64_t total = 0;
-  std::set<std::string> seen;
-  forward.walk([&](WeightOp op) {
-    const std::string name = op.getName().str();
-    bool invFreq = false;
-    for (Operation* user : op.getOutput().getUsers())
-      invFreq |= isa<RopeOp>(user);
-    if (!invFreq && seen.insert(name).second)
-      total += environment_->storedBytes(name);
-  });
   localReport_.parameters = parameters_;
-  localReport_.totalBytes = total;
+  localReport_.totalBytes = storedWeightBytes(forward, {});
   localReport_.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (report_)
@@ -489,15 +568,14 @@ llvm::Error validateQuantizeSettings(const QuantizeSettings& settings) {
     if (!specOfName(settings.sensitivityFormat).bits)
       return quantError("bad sensitivity format '" + settings.sensitivityFormat + "'");
   } else if (!quant::isQuantBits(settings.bits)) {
-    return quantError("quantized weights have 8, 4, 3 or 2 bits, got " +
+    return quantError("quantized weights have 8, 6, 5, 4, 3 or 2 bits, got " +
                       llvm::Twine(settings.bits));
   }
   return llvm::Error::success();
 }
 
 std::unique_ptr<Pass> createQuantizePass(const QuantizeSettings& settings,
-                                         QuantizeEnvironment* environment,
-                                         QuantizeReport* report) {
+                                         QuantizeEnvironment* environment, QuantizeReport* report) {
   return std::make_unique<QuantizePass>(settings, environment, report);
 }
 

@@ -93,6 +93,7 @@ struct QuantizeReport {
     return parameters ? 8.0 * double(totalBytes) / double(parameters) : 0.0;
   }
   double seconds = 0;
+  double sensitivitySeconds = 0; // of `seconds`: the model runs measuring sensitivity
 };
 
 // Checks a settings value set (group, bits, budget) and says what is wrong.

@@ -1,4 +1,4 @@
-// Decode GEMV for group-quantized weights (Q8/Q4/Q3/Q2, QuantFormats.h) on
+// Decode GEMV for group-quantized weights (Q8/Q6/Q5/Q4/Q3/Q2, QuantFormats.h) on
 // tensor cores, sm_80+: y[t, o] = sum_k x[t, k] * scale[o, k / GROUP] * q[o, k]
 // for up to 8 token rows t.
 //
@@ -198,6 +198,57 @@ template <> struct RunCodec<3> { // 8 bytes of the 2-bit plane + 4 bytes of the 
   }
   __device__ __forceinline__ static void loadX(const float *x, unsigned int (&p)[16]) {
     loadX2Bit(x, p);
+  }
+};
+
+// Q6 and Q5: the low four bits as RunCodec<4> (same pair order), the high bits
+// from the run's part of the high plane: two words of 2-bit fields (Q6) or one
+// word of bits (Q5), value i of the run at field i.
+template <> struct RunCodec<6> { // 16 bytes of the 4-bit plane + 8 bytes of the 2-bit plane
+  RunCodec<4> low;
+  uint2 high;
+  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+    low.load(unit, c);
+    high = __ldg(reinterpret_cast<const uint2 *>(unit + 64 + 8 * c));
+  }
+  __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
+    low.decode(p);
+    const unsigned int words[2] = {high.x, high.y};
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      // Values 8t..8t+3 of the run to bits 0..7, 8t+4..8t+7 to 16..23.
+      const unsigned int h16 = (words[t / 2] >> (16 * (t % 2))) & 0xFFFFu;
+      const unsigned int h = (h16 & 0xFFu) | ((h16 >> 8) << 16);
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+        p[4 * t + s] |= ((h >> (2 * s)) & 0x00030003u) << 4;
+    }
+  }
+  __device__ __forceinline__ static void loadX(const float *x, unsigned int (&p)[16]) {
+    RunCodec<4>::loadX(x, p);
+  }
+};
+
+template <> struct RunCodec<5> { // 16 bytes of the 4-bit plane + 4 bytes of the 1-bit plane
+  RunCodec<4> low;
+  unsigned int high;
+  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+    low.load(unit, c);
+    high = __ldg(reinterpret_cast<const unsigned int *>(unit + 64 + 4 * c));
+  }
+  __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
+    low.decode(p);
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      // Bits 8t..8t+3 of the high plane to 0..3, 8t+4..8t+7 to 16..19.
+      const unsigned int h = ((high >> (8 * t)) & 0xFu) | (((high >> (8 * t + 4)) & 0xFu) << 16);
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+        p[4 * t + s] |= ((h >> s) & 0x00010001u) << 4;
+    }
+  }
+  __device__ __forceinline__ static void loadX(const float *x, unsigned int (&p)[16]) {
+    RunCodec<4>::loadX(x, p);
   }
 };
 

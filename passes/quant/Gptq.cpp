@@ -80,46 +80,43 @@ void dotRows(const float* a, int64_t stride, const float* b, int64_t n, float* o
 
 } // namespace
 
-Result<GptqResult> quantizeGptq(const float* w, int64_t rows, int64_t cols, const double* h,
-                                const QuantSpec& spec, const GptqOptions& options) {
-  NINFER_RETURN_IF_ERROR(validateSpec(spec, rows, cols));
-  if (options.blockSize < 1)
-    return Status::error("quant: GPTQ block size must be >= 1");
+Result<GptqFactor> factorGptq(const double* h, int64_t cols, const GptqOptions& options) {
+  if (cols <= 0)
+    return Status::error("quant: GPTQ needs at least one column");
   if (!(options.percDamp >= 0.0) || !std::isfinite(options.percDamp))
     return Status::error("quant: GPTQ damping must be finite and >= 0");
-  NINFER_RETURN_IF_ERROR(checkFinite(w, rows * cols, "weight"));
   NINFER_RETURN_IF_ERROR(checkFinite(h, cols * cols, "Hessian"));
   const int64_t k = cols;
-
+  GptqFactor f;
+  f.cols = k;
+  f.actOrder = options.actOrder;
   std::vector<double> diag(k);
-  std::vector<char> dead(k, 0);
+  f.dead.assign(k, 0);
   double diagSum = 0.0;
-  int64_t deadCount = 0;
   for (int64_t j = 0; j < k; ++j) {
     diag[j] = h[j * k + j];
     if (diag[j] < 0.0)
       return Status::error("quant: Hessian has a negative diagonal entry at column " +
                            std::to_string(j));
-    dead[j] = diag[j] == 0.0;
-    deadCount += dead[j];
-    diagSum += dead[j] ? 1.0 : diag[j];
+    f.dead[j] = diag[j] == 0.0;
+    f.deadColumns += f.dead[j];
+    diagSum += f.dead[j] ? 1.0 : diag[j];
   }
 
-  std::vector<int64_t> perm(k);
-  std::iota(perm.begin(), perm.end(), 0);
+  f.perm.resize(k);
+  std::iota(f.perm.begin(), f.perm.end(), 0);
   if (options.actOrder)
-    std::stable_sort(perm.begin(), perm.end(),
+    std::stable_sort(f.perm.begin(), f.perm.end(),
                      [&](int64_t a, int64_t b) { return diag[a] > diag[b]; });
-  std::vector<int64_t> pos(k);
+  f.pos.resize(k);
   for (int64_t p = 0; p < k; ++p)
-    pos[perm[p]] = p;
+    f.pos[f.perm[p]] = p;
 
   // Factor M of the damped, permuted H; more damping if it is not positive definite.
   double damp = options.percDamp * diagSum / static_cast<double>(k);
-  std::vector<float> m;
   for (int attempt = 0;; ++attempt) {
-    std::vector<double> hp = permutedDampedHessian(h, k, perm, dead, damp);
-    Status st = gptqFactor(hp, k, options.threads, m);
+    std::vector<double> hp = permutedDampedHessian(h, k, f.perm, f.dead, damp);
+    Status st = gptqFactor(hp, k, options.threads, f.m);
     if (st.isOk())
       break;
     if (attempt >= options.dampRetries)
@@ -127,16 +124,44 @@ Result<GptqResult> quantizeGptq(const float* w, int64_t rows, int64_t cols, cons
                            "; raise the GPTQ damping");
     damp = damp > 0.0 ? damp * 10.0 : 1e-6 * diagSum / static_cast<double>(k);
   }
+  f.damp = damp;
+  f.importance.resize(k);
+  for (int64_t j = 0; j < k; ++j)
+    f.importance[j] = f.dead[j] ? 0.0f : static_cast<float>(diag[j]);
+  return f;
+}
+
+Result<GptqResult> quantizeGptq(const float* w, int64_t rows, int64_t cols, const double* h,
+                                const QuantSpec& spec, const GptqOptions& options) {
+  NINFER_RETURN_IF_ERROR(validateSpec(spec, rows, cols));
+  Result<GptqFactor> factor = factorGptq(h, cols, options);
+  if (!factor.isOk())
+    return factor.status();
+  return quantizeGptq(w, rows, *factor, spec, options);
+}
+
+Result<GptqResult> quantizeGptq(const float* w, int64_t rows, const GptqFactor& factor,
+                                const QuantSpec& spec, const GptqOptions& options) {
+  const int64_t cols = factor.cols;
+  NINFER_RETURN_IF_ERROR(validateSpec(spec, rows, cols));
+  if (options.blockSize < 1)
+    return Status::error("quant: GPTQ block size must be >= 1");
+  if (options.actOrder != factor.actOrder)
+    return Status::error("quant: the GPTQ factor was made for another column order");
+  NINFER_RETURN_IF_ERROR(checkFinite(w, rows * cols, "weight"));
+  const int64_t k = cols;
+  const std::vector<int64_t>& perm = factor.perm;
+  const std::vector<int64_t>& pos = factor.pos;
+  const std::vector<char>& dead = factor.dead;
+  const std::vector<float>& importance = factor.importance;
+  const double damp = factor.damp;
 
   const int group = spec.groupSize;
   const int64_t groups = k / group;
-  std::vector<float> importance(k);
-  for (int64_t j = 0; j < k; ++j)
-    importance[j] = dead[j] ? 0.0f : static_cast<float>(diag[j]);
 
   GptqResult result;
   result.damp = damp;
-  result.deadColumns = deadCount;
+  result.deadColumns = factor.deadColumns;
   QuantizedTensor& out = result.tensor;
   out.spec = spec;
   out.rows = rows;
@@ -149,7 +174,7 @@ Result<GptqResult> quantizeGptq(const float* w, int64_t rows, int64_t cols, cons
   const int64_t block = options.blockSize;
   const int64_t tiles = (rows + kTileRows - 1) / kTileRows;
   std::vector<double> tileLoss(tiles, 0.0);
-  const float* mData = m.data();
+  const float* mData = factor.m.data();
 
   parallelFor(tiles, options.threads, [&](int64_t tile) {
     const int64_t r0 = tile * kTileRows;

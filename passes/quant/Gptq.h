@@ -40,6 +40,8 @@
 #include "GroupQuant.h"
 #include "QuantCommon.h"
 
+#include <vector>
+
 namespace ninfer {
 namespace quant {
 
@@ -60,7 +62,30 @@ struct GptqResult {
   int64_t deadColumns = 0;   // columns with diag(H) = 0, quantized as zeros
 };
 
-// W f32 [rows, cols], H f64 [cols, cols] symmetric positive semidefinite.
+// What GPTQ derives from H alone (column order, dead columns, damping, the
+// factor M): computed once, it serves every tensor that reads the same input
+// and every format tried for them (mixed precision tries many).
+struct GptqFactor {
+  int64_t cols = 0;
+  std::vector<int64_t> perm;     // processing order -> column
+  std::vector<int64_t> pos;      // column -> processing order
+  std::vector<char> dead;        // diag(H) = 0
+  std::vector<float> importance; // diag(H), 0 for dead columns (scale search weights)
+  std::vector<float> m;          // lower triangular, M^T M = damped H in `perm` order
+  double damp = 0.0;
+  int64_t deadColumns = 0;
+  bool actOrder = false;
+};
+
+// H f64 [cols, cols] symmetric positive semidefinite; uses percDamp,
+// dampRetries, actOrder and threads of `options`.
+Result<GptqFactor> factorGptq(const double* h, int64_t cols, const GptqOptions& options = {});
+
+// W f32 [rows, cols] with a factor of its input's H.
+Result<GptqResult> quantizeGptq(const float* w, int64_t rows, const GptqFactor& factor,
+                                const QuantSpec& spec, const GptqOptions& options = {});
+
+// Both steps at once.
 Result<GptqResult> quantizeGptq(const float* w, int64_t rows, int64_t cols, const double* h,
                                 const QuantSpec& spec, const GptqOptions& options = {});
 

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ninfer {
@@ -62,25 +63,31 @@ void dequantizeRowsByGroup(int group, int64_t rows, int64_t cols, const uint8_t*
   }
 }
 
+// Calls f(std::integral_constant<int, bits>) for a supported bit width.
+template <typename F> void withBits(int bits, F&& f) {
+  switch (bits) {
+  case 8:
+    return f(std::integral_constant<int, 8>());
+  case 6:
+    return f(std::integral_constant<int, 6>());
+  case 5:
+    return f(std::integral_constant<int, 5>());
+  case 4:
+    return f(std::integral_constant<int, 4>());
+  case 3:
+    return f(std::integral_constant<int, 3>());
+  default:
+    return f(std::integral_constant<int, 2>());
+  }
+}
+
 } // namespace
 
 void packRow(const QuantSpec& spec, int64_t rows, int64_t cols, int64_t row, const uint8_t* codes,
              const uint16_t* scales, uint8_t* packed) {
   uint8_t* rowBytes = packed + row * quantRowWeightBytes(spec.bits, cols);
-  switch (spec.bits) {
-  case 8:
-    packRowWords<8>(cols, codes, rowBytes);
-    break;
-  case 4:
-    packRowWords<4>(cols, codes, rowBytes);
-    break;
-  case 3:
-    packRowWords<3>(cols, codes, rowBytes);
-    break;
-  default:
-    packRowWords<2>(cols, codes, rowBytes);
-    break;
-  }
+  withBits(spec.bits,
+           [&](auto bits) { packRowWords<decltype(bits)::value>(cols, codes, rowBytes); });
   const int64_t scaleBytes = quantRowScaleBytes(spec.groupSize, cols);
   std::memcpy(packed + quantScalePlaneOffset(spec.bits, rows, cols) + row * scaleBytes, scales,
               scaleBytes);
@@ -89,20 +96,8 @@ void packRow(const QuantSpec& spec, int64_t rows, int64_t cols, int64_t row, con
 void unpackRow(const QuantSpec& spec, int64_t rows, int64_t cols, int64_t row,
                const uint8_t* packed, uint8_t* codes, uint16_t* scales) {
   const uint8_t* rowBytes = packed + row * quantRowWeightBytes(spec.bits, cols);
-  switch (spec.bits) {
-  case 8:
-    unpackRowWords<8>(cols, rowBytes, codes);
-    break;
-  case 4:
-    unpackRowWords<4>(cols, rowBytes, codes);
-    break;
-  case 3:
-    unpackRowWords<3>(cols, rowBytes, codes);
-    break;
-  default:
-    unpackRowWords<2>(cols, rowBytes, codes);
-    break;
-  }
+  withBits(spec.bits,
+           [&](auto bits) { unpackRowWords<decltype(bits)::value>(cols, rowBytes, codes); });
   const int64_t scaleBytes = quantRowScaleBytes(spec.groupSize, cols);
   std::memcpy(scales, packed + quantScalePlaneOffset(spec.bits, rows, cols) + row * scaleBytes,
               scaleBytes);
@@ -115,20 +110,9 @@ Status dequantizePacked(const QuantSpec& spec, int64_t rows, int64_t cols, const
   if (packedBytes != expected)
     return Status::error("quant: packed tensor has " + std::to_string(packedBytes) +
                          " bytes, expected " + std::to_string(expected));
-  switch (spec.bits) {
-  case 8:
-    dequantizeRowsByGroup<8>(spec.groupSize, rows, cols, packed, out);
-    break;
-  case 4:
-    dequantizeRowsByGroup<4>(spec.groupSize, rows, cols, packed, out);
-    break;
-  case 3:
-    dequantizeRowsByGroup<3>(spec.groupSize, rows, cols, packed, out);
-    break;
-  default:
-    dequantizeRowsByGroup<2>(spec.groupSize, rows, cols, packed, out);
-    break;
-  }
+  withBits(spec.bits, [&](auto bits) {
+    dequantizeRowsByGroup<decltype(bits)::value>(spec.groupSize, rows, cols, packed, out);
+  });
   return Status::ok();
 }
 

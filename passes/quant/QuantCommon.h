@@ -21,7 +21,7 @@ namespace ninfer {
 namespace quant {
 
 struct QuantSpec {
-  int bits = 4;        // 8, 4, 3 or 2
+  int bits = 4;        // 8, 6, 5, 4, 3 or 2
   int groupSize = 128; // 32, 64 or 128 values per fp16 scale
 
   // Exact storage cost, scales included.

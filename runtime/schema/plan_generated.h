@@ -102,11 +102,17 @@ enum class DType : uint8_t {
   TQ2 = 16,
   TQ1 = 17,
   Q8_KV = 18,
+  Q6_G32 = 19,
+  Q6_G64 = 20,
+  Q6_G128 = 21,
+  Q5_G32 = 22,
+  Q5_G64 = 23,
+  Q5_G128 = 24,
   MIN = F32,
-  MAX = Q8_KV
+  MAX = Q5_G128
 };
 
-inline const DType (&EnumValuesDType())[19] {
+inline const DType (&EnumValuesDType())[25] {
   static const DType values[] = {
     DType::F32,
     DType::F16,
@@ -126,13 +132,19 @@ inline const DType (&EnumValuesDType())[19] {
     DType::Q2_G128,
     DType::TQ2,
     DType::TQ1,
-    DType::Q8_KV
+    DType::Q8_KV,
+    DType::Q6_G32,
+    DType::Q6_G64,
+    DType::Q6_G128,
+    DType::Q5_G32,
+    DType::Q5_G64,
+    DType::Q5_G128
   };
   return values;
 }
 
 inline const char * const *EnumNamesDType() {
-  static const char * const names[20] = {
+  static const char * const names[26] = {
     "F32",
     "F16",
     "BF16",
@@ -152,13 +164,19 @@ inline const char * const *EnumNamesDType() {
     "TQ2",
     "TQ1",
     "Q8_KV",
+    "Q6_G32",
+    "Q6_G64",
+    "Q6_G128",
+    "Q5_G32",
+    "Q5_G64",
+    "Q5_G128",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameDType(DType e) {
-  if (flatbuffers::IsOutRange(e, DType::F32, DType::Q8_KV)) return "";
+  if (flatbuffers::IsOutRange(e, DType::F32, DType::Q5_G128)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesDType()[index];
 }

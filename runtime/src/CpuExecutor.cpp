@@ -115,21 +115,7 @@ Status CpuExecutor::loadQuantWeight(uint32_t index, const plan::Buffer& b, int f
       std::memcpy(scales.data(), scalePlane + uint64_t(r) * rowScaleBytes, rowScaleBytes);
       float* out = w.data() + r * cols;
       for (int64_t k = 0; k < cols; ++k) {
-        unsigned int code = 0;
-        switch (traits.bits) {
-        case 8:
-          code = quant::QuantPacking<8>::codeAt(words.data(), k);
-          break;
-        case 4:
-          code = quant::QuantPacking<4>::codeAt(words.data(), k);
-          break;
-        case 3:
-          code = quant::QuantPacking<3>::codeAt(words.data(), k);
-          break;
-        default:
-          code = quant::QuantPacking<2>::codeAt(words.data(), k);
-          break;
-        }
+        const unsigned int code = quant::quantCodeAt(traits.bits, words.data(), k);
         const int q = int(code) - (1 << (traits.bits - 1));
         out[k] = quant::halfBitsToFloat(scales[size_t(k / traits.groupSize)]) * float(q);
       }
@@ -367,6 +353,8 @@ Status CpuExecutor::forward(const int32_t* tokens, int n, int pos, float* logits
   NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logits, embeddingVocab_));
   std::copy(tokens, tokens + n, tokens_.begin());
   for (const PreparedOp& op : ops_) {
+    if (observer_ && !observer_->beforeOp(op.index, activations_.data(), activations_.size()))
+      continue;
     Status status = runOp(op, n, pos);
     if (!status.isOk()) {
       const std::string opName = op.op->name() ? op.op->name()->str() : std::string();

@@ -148,10 +148,7 @@ std::vector<float> referenceWeights(const plan::Buffer& b) {
     const auto* words =
         reinterpret_cast<const unsigned int*>(base + r * quant::quantRowWeightBytes(traits.bits, cols));
     for (int64_t k = 0; k < cols; ++k) {
-      unsigned int code = traits.bits == 8   ? quant::QuantPacking<8>::codeAt(words, k)
-                          : traits.bits == 4 ? quant::QuantPacking<4>::codeAt(words, k)
-                          : traits.bits == 3 ? quant::QuantPacking<3>::codeAt(words, k)
-                                             : quant::QuantPacking<2>::codeAt(words, k);
+      const unsigned int code = quant::quantCodeAt(traits.bits, words, k);
       const float scale = quant::halfBitsToFloat(scales[r * (cols / traits.groupSize) +
                                                         k / traits.groupSize]);
       out[size_t(r * cols + k)] = scale * float(int(code) - (1 << (traits.bits - 1)));
@@ -246,6 +243,8 @@ TEST(DummyQuant, OtherFormatsRunOnCpu) {
   checkDummyPlan("q8", 128, plan::DType::Q8_G128);
   checkDummyPlan("q3", 32, plan::DType::Q3_G32);
   checkDummyPlan("q2", 64, plan::DType::Q2_G64);
+  checkDummyPlan("q6", 32, plan::DType::Q6_G32);
+  checkDummyPlan("q5", 128, plan::DType::Q5_G128);
 }
 
 TEST(DummyQuant, BpwAndAwqAreRefusedClearly) {
@@ -289,14 +288,15 @@ TEST(DummyQuant, SharedFillLayout) {
 
 // NVRTC compiles the fill kernel (one kernel, every quantized dtype is a
 // runtime branch) plus a probe that calls the dtype mapping and the shared
-// fill in device code for each of the 12 quantized dtypes. No GPU needed.
+// fill in device code for each quantized dtype. No GPU needed.
 TEST(DummyQuant, FillKernelCompilesWithNvrtc) {
   std::string source = "#include \"fill.cuh\"\n"
                        "extern \"C\" __global__ void probe(unsigned short *out) {\n";
-  for (int dtype = 4; dtype <= 15; ++dtype)
-    source += "  out[" + std::to_string(dtype) +
-              "] = ninfer::quant::dummyUnit(ninfer::quant::formatOfPlanDType(" +
-              std::to_string(dtype) + "), 1u, threadIdx.x, 1000ull, 0.02f);\n";
+  for (int dtype = 0; dtype < 256; ++dtype)
+    if (quant::formatOfPlanDType(dtype) >= 0)
+      source += "  out[" + std::to_string(dtype) +
+                "] = ninfer::quant::dummyUnit(ninfer::quant::formatOfPlanDType(" +
+                std::to_string(dtype) + "), 1u, threadIdx.x, 1000ull, 0.02f);\n";
   source += "}\n";
   for (const char* arch : {"compute_75", "sm_90"}) {
     Result<std::string> compiled = nvrtc::compile(source, "dummy_quant_fill", arch);

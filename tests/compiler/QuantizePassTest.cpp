@@ -139,7 +139,7 @@ std::vector<float>* QuantizePassTest::fpLogits_ = nullptr;
 // Q8 keeps every weight within half a step of 1/127 of its group's range:
 // logits move by well under 2% (RMS, relative). Q4 (step 1/7 of the range)
 // stays under 25%: a loose bound that still fails on a wrong decode (random
-// logits are ~140% off).
+// logits are ~140% off). Q5 lands in between.
 TEST_F(QuantizePassTest, QuantizedPlanRunsCloseToFloat) {
   ASSERT_TRUE(fp_->file);
   Compiled q8 = compile(uniform("q8", 64), tempPath("q8"));
@@ -150,6 +150,12 @@ TEST_F(QuantizePassTest, QuantizedPlanRunsCloseToFloat) {
   const double q4Error = relativeRms(*fpLogits_, lastLogits(*q4.file));
   EXPECT_LT(q4Error, 0.25);
   EXPECT_GT(q4Error, 0.0); // it did change the weights
+  // Q5 halves Q4's step: between the two.
+  Compiled q5 = compile(uniform("q5", 64), tempPath("q5"));
+  ASSERT_TRUE(q5.file);
+  const double q5Error = relativeRms(*fpLogits_, lastLogits(*q5.file));
+  EXPECT_LT(q5Error, 0.75 * q4Error);
+  EXPECT_GT(q5Error, relativeRms(*fpLogits_, lastLogits(*q8.file)));
 }
 
 // Every byte counted: the report equals the plan's weight bytes and the
@@ -179,6 +185,14 @@ TEST_F(QuantizePassTest, MixedPrecisionMeetsTheBudget) {
   EXPECT_LE(mixed.report.bitsPerWeight(), 3.5);
   EXPECT_GT(mixed.report.bitsPerWeight(), 3.0); // the allocator spends the budget
   EXPECT_EQ(mixed.report.totalBytes, mixed.planWeightBytes);
+  // AWQ stores the norms it folds into as f32: the budget counts them so.
+  o.awq = true;
+  o.bpw = 4.5;
+  Compiled awq = compile(o, tempPath("mixed_awq"));
+  ASSERT_TRUE(awq.file);
+  EXPECT_LE(awq.report.bitsPerWeight(), 4.5);
+  EXPECT_GT(awq.report.bitsPerWeight(), 4.4);
+  EXPECT_EQ(awq.report.totalBytes, awq.planWeightBytes);
 }
 
 TEST(QuantizeOptionsTest, BadOptionsAreClearErrors) {
@@ -189,9 +203,11 @@ TEST(QuantizeOptionsTest, BadOptionsAreClearErrors) {
   llvm::Error bpw = applyQuantFlag("--bpw", "1", o);
   ASSERT_TRUE(bool(bpw));
   EXPECT_NE(llvm::toString(std::move(bpw)).find("between 2.25"), std::string::npos);
-  llvm::Error mode = applyQuantFlag("--quant", "q5", o);
-  EXPECT_TRUE(bool(mode));
-  llvm::consumeError(std::move(mode));
+  llvm::Error mode = applyQuantFlag("--quant", "q7", o);
+  ASSERT_TRUE(bool(mode));
+  EXPECT_NE(llvm::toString(std::move(mode)).find("q8, q6, q5, q4, q3 or q2"), std::string::npos);
+  EXPECT_FALSE(bool(applyQuantFlag("--quant", "q5", o)));
+  EXPECT_EQ(o.mode, "q5");
   llvm::Error method = applyQuantFlag("--quant-method", "awq", o);
   EXPECT_TRUE(bool(method));
   llvm::consumeError(std::move(method));
@@ -200,6 +216,11 @@ TEST(QuantizeOptionsTest, BadOptionsAreClearErrors) {
   EXPECT_NE(llvm::toString(std::move(sens)).find("[256, 1048576]"), std::string::npos);
   EXPECT_FALSE(bool(applyQuantFlag("--sensitivity-tokens", "4096", o)));
   EXPECT_EQ(o.sensitivityTokens, 4096);
+  llvm::Error format = applyQuantFlag("--sensitivity-format", "q4_g48", o);
+  ASSERT_TRUE(bool(format));
+  EXPECT_NE(llvm::toString(std::move(format)).find("q4_g48"), std::string::npos);
+  EXPECT_FALSE(bool(applyQuantFlag("--sensitivity-format", "q4_g64", o)));
+  EXPECT_EQ(o.sensitivityFormat, "q4_g64");
   EXPECT_FALSE(bool(applyQuantFlag("--group", "128", o)));
   EXPECT_EQ(o.group, 128);
   QuantizeSettings s;

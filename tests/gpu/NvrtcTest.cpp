@@ -161,6 +161,46 @@ TEST(Nvrtc, AllWeightTypesCompile) {
   }
 }
 
+// Every group-quantized dtype: its GEMV/tiled linear and its embedding kernel
+// compile (the kernels are generic over QuantPacking<BITS>).
+TEST(Nvrtc, AllQuantizedFormatsCompile) {
+  TestPlan t(16, 32);
+  const int hidden = 256, outputs = 64, vocab = 50;
+  const uint32_t x = t.addActivation("x", hidden);
+  const uint32_t y = t.addActivation("y", outputs);
+  int formats = 0;
+  for (int dtype = 0; dtype < 256; ++dtype) {
+    const int format = quant::formatOfPlanDType(dtype);
+    if (format < 0)
+      continue;
+    ++formats;
+    const std::string name = quant::quantFormatTraits(quant::QuantFormatId(format)).name;
+    const uint32_t table = t.addDummyWeight("embed_" + name, DType(dtype), {vocab, hidden},
+                                            uint32_t(dtype), 0.5f, 0.0f);
+    const uint32_t w = t.addDummyWeight("w_" + name, DType(dtype), {outputs, hidden},
+                                        uint32_t(dtype), 0.1f, 0.0f);
+    plan::EmbeddingAttrsT embed;
+    embed.dim = hidden;
+    embed.vocab = vocab;
+    t.addOp("embed_" + name, embed, {t.tokens, table}, {x});
+    plan::LinearAttrsT linear;
+    linear.in_features = hidden;
+    linear.out_features = outputs;
+    t.addOp("linear_" + name, linear, {x, w}, {y});
+  }
+  EXPECT_EQ(formats, quant::kQuantFormatCount);
+  KernelOptions options;
+  options.archs = {"sm_90"};
+  options.embedPtx = false;
+  Status status = emitKernels(t.plan, options);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  EXPECT_EQ(t.plan.kernels->cubins.size(), 1u);
+  for (int bits : {2, 3, 4, 5, 6, 8})
+    EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::linearQuant<" + std::to_string(bits)),
+              std::string::npos)
+        << bits;
+}
+
 // The linear paths for model-sized shapes compile on the oldest target (sm_75:
 // CUDA-core GEMM) and on sm_80/sm_90 (tensor-core GEMM), with and without the
 // A/B switch that turns the tensor cores off.

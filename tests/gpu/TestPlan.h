@@ -11,6 +11,7 @@
 #include "ninfer/Format.h"
 #include "ninfer/KvFormat.h"
 #include "ninfer/TernaryDType.h"
+#include "ninfer/QuantDType.h"
 #include "plan_generated.h"
 
 #include <cstdint>
@@ -223,6 +224,12 @@ private:
     b->size_bytes = elements * (dtype == DType::F32 || dtype == DType::I32 ? 4 : 2);
     if (ternary::isTernaryPlanDType(int(dtype)) && b->shape.size() == 2)
       b->size_bytes = uint64_t(ternary::tensorBytesOf(int(dtype), b->shape[0], b->shape[1]));
+    const int quantFormat = quant::formatOfPlanDType(int(dtype));
+    if (quantFormat >= 0) { // group-quantized [rows, cols] (ninfer/QuantFormats.h)
+      const auto traits = quant::quantFormatTraits(quant::QuantFormatId(quantFormat));
+      b->size_bytes = uint64_t(
+          quant::quantTensorBytes(traits.bits, traits.groupSize, b->shape[0], b->shape[1]));
+    }
     b->offset = offset;
     plan.buffers.push_back(std::move(b));
     return static_cast<uint32_t>(plan.buffers.size() - 1);

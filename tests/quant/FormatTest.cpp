@@ -19,7 +19,7 @@ namespace ninfer {
 namespace quant {
 namespace {
 
-const int kAllBits[] = {8, 4, 3, 2};
+const int kAllBits[] = {8, 6, 5, 4, 3, 2};
 const int kAllGroups[] = {32, 64, 128};
 
 TEST(QuantFormats, TraitsTableAndExactBitsPerWeight) {
@@ -42,7 +42,8 @@ TEST(QuantFormats, TraitsTableAndExactBitsPerWeight) {
                   static_cast<double>(rows * cols) * bpw);
   }
   EXPECT_EQ(quantFormatTraits(static_cast<QuantFormatId>(200)).bits, 0);
-  EXPECT_EQ(quantFormatIndex(5, 64), -1);
+  EXPECT_EQ(quantFormatIndex(7, 64), -1);
+  EXPECT_EQ(quantFormatIndex(5, 64), int(QuantFormatId::Q5G64));
   EXPECT_EQ(quantFormatIndex(4, 96), -1);
   EXPECT_FALSE(isQuantizableCols(64));
   EXPECT_TRUE(isQuantizableCols(256));
@@ -88,6 +89,22 @@ TEST(QuantFormats, PackUnpackRoundTripIsExact) {
   }
 }
 
+// A unit holding only `code` at position 77: exactly two words are non-zero,
+// the low plane's and the high plane's, with the given contents.
+template <int Bits>
+void expectLoneValue(unsigned code, int lowWord, unsigned lowContent, int highWord,
+                     unsigned highContent) {
+  uint8_t codes[128] = {};
+  codes[77] = static_cast<uint8_t>(code);
+  QuantUnit<Bits> unit;
+  QuantPacking<Bits>::packUnit(codes, unit.words);
+  for (int w = 0; w < QuantPacking<Bits>::kUnitWords; ++w) {
+    const unsigned expected = w == lowWord ? lowContent : w == highWord ? highContent : 0u;
+    EXPECT_EQ(unit.words[w], expected) << "q" << Bits << " word " << w;
+  }
+  EXPECT_EQ(QuantPacking<Bits>::codeAt(unit.words, 77), code);
+}
+
 // The bit order documented in QuantFormats.h, checked on known patterns.
 TEST(QuantFormats, DocumentedBitOrder) {
   uint8_t codes[128];
@@ -115,16 +132,42 @@ TEST(QuantFormats, DocumentedBitOrder) {
   for (int w = 8; w < 12; ++w)
     EXPECT_EQ(q3.words[w], 0xF0F0F0F0u) << "high plane word " << w; // bit 2 set for 4..7
   // One value: code 5 (binary 101) at position 77.
-  uint8_t one[128] = {};
-  one[77] = 5;
-  QuantPacking<3>::packUnit(one, q3.words);
-  for (int w = 0; w < 12; ++w) {
-    const unsigned expected = w == 77 / 16       ? 1u << (2 * (77 % 16))
-                              : w == 8 + 77 / 32 ? 1u << (77 % 32)
-                                                 : 0u;
-    EXPECT_EQ(q3.words[w], expected) << w;
+  expectLoneValue<3>(5, 77 / 16, 1u << (2 * (77 % 16)), 8 + 77 / 32, 1u << (77 % 32));
+
+  QuantUnit<6> q6;
+  QuantPacking<6>::packUnit(codes, q6.words); // codes 0..63, then 0..63 again
+  EXPECT_EQ(q6.words[0], 0x76543210u) << "low plane: the Q4 layout";
+  EXPECT_EQ(q6.words[15], 0xFEDCBA98u);
+  // Bits 4-5 of codes 0..15 are 0, of 16..31 are 1: word 16 is all 0, word 17 all 01.
+  EXPECT_EQ(q6.words[16], 0x00000000u);
+  EXPECT_EQ(q6.words[17], 0x55555555u);
+  EXPECT_EQ(q6.words[19], 0xFFFFFFFFu); // codes 48..63
+  EXPECT_EQ(q6.words[23], 0xFFFFFFFFu); // codes 112..127 & 63 = 48..63
+
+  QuantUnit<5> q5;
+  QuantPacking<5>::packUnit(codes, q5.words); // codes & 31: 0..31 repeating
+  EXPECT_EQ(q5.words[1], 0xFEDCBA98u);
+  for (int w = 16; w < 20; ++w)
+    EXPECT_EQ(q5.words[w], 0xFFFF0000u) << "high plane word " << w; // bit 4 set for 16..31
+  expectLoneValue<5>(0x15, 77 / 8, 5u << (4 * (77 % 8)), 16 + 77 / 32, 1u << (77 % 32));
+}
+
+// The run-time dispatch reads what the templates read, for every width.
+TEST(QuantFormats, CodeAtByBitsMatchesTemplates) {
+  test::Rng rng(3);
+  unsigned int words[2 * 32]; // two units of the widest format
+  for (unsigned int& w : words)
+    w = static_cast<unsigned int>(rng.next());
+  for (long long k = 0; k < 256; ++k) {
+    EXPECT_EQ(quantCodeAt(8, words, k), QuantPacking<8>::codeAt(words, k));
+    EXPECT_EQ(quantCodeAt(6, words, k), QuantPacking<6>::codeAt(words, k));
+    EXPECT_EQ(quantCodeAt(5, words, k), QuantPacking<5>::codeAt(words, k));
+    EXPECT_EQ(quantCodeAt(4, words, k), QuantPacking<4>::codeAt(words, k));
+    EXPECT_EQ(quantCodeAt(3, words, k), QuantPacking<3>::codeAt(words, k));
+    EXPECT_EQ(quantCodeAt(2, words, k), QuantPacking<2>::codeAt(words, k));
+    EXPECT_LT(quantCodeAt(5, words, k), 32u);
+    EXPECT_LT(quantCodeAt(6, words, k), 64u);
   }
-  EXPECT_EQ(QuantPacking<3>::codeAt(q3.words, 77), 5u);
 }
 
 TEST(QuantFormats, HalfToFloatMatchesRuntimeForAllHalves) {
@@ -189,6 +232,9 @@ extern "C" __global__ void probe(const unsigned int *w, const unsigned short *s,
   decode<4, 32>(w, s, out); decode<4, 64>(w, s, out); decode<4, 128>(w, s, out);
   decode<3, 32>(w, s, out); decode<3, 64>(w, s, out); decode<3, 128>(w, s, out);
   decode<2, 32>(w, s, out); decode<2, 64>(w, s, out); decode<2, 128>(w, s, out);
+  decode<6, 32>(w, s, out); decode<6, 64>(w, s, out); decode<6, 128>(w, s, out);
+  decode<5, 32>(w, s, out); decode<5, 64>(w, s, out); decode<5, 128>(w, s, out);
+  out[2] = static_cast<float>(quantCodeAt(static_cast<int>(threadIdx.x), w, 5));
   out[0] = roundToHalf(out[1]) + quantFormatTraits(QuantFormatId::Q3G64).bytesPerGroup +
            static_cast<float>(quantTensorBytes(3, 64, 2, 256));
 })";

@@ -182,7 +182,7 @@ TEST(Gptq, IdentityHessianEqualsRtn) {
   for (int64_t j = 0; j < cols; ++j)
     h[j * cols + j] = 3.0;
   const std::vector<float> importance(cols, 3.0f);
-  for (int bits : {8, 4, 3, 2}) {
+  for (int bits : {8, 6, 5, 4, 3, 2}) {
     for (int group : {32, 64, 128}) {
       for (bool actOrder : {false, true}) {
         SCOPED_TRACE("q" + std::to_string(bits) + "_g" + std::to_string(group) +
@@ -312,6 +312,36 @@ TEST(Gptq, FailsWithAMessageOnBadHessian) {
       << g.status().message();
   h[0] = std::nan("");
   EXPECT_FALSE(quantizeGptq(w.data(), 4, cols, h.data(), {4, 32}).isOk());
+}
+
+// One factor of H serves every tensor reading that input and every format:
+// the same bytes and loss as factoring again for each call. A factor made for
+// the other column order is refused.
+TEST(Gptq, SharedFactorGivesTheSameResult) {
+  const Correlated p = correlatedProblem(17);
+  test::Rng rng(18);
+  const std::vector<float> other = test::gaussian(rng, p.rows * p.cols, 0.05);
+  for (bool actOrder : {false, true}) {
+    GptqOptions options;
+    options.actOrder = actOrder;
+    Result<GptqFactor> factor = factorGptq(p.h.data(), p.cols, options);
+    ASSERT_TRUE(factor.isOk()) << factor.status().message();
+    for (const std::vector<float>* w : {&p.w, &other})
+      for (const QuantSpec spec : {QuantSpec{5, 64}, QuantSpec{6, 32}, QuantSpec{2, 128}}) {
+        SCOPED_TRACE("q" + std::to_string(spec.bits) + "_g" + std::to_string(spec.groupSize));
+        Result<GptqResult> shared = quantizeGptq(w->data(), p.rows, *factor, spec, options);
+        Result<GptqResult> alone =
+            quantizeGptq(w->data(), p.rows, p.cols, p.h.data(), spec, options);
+        ASSERT_TRUE(shared.isOk() && alone.isOk());
+        EXPECT_EQ(shared->tensor.packed, alone->tensor.packed);
+        EXPECT_EQ(shared->lossEstimate, alone->lossEstimate);
+      }
+    GptqOptions otherOrder;
+    otherOrder.actOrder = !actOrder;
+    Result<GptqResult> refused = quantizeGptq(p.w.data(), p.rows, *factor, {4, 64}, otherOrder);
+    ASSERT_FALSE(refused.isOk());
+    EXPECT_NE(refused.status().message().find("column order"), std::string::npos);
+  }
 }
 
 TEST(Gptq, SameBytesForAnyThreadCount) {

@@ -8,12 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 
 namespace ninfer {
 namespace quant {
 namespace {
 
-const int kAllBits[] = {8, 4, 3, 2};
+const int kAllBits[] = {8, 6, 5, 4, 3, 2};
 const int kAllGroups[] = {32, 64, 128};
 
 // Weighted squared error of one group at the chosen scale.
@@ -108,6 +109,31 @@ TEST(Rtn, ClipSearchNeverWorseThanNoClip) {
   }
 }
 
+// One more bit halves the step, so the squared error of Gaussian weights drops
+// about 4x per bit (less at 2 -> 3 bits, where clipping dominates); 6 -> 8 bits
+// about 16x. A format whose codes lost a bit would fail this.
+TEST(Rtn, EachBitCutsTheErrorAboutFourfold) {
+  test::Rng rng(6);
+  const int64_t rows = 16, cols = 1024;
+  const std::vector<float> w = test::gaussian(rng, rows * cols);
+  std::map<int, double> error;
+  for (int bits : kAllBits) {
+    Result<QuantizedTensor> q = quantizeRtn(w.data(), rows, cols, {bits, 64}, nullptr);
+    ASSERT_TRUE(q.isOk());
+    double sum = 0.0;
+    for (int64_t i = 0; i < rows * cols; ++i)
+      sum += double(w[i] - q->dequantized[i]) * (w[i] - q->dequantized[i]);
+    error[bits] = sum / double(rows * cols);
+  }
+  for (int bits : {3, 4, 5, 6}) {
+    const double ratio = error[bits] / error[bits - 1];
+    EXPECT_GT(ratio, 0.15) << bits;
+    EXPECT_LT(ratio, bits == 3 ? 0.45 : 0.33) << bits;
+  }
+  EXPECT_LT(error[8] / error[6], 0.1);
+  EXPECT_GT(error[8] / error[6], 0.03);
+}
+
 // The candidate scales do not depend on the importance, only the choice does,
 // so (refits off) the importance-weighted search has the least weighted error
 // of the two choices.
@@ -151,7 +177,7 @@ TEST(Rtn, ZeroGroupHasZeroScaleAndZeroLevels) {
 
 TEST(Rtn, RejectsBadInputWithAMessage) {
   std::vector<float> w(3 * 256, 0.5f);
-  EXPECT_FALSE(quantizeRtn(w.data(), 3, 256, {5, 128}, nullptr).isOk());
+  EXPECT_FALSE(quantizeRtn(w.data(), 3, 256, {7, 128}, nullptr).isOk());
   EXPECT_FALSE(quantizeRtn(w.data(), 3, 256, {4, 96}, nullptr).isOk());
   EXPECT_FALSE(quantizeRtn(w.data(), 6, 128 + 64, {4, 64}, nullptr).isOk()); // not 128-aligned
   EXPECT_FALSE(quantizeRtn(w.data(), 0, 256, {4, 64}, nullptr).isOk());

@@ -53,6 +53,12 @@ public:
   // The f32 weights (Linear) or table (Embedding) op `opIndex` is about to use;
   // an override returns other values of the same shape to run with instead.
   virtual const float* weight(int opIndex, const float* values) { return values; }
+  // Before op `opIndex` runs, with the activation arena (`floats` values; every
+  // activation buffer lies in it): the observer may save it or overwrite it.
+  // Returning false skips the op; the observer then vouches that what the op
+  // would write is already in the arena (e.g. restored from an earlier step
+  // over the same tokens), so a step can resume in the middle of the model.
+  virtual bool beforeOp(int opIndex, float* arena, size_t floats) { return true; }
 };
 
 // threads <= 0: use all hardware threads. observer: optional, not owned, must

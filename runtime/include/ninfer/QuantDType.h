@@ -1,5 +1,5 @@
 // The mapping between the plan's quantized weight dtypes (plan.fbs DType
-// Q8_G32..Q2_G128) and ninfer::quant::QuantFormatId, in one place, so the plan
+// Q8_G32..Q2_G128, Q6_G32..Q5_G128) and ninfer::quant::QuantFormatId, in one place, so the plan
 // builder, the loader, the executors, the kernel emitter and the dummy fill
 // kernel (an NVRTC header too) agree. Written as
 // an explicit table rather than "4 + id" so formats appended later (other bit
@@ -39,6 +39,18 @@ NINFER_HD constexpr int planDTypeOfFormat(QuantFormatId id) {
     return 14;
   case QuantFormatId::Q2G128:
     return 15;
+  case QuantFormatId::Q6G32: // 16 is TQ2, 17 TQ1, 18 Q8_KV
+    return 19;
+  case QuantFormatId::Q6G64:
+    return 20;
+  case QuantFormatId::Q6G128:
+    return 21;
+  case QuantFormatId::Q5G32:
+    return 22;
+  case QuantFormatId::Q5G64:
+    return 23;
+  case QuantFormatId::Q5G128:
+    return 24;
   }
   return -1;
 }
@@ -71,6 +83,9 @@ inline int formatOfName(const char* name) {
 
 static_assert(formatOfPlanDType(9) == static_cast<int>(QuantFormatId::Q4G128), "Q4_G128 = 9");
 static_assert(formatOfPlanDType(16) == -1, "TQ2 is not a group format");
+static_assert(formatOfPlanDType(17) == -1, "TQ1 is not a group format");
+static_assert(formatOfPlanDType(18) == -1, "Q8_KV is not a weight format");
+static_assert(formatOfPlanDType(23) == static_cast<int>(QuantFormatId::Q5G64), "Q5_G64 = 23");
 
 } // namespace quant
 } // namespace ninfer

@@ -1,5 +1,5 @@
-// Packed layouts of the group-wise quantized weight formats (Q8, Q4, Q3, Q2 with
-// an fp16 scale per group of 32, 64 or 128 values), shared by the packer in the
+// Packed layouts of the group-wise quantized weight formats (Q8, Q6, Q5, Q4, Q3,
+// Q2 with an fp16 scale per group of 32, 64 or 128 values), shared by the packer in the
 // compiler (passes/quant), the device kernels and the CPU executor, so the three
 // can never disagree. Compiles as host C++ and as NVRTC device code: no standard
 // header is included, fp16 conversion is done with integer bit manipulation.
@@ -17,7 +17,8 @@
 //   [weight plane: rows x rowWeightBytes(cols)][scale plane: rows x (cols/G) fp16]
 //
 // * Weight plane: each row is a run of 128-value units; a unit takes exactly
-//   `bits` 16-byte words (Q8 128 B, Q4 64 B, Q3 48 B, Q2 32 B), little-endian
+//   `bits` 16-byte words (Q8 128 B, Q6 96 B, Q5 80 B, Q4 64 B, Q3 48 B, Q2
+//   32 B), little-endian
 //   u32 words. So every row starts 16-byte aligned and a GEMV warp streams a row
 //   with coalesced 16-byte loads whatever the format.
 // * Scale plane: the fp16 scales of row r are contiguous at
@@ -38,6 +39,11 @@
 //   value i at word i/16, bits 2*(i%16) (the Q2 layout); words 8..11 hold bit 2
 //   of value i at word 8 + i/32, bit i%32. 128 values in 12 words = 3 bits each,
 //   and both planes decode with a shift and a mask, no field straddles a word.
+// * Q6: a 4-bit plane then a 2-bit plane: words 0..15 hold the low four bits of
+//   value i in the Q4 layout; words 16..23 hold bits 4-5 of value i at word
+//   16 + i/16, bits 2*(i%16) (the Q2 layout).
+// * Q5: a 4-bit plane then a 1-bit plane: words 0..15 as Q6; words 16..19 hold
+//   bit 4 of value i at word 16 + i/32, bit i%32 (Q3's high plane).
 // Fields are in value order; a kernel that wants the two-halves-at-once trick
 // ((w >> s) & 0x000F000F) gets values i and i+4 of a Q4 word and pairs x to match.
 #pragma once
@@ -136,8 +142,14 @@ enum class QuantFormatId : unsigned char {
   Q2G32 = 9,
   Q2G64 = 10,
   Q2G128 = 11,
+  Q6G32 = 12,
+  Q6G64 = 13,
+  Q6G128 = 14,
+  Q5G32 = 15,
+  Q5G64 = 16,
+  Q5G128 = 17,
 };
-constexpr int kQuantFormatCount = 12;
+constexpr int kQuantFormatCount = 18;
 
 // Every format packs values in units of 128 (one Q3 unit is 12 u32 words).
 constexpr int kQuantUnitValues = 128;
@@ -150,7 +162,7 @@ struct QuantFormatTraits {
 };
 
 NINFER_HD constexpr bool isQuantBits(int bits) {
-  return bits == 8 || bits == 4 || bits == 3 || bits == 2;
+  return bits == 8 || bits == 6 || bits == 5 || bits == 4 || bits == 3 || bits == 2;
 }
 NINFER_HD constexpr bool isQuantGroupSize(int group) {
   return group == 32 || group == 64 || group == 128;
@@ -183,13 +195,32 @@ NINFER_HD constexpr QuantFormatTraits quantFormatTraits(QuantFormatId id) {
     return {"q2_g64", 2, 64, 2 * 64 / 8 + 2};
   case QuantFormatId::Q2G128:
     return {"q2_g128", 2, 128, 2 * 128 / 8 + 2};
+  case QuantFormatId::Q6G32:
+    return {"q6_g32", 6, 32, 6 * 32 / 8 + 2};
+  case QuantFormatId::Q6G64:
+    return {"q6_g64", 6, 64, 6 * 64 / 8 + 2};
+  case QuantFormatId::Q6G128:
+    return {"q6_g128", 6, 128, 6 * 128 / 8 + 2};
+  case QuantFormatId::Q5G32:
+    return {"q5_g32", 5, 32, 5 * 32 / 8 + 2};
+  case QuantFormatId::Q5G64:
+    return {"q5_g64", 5, 64, 5 * 64 / 8 + 2};
+  case QuantFormatId::Q5G128:
+    return {"q5_g128", 5, 128, 5 * 128 / 8 + 2};
   }
   return {"invalid", 0, 0, 0};
 }
 
 // The id of (bits, group size), or -1 when there is no such format.
 NINFER_HD constexpr int quantFormatIndex(int bits, int group) {
-  const int bitsIndex = bits == 8 ? 0 : bits == 4 ? 1 : bits == 3 ? 2 : bits == 2 ? 3 : -1;
+  // Ids in the order the formats were added: 8, 4, 3, 2, then 6, 5.
+  const int bitsIndex = bits == 8   ? 0
+                        : bits == 4 ? 1
+                        : bits == 3 ? 2
+                        : bits == 2 ? 3
+                        : bits == 6 ? 4
+                        : bits == 5 ? 5
+                                    : -1;
   const int groupIndex = group == 32 ? 0 : group == 64 ? 1 : group == 128 ? 2 : -1;
   return (bitsIndex < 0 || groupIndex < 0) ? -1 : bitsIndex * 3 + groupIndex;
 }
@@ -218,12 +249,15 @@ NINFER_HD constexpr long long quantTensorBytes(int bits, int group, long long ro
 // The unit as a plain struct, so its size is checked where it is declared.
 template <int Bits> struct QuantUnit { unsigned int words[4 * Bits]; };
 static_assert(sizeof(QuantUnit<8>) == 128, "Q8 unit: 128 values in 128 bytes");
+static_assert(sizeof(QuantUnit<6>) == 96, "Q6 unit: 128 values in 96 bytes");
+static_assert(sizeof(QuantUnit<5>) == 80, "Q5 unit: 128 values in 80 bytes");
 static_assert(sizeof(QuantUnit<4>) == 64, "Q4 unit: 128 values in 64 bytes");
 static_assert(sizeof(QuantUnit<3>) == 48, "Q3 unit: 128 values in 48 bytes");
 static_assert(sizeof(QuantUnit<2>) == 32, "Q2 unit: 128 values in 32 bytes");
 
 template <int Bits> struct QuantPacking {
-  static_assert(Bits == 8 || Bits == 4 || Bits == 3 || Bits == 2, "unsupported bit width");
+  static_assert(Bits == 8 || Bits == 6 || Bits == 5 || Bits == 4 || Bits == 3 || Bits == 2,
+                "unsupported bit width");
   static constexpr int kBits = Bits;
   static constexpr int kUnitWords = 4 * Bits;
   static constexpr int kUnitBytes = 16 * Bits;
@@ -231,37 +265,40 @@ template <int Bits> struct QuantPacking {
   static constexpr int kCodeOffset = 1 << (Bits - 1); // code of q = 0
   static constexpr int kQMin = -kCodeOffset;
   static constexpr int kQMax = kCodeOffset - 1;
+  // Widths of the two planes (kHighBits = 0: one plane). The low plane takes
+  // words 0 .. 4 * kLowBits - 1, the high plane the rest.
+  static constexpr int kLowBits = Bits == 3 ? 2 : (Bits == 5 || Bits == 6) ? 4 : Bits;
+  static constexpr int kHighBits = Bits - kLowBits;
 
   // codes[0..127] (each < 2^Bits; higher bits are ignored) -> words[kUnitWords].
   NINFER_HD static void packUnit(const unsigned char* codes, unsigned int* words) {
-    if constexpr (Bits == 3) {
-      for (int w = 0; w < 12; ++w)
-        words[w] = 0;
-      for (int i = 0; i < 128; ++i) {
-        const unsigned int c = codes[i] & kCodeMask;
-        words[i >> 4] |= (c & 3u) << (2 * (i & 15));
-        words[8 + (i >> 5)] |= (c >> 2) << (i & 31);
-      }
-    } else {
-      constexpr int kPerWord = 32 / Bits;
-      for (int w = 0; w < kUnitWords; ++w) {
-        unsigned int word = 0;
-        for (int j = 0; j < kPerWord; ++j)
-          word |= (codes[w * kPerWord + j] & kCodeMask) << (Bits * j);
-        words[w] = word;
+    for (int w = 0; w < kUnitWords; ++w)
+      words[w] = 0;
+    constexpr int kLowPerWord = 32 / kLowBits;
+    for (int i = 0; i < 128; ++i) {
+      const unsigned int c = codes[i] & kCodeMask;
+      words[i / kLowPerWord] |= (c & ((1u << kLowBits) - 1u)) << (kLowBits * (i % kLowPerWord));
+      if constexpr (kHighBits > 0) {
+        constexpr int kHighPerWord = 32 / kHighBits;
+        words[4 * kLowBits + i / kHighPerWord] |= (c >> kLowBits)
+                                                  << (kHighBits * (i % kHighPerWord));
       }
     }
   }
 
   // Code of value i (0..127) of the unit starting at `unit`.
   NINFER_HD static unsigned int codeInUnit(const unsigned int* unit, int i) {
-    if constexpr (Bits == 3) {
-      const unsigned int low = (unit[i >> 4] >> (2 * (i & 15))) & 3u;
-      const unsigned int high = (unit[8 + (i >> 5)] >> (i & 31)) & 1u;
-      return low | (high << 2);
+    constexpr int kLowPerWord = 32 / kLowBits;
+    const unsigned int low =
+        (unit[i / kLowPerWord] >> (kLowBits * (i % kLowPerWord))) & ((1u << kLowBits) - 1u);
+    if constexpr (kHighBits > 0) {
+      constexpr int kHighPerWord = 32 / kHighBits;
+      const unsigned int high =
+          (unit[4 * kLowBits + i / kHighPerWord] >> (kHighBits * (i % kHighPerWord))) &
+          ((1u << kHighBits) - 1u);
+      return low | (high << kLowBits);
     } else {
-      constexpr int kPerWord = 32 / Bits;
-      return (unit[i / kPerWord] >> (Bits * (i % kPerWord))) & kCodeMask;
+      return low;
     }
   }
 
@@ -275,6 +312,25 @@ template <int Bits> struct QuantPacking {
     return codeInUnit(rowWords + (k >> 7) * kUnitWords, static_cast<int>(k & 127));
   }
 };
+
+// Code of column k of a row of a format with `bits` bits (one of isQuantBits),
+// for code that picks the format at run time (CPU executor, tests).
+NINFER_HD inline unsigned int quantCodeAt(int bits, const unsigned int* rowWords, long long k) {
+  switch (bits) {
+  case 8:
+    return QuantPacking<8>::codeAt(rowWords, k);
+  case 6:
+    return QuantPacking<6>::codeAt(rowWords, k);
+  case 5:
+    return QuantPacking<5>::codeAt(rowWords, k);
+  case 4:
+    return QuantPacking<4>::codeAt(rowWords, k);
+  case 3:
+    return QuantPacking<3>::codeAt(rowWords, k);
+  default:
+    return QuantPacking<2>::codeAt(rowWords, k);
+  }
+}
 
 // ---- A full format: bit width and group size ----
 
@@ -334,6 +390,12 @@ NINFER_QUANT_CHECK_FORMAT(3, 128)
 NINFER_QUANT_CHECK_FORMAT(2, 32)
 NINFER_QUANT_CHECK_FORMAT(2, 64)
 NINFER_QUANT_CHECK_FORMAT(2, 128)
+NINFER_QUANT_CHECK_FORMAT(6, 32)
+NINFER_QUANT_CHECK_FORMAT(6, 64)
+NINFER_QUANT_CHECK_FORMAT(6, 128)
+NINFER_QUANT_CHECK_FORMAT(5, 32)
+NINFER_QUANT_CHECK_FORMAT(5, 64)
+NINFER_QUANT_CHECK_FORMAT(5, 128)
 #undef NINFER_QUANT_CHECK_FORMAT
 
 // ---- Dummy weights (--dummy-weights --quant qN plans) ----
@@ -353,8 +415,9 @@ NINFER_HD inline float dummyGroupScale(int bits, float scale) {
 // Unit `unit` of a dummy buffer of format `formatId` and `units` 16-bit units.
 NINFER_HD inline unsigned short dummyUnit(int formatId, unsigned int seed, unsigned long long unit,
                                           unsigned long long units, float scale) {
-  const int bits = formatId / 3 == 0 ? 8 : formatId / 3 == 1 ? 4 : formatId / 3 == 2 ? 3 : 2;
-  const int group = 32 << (formatId % 3);
+  const QuantFormatTraits traits = quantFormatTraits(static_cast<QuantFormatId>(formatId));
+  const int bits = traits.bits;
+  const int group = traits.groupSize;
   const unsigned long long groupWeightBytes = static_cast<unsigned long long>(bits * group / 8);
   const unsigned long long groups = 2ull * units / (groupWeightBytes + 2ull);
   const unsigned long long weightUnits = groups * groupWeightBytes / 2ull;
