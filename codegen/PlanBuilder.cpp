@@ -243,8 +243,9 @@ llvm::Expected<uint32_t> Lowering::activationBuffer(Operation* op, const std::st
     if (source != bufferOfValue_.end() &&
         plan_->buffers[source->second]->offset == static_cast<uint64_t>(offset) &&
         plan_->buffers[source->second]->size_bytes == bytes) {
-      bufferOfValue_[op->getResult(0)] = source->second;
-      return source->second;
+      const uint32_t index = source->second; // before the insertion below may rehash
+      bufferOfValue_[op->getResult(0)] = index;
+      return index;
     }
   }
   uint32_t index = addBuffer(name, plan::BufferKind::Activation, plan::DType::F32,
