@@ -93,6 +93,8 @@ private:
     KernelArgs args;                     // resolved once the arenas exist
   };
 
+  // Whether launch l runs in a step of n tokens (non-empty grid, n in its token range).
+  static bool runsAt(const LaunchInfo &l, int n);
   Status selectCode(int ccMajor, int ccMinor, std::vector<char> &image, bool &isPtx);
   Status loadModule(const std::vector<char> &image, bool isPtx);
   Status allocate(CUdeviceptr &ptr, uint64_t bytes, const char *what);
@@ -480,6 +482,13 @@ Status CudaExecutor::forward(const int32_t *tokens, int n, int pos, float *logit
   return Status::ok();
 }
 
+bool CudaExecutor::runsAt(const LaunchInfo &l, int n) {
+  for (int d = 0; d < 3; ++d)
+    if (l.gridBase[d] + l.gridPerToken[d] * static_cast<uint32_t>(n) == 0)
+      return false;
+  return uint32_t(n) >= l.minTokens && (l.maxTokens == 0 || uint32_t(n) <= l.maxTokens);
+}
+
 Result<std::vector<LaunchTiming>> CudaExecutor::profileStep(const int32_t *tokens, int n,
                                                             int pos) {
   if (!cu_.hasEvents())
@@ -502,6 +511,8 @@ Result<std::vector<LaunchTiming>> CudaExecutor::profileStep(const int32_t *token
   if (status.isOk())
     status = cu_.check(cu_.streamSynchronize(stream_), "a kernel failed in the profiled step");
   for (size_t i = 0; status.isOk() && i < launches_.size(); ++i) {
+    if (!runsAt(launches_[i], n))
+      continue; // skipped at this step size: nothing to time
     float ms = 0.0f;
     status = cu_.check(cu_.eventElapsedTime(&ms, timers[i], timers[i + 1]),
                        "cannot read a kernel time");
@@ -534,8 +545,7 @@ Status CudaExecutor::enqueueStep(int n, const std::string &step,
       grid[d] = l.gridBase[d] + l.gridPerToken[d] * static_cast<unsigned int>(n);
     if (timers)
       NINFER_RETURN_IF_ERROR(cu_.check(cu_.eventRecord((*timers)[i], stream_), "event"));
-    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || uint32_t(n) < l.minTokens ||
-        (l.maxTokens > 0 && uint32_t(n) > l.maxTokens))
+    if (!runsAt(l, n))
       continue; // nothing to do at this token count
     CUresult rc;
     if (dependentLaunch_ && afterKernel && !timers) {
