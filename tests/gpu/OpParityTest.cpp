@@ -6,13 +6,11 @@
 // Linear copies the op's output rows into an all-rows logits buffer (exact), so
 // every row of every step is compared, not only the last one.
 // Skips (GTEST_SKIP) when libcuda.so.1 cannot be loaded or there is no GPU.
-#include "CudaDriver.h"
-#include "TestPlan.h"
-#include "ninfer/Executor.h"
-#include "ninfer/Plan.h"
+#include "GpuParity.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -22,136 +20,25 @@ namespace ninfer {
 namespace {
 
 using plan::DType;
+using test::gpu;
+using test::inputRows;
+using test::kTokenVocab;
 using test::TestPlan;
 
-struct Gpu {
-  bool usable = false;
-  std::string why;
-  std::string arch;
-  std::string name;
-};
-
-const Gpu &gpu() {
-  static const Gpu info = [] {
-    Gpu g;
-    Result<const CudaDriver *> driver = CudaDriver::get();
-    if (!driver) {
-      g.why = driver.status().message();
-      return g;
-    }
-    const CudaDriver &cu = **driver;
-    int count = 0;
-    if (cu.deviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
-      g.why = "no CUDA device";
-      return g;
-    }
-    CUdevice device;
-    int major = 0, minor = 0;
-    char name[256] = {0};
-    if (cu.deviceGet(&device, 0) != CUDA_SUCCESS ||
-        cu.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) !=
-            CUDA_SUCCESS ||
-        cu.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) !=
-            CUDA_SUCCESS) {
-      g.why = "cannot query CUDA device 0";
-      return g;
-    }
-    cu.deviceGetName(name, sizeof(name) - 1, device);
-    g.usable = true;
-    g.arch = "sm_" + std::to_string(major * 10 + minor);
-    g.name = name;
-    return g;
-  }();
-  return info;
-}
-
-#define REQUIRE_GPU()                                                                              \
-  do {                                                                                             \
-    if (!gpu().usable)                                                                             \
-      GTEST_SKIP() << "no usable GPU: " << gpu().why;                                              \
-  } while (0)
-
-constexpr int kTokenVocab = 37;
-
-// Emits kernels for the GPU, writes and opens the plan, runs both executors
-// over `steps` and checks every step's compared values. Returns the worst nMSE.
-double expectParity(TestPlan &t, const std::vector<int> &steps, double bound,
-                    const std::string &what, KernelOptions options = {}) {
-  if (options.archs.empty()) {
-    options.archs = {gpu().arch};
-    options.embedPtx = false;
-  }
-  Status emitted = emitKernels(t.plan, options);
-  EXPECT_TRUE(emitted.isOk()) << what << ": " << emitted.message();
-  if (!emitted.isOk())
-    return INFINITY;
-  const std::string path = test::tempPlanPath("parity");
-  Status written = t.write(path);
-  EXPECT_TRUE(written.isOk()) << what << ": " << written.message();
-  if (!written.isOk())
-    return INFINITY;
-  Result<std::unique_ptr<PlanFile>> file = PlanFile::open(path);
-  std::remove(path.c_str()); // the mapping stays valid
-  EXPECT_TRUE(file.isOk()) << what << ": " << file.status().message();
-  if (!file.isOk())
-    return INFINITY;
-  Result<std::unique_ptr<Executor>> cpu = createCpuExecutor(**file, 0);
-  EXPECT_TRUE(cpu.isOk()) << what << ": " << cpu.status().message();
-  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(**file, 0);
-  EXPECT_TRUE(cuda.isOk()) << what << ": " << cuda.status().message();
-  if (!cpu.isOk() || !cuda.isOk())
-    return INFINITY;
-
-  const size_t vocab = size_t(t.plan.model->vocab_size);
-  std::vector<float> expected(vocab), actual(vocab);
-  std::mt19937 rng(1234);
-  std::uniform_int_distribution<int> token(0, kTokenVocab - 1);
-  int pos = 0;
+// Runs both executors over `steps`, checks every step's nMSE against `bound`
+// and prints the worst of the case.
+void expectParity(TestPlan &t, const std::vector<int> &steps, double bound, const std::string &what,
+                  KernelOptions options = {}) {
+  const std::vector<test::StepError> errors = test::stepErrors(t, steps, what, options);
   double worst = 0.0;
   for (size_t s = 0; s < steps.size(); ++s) {
-    const int n = steps[s];
-    std::vector<int32_t> ids(static_cast<size_t>(n));
-    for (int32_t &id : ids)
-      id = token(rng);
-    std::fill(actual.begin(), actual.end(), NAN);
-    Status a = (*cpu)->forward(ids.data(), n, pos, expected.data());
-    Status b = (*cuda)->forward(ids.data(), n, pos, actual.data());
-    EXPECT_TRUE(a.isOk()) << what << ": cpu: " << a.message();
-    EXPECT_TRUE(b.isOk()) << what << ": cuda: " << b.message();
-    if (!a.isOk() || !b.isOk())
-      return INFINITY;
-    const size_t count = t.comparedValues(n);
-    double err = 0.0, ref = 0.0;
-    bool finite = true;
-    for (size_t i = 0; i < count; ++i) {
-      finite = finite && std::isfinite(actual[i]) && std::isfinite(expected[i]);
-      err += double(actual[i] - expected[i]) * double(actual[i] - expected[i]);
-      ref += double(expected[i]) * double(expected[i]);
-    }
-    const double nmse = finite ? err / std::max(ref, 1e-30) : INFINITY;
-    EXPECT_TRUE(finite) << what << ": step " << s << " has non-finite values";
-    EXPECT_LE(nmse, bound) << what << ": step " << s << " (pos " << pos << ", n " << n << ")";
-    worst = std::max(worst, nmse);
-    pos += n;
+    EXPECT_LE(errors[s].nmse(), bound) << what << ": step " << s << " (n " << steps[s] << ")";
+    worst = std::max(worst, errors[s].nmse());
   }
   std::printf("[parity] %-60s max nMSE %.3g (bound %.0e)\n", what.c_str(), worst, bound);
-  return worst;
 }
 
 const char *typeName(DType d) { return plan::EnumNameDType(d); }
-
-// An f32 activation of `width` filled from a random table through an Embedding op.
-uint32_t inputRows(TestPlan &t, const std::string &name, int width, std::mt19937 &rng,
-                   float scale = 1.0f) {
-  const uint32_t table = t.addWeight(name + ".table", DType::F32, {kTokenVocab, width},
-                                     test::randomValues(size_t(kTokenVocab) * width, scale, rng));
-  const uint32_t x = t.addActivation(name, width);
-  plan::EmbeddingAttrsT a;
-  a.dim = width;
-  a.vocab = kTokenVocab;
-  t.addOp("embed_" + name, a, {t.tokens, table}, {x});
-  return x;
-}
 
 const std::vector<int> kSteps = {7, 1, 1, 64, 1, 9};
 
@@ -163,12 +50,7 @@ TEST(OpParity, Embedding) {
       TestPlan t(64, 128);
       const uint32_t table = t.addWeight("table", type, {kTokenVocab, dim},
                                          test::randomValues(size_t(kTokenVocab) * dim, 1.0f, rng));
-      const uint32_t x = t.addActivation("x", dim);
-      plan::EmbeddingAttrsT a;
-      a.dim = dim;
-      a.vocab = kTokenVocab;
-      t.addOp("embed", a, {t.tokens, table}, {x});
-      t.addReadout(x, dim);
+      t.addReadout(t.addEmbedding("x", table, kTokenVocab, dim), dim);
       expectParity(t, kSteps, 0.0,
                    std::string("Embedding ") + typeName(type) + " dim " + std::to_string(dim));
     }
@@ -182,12 +64,7 @@ TEST(OpParity, DummyFillIsBitExact) {
     TestPlan t(64, 128);
     const int dim = 333;
     const uint32_t table = t.addDummyWeight("table", type, {kTokenVocab, dim}, 77, 0.7f, 0.1f);
-    const uint32_t x = t.addActivation("x", dim);
-    plan::EmbeddingAttrsT a;
-    a.dim = dim;
-    a.vocab = kTokenVocab;
-    t.addOp("embed", a, {t.tokens, table}, {x});
-    t.addReadout(x, dim);
+    t.addReadout(t.addEmbedding("x", table, kTokenVocab, dim), dim);
     expectParity(t, {64, 32, 1}, 0.0, std::string("Dummy fill ") + typeName(type));
   }
 }

@@ -1,8 +1,9 @@
 // Builds small plans by hand for the GPU op tests: buffers with random or dummy
 // weights (rounded to their dtype on the host), ternary weights (TQ2, TQ1)
-// packed on the host or dummy-filled, activations in an arena, KV
-// caches, tokens and logits, ops with their attributes; then writes the plan
-// with the real plan writer. Also: "is there a usable GPU, and which arch".
+// packed on the host or dummy-filled, packed bytes of a quantized dtype made by
+// the caller, activations in an arena, KV caches (F16 or Q8_KV), workspaces,
+// tokens and logits, ops with their attributes; then writes the plan with the
+// real plan writer. Also: a temporary path for a plan file.
 #pragma once
 
 #include "Half.h"
@@ -74,6 +75,14 @@ public:
     return index;
   }
 
+  // A weight whose bytes are given as they go into the plan (e.g. packed quantized codes).
+  uint32_t addWeightBytes(const std::string &name, DType dtype, std::vector<int64_t> shape,
+                          std::vector<uint8_t> bytes) {
+    const uint32_t index = addWeightSlot(name, dtype, shape);
+    data[index] = std::move(bytes);
+    return index;
+  }
+
   uint32_t addDummyWeight(const std::string &name, DType dtype, std::vector<int64_t> shape,
                           uint32_t seed, float scale, float offset) {
     const uint32_t index = addWeightSlot(name, dtype, shape);
@@ -142,6 +151,17 @@ public:
     workspaceBytes_ = alignUp(offset + bytes, 256);
     plan.memory->workspace_bytes = workspaceBytes_;
     return index;
+  }
+
+  // An Embedding op: rows of `table` [vocab, dim] picked by the tokens into a
+  // new activation `name`, which it returns.
+  uint32_t addEmbedding(const std::string &name, uint32_t table, int vocab, int dim) {
+    const uint32_t x = addActivation(name, dim);
+    plan::EmbeddingAttrsT a;
+    a.dim = dim;
+    a.vocab = vocab;
+    addOp("embed_" + name, a, {tokens, table}, {x});
+    return x;
   }
 
   // The logits buffer: [rows, width]; rows = max_step_tokens lets a plain
