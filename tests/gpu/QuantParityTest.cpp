@@ -8,7 +8,8 @@
 // Linear: K in {128, 384, 1152, 4096} x N in {1, 7, 64, 1000, 4096}, bias on
 // half of them (a checkerboard over K and N, bias dtypes F32/F16/BF16 in turn),
 // every row of steps of 1..8 tokens (the fused dequant GEMV) and of 9, 33 and
-// 130 tokens (the tiled path), plus last_row_only cases over the same steps.
+// 130 tokens (the tiled path), plus last_row_only and fused-residual cases over
+// the same steps.
 //
 // Measure: nMSE = sum((gpu - cpu)^2) / sum(cpu^2) over all values of a case's
 // steps on one path (1..8 rows, 9..130 rows), not per step: a step with one
@@ -141,17 +142,19 @@ struct LinearCase {
   int k, n;
   bool lastRowOnly;
   DType biasType; // F32/F16/BF16, or I32 for no bias
+  bool residual = false; // y = x W^T (+ bias) + residual, the add fused into the linear
 };
 
 std::string caseName(const std::string &type, const LinearCase &c) {
   std::string name = type + " " + std::to_string(c.k) + "->" + std::to_string(c.n);
   if (c.biasType != DType::I32)
     name += std::string(" bias ") + plan::EnumNameDType(c.biasType);
-  return name + (c.lastRowOnly ? " last_row_only" : "");
+  return name + (c.lastRowOnly ? " last_row_only" : "") + (c.residual ? " residual" : "");
 }
 
-// tokens -> Embedding (random f32 table) -> quantized Linear -> logits (all
-// rows, or the last row for last_row_only).
+// tokens -> Embedding (random f32 table) -> quantized Linear (+ a residual
+// from another random table) -> logits (all rows, or the last row for
+// last_row_only).
 TestPlan linearPlan(const quant::QuantSpec &spec, DType dtype, const LinearCase &c) {
   std::mt19937 rng(static_cast<uint32_t>(c.k * 31 + c.n));
   TestPlan t(kMaxStep, kContext);
@@ -162,12 +165,15 @@ TestPlan linearPlan(const quant::QuantSpec &spec, DType dtype, const LinearCase 
   if (bias)
     inputs.push_back(
         t.addWeight("b", c.biasType, {c.n}, test::randomValues(size_t(c.n), 0.5f, rng)));
+  if (c.residual)
+    inputs.push_back(test::inputRows(t, "residual", c.n, rng));
   t.addLogits(c.lastRowOnly ? 1 : kMaxStep, c.n);
   plan::LinearAttrsT a;
   a.in_features = c.k;
   a.out_features = c.n;
   a.has_bias = bias;
   a.last_row_only = c.lastRowOnly;
+  a.residual = c.residual;
   t.addOp("linear", a, inputs, {t.logits});
   return t;
 }
@@ -200,6 +206,20 @@ TEST_P(QuantParity, LinearLastRowOnly) {
                               LinearCase{384, 1000, true, DType::BF16},
                               LinearCase{1152, 64, true, DType::F16},
                               LinearCase{4096, 4096, true, DType::I32}}) {
+    TestPlan t = linearPlan(spec(), dtype(), c);
+    const std::string what = caseName(typeName(), c);
+    family.check(test::stepErrors(t, kSteps, what), what);
+  }
+  family.print();
+}
+
+// The residual add fused into the linear (PlanFusion), on both paths.
+TEST_P(QuantParity, LinearResidual) {
+  REQUIRE_GPU();
+  Family family(typeName() + " linear + residual", kLinearBound, 1, kMaxStep);
+  for (const LinearCase &c : {LinearCase{128, 7, false, DType::I32, true},
+                              LinearCase{384, 1000, false, DType::BF16, true},
+                              LinearCase{4096, 4096, false, DType::I32, true}}) {
     TestPlan t = linearPlan(spec(), dtype(), c);
     const std::string what = caseName(typeName(), c);
     family.check(test::stepErrors(t, kSteps, what), what);
