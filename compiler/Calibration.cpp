@@ -4,10 +4,7 @@
 // the last row), and the KL divergence measure for per-tensor sensitivity.
 #include "Calibration.h"
 
-#include "PlanBuilder.h"
-#include "PlanWriter.h"
-#include "TokenizerImport.h"
-#include "passes/Passes.h"
+#include "CompileDriver.h"
 
 #include "QuantCommon.h"
 
@@ -16,7 +13,6 @@
 #include "ninfer/Progress.h"
 #include "ninfer/Tokenizer.h"
 
-#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -261,30 +257,18 @@ CalibrationRunner::create(mlir::ModuleOp module, const WeightStore& weights,
 
   // The module as the pipeline leaves it, with the chunk as context and step.
   mlir::OwningOpRef<mlir::ModuleOp> clone(module.clone());
-  mlir::PassManager passManager(module.getContext());
-  PipelineOptions pipeline;
-  pipeline.maxStepTokens = options.chunkTokens;
-  buildNinferPipeline(passManager, pipeline);
-  if (mlir::failed(passManager.run(*clone)))
-    return calibrationError("the pass pipeline failed on the calibration copy of the module");
-  PlanOptions planOptions;
-  planOptions.context = options.chunkTokens;
-  planOptions.maxStepTokens = options.chunkTokens;
-  auto plan = buildPlan(*clone, config, weights, planOptions);
+  LowerOptions lower;
+  lower.context = options.chunkTokens;
+  lower.maxStepTokens = options.chunkTokens;
+  lower.modelDir = options.modelDir;
+  auto plan = lowerToPlan(*clone, config, weights, lower);
   if (!plan)
     return plan.takeError();
-  auto tokenizer = importTokenizer(options.modelDir, config);
-  if (!tokenizer)
-    return tokenizer.takeError();
-  (*plan)->tokenizer = std::move(*tokenizer);
 
   llvm::SmallString<128> path;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile("ninfer-calib", "nplan", path))
     return calibrationError("cannot create a temporary file: " + ec.message());
-  Status written = writePlan(path.str().str(), **plan, [&](const plan::BufferT& buffer) {
-    const TensorRef* tensor = weights.find(buffer.name);
-    return tensor ? tensor->data : nullptr;
-  });
+  Status written = writePlanWithWeights(path.str().str(), **plan, weights);
   if (!written.isOk()) {
     llvm::sys::fs::remove(path);
     return calibrationError(written.message());

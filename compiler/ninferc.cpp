@@ -1,35 +1,16 @@
 // ninferc: compiles a Hugging Face checkpoint (or a config.json with
 // --dummy-weights) into one .nplan file for a GPU target and context length.
-//
-//   checkpoint -> ModelConfig + WeightStore -> importer (ninfer dialect)
-//   -> pass pipeline -> PlanBuilder -> tokenizer tables -> memory check
-//   -> kernel emission (NVRTC) -> plan writer (temp file, rename)
-#include "BitNetImport.h"
-#include "ChatTemplateImport.h"
-#include "Importer.h"
-#include "ModelConfig.h"
-#include "QuantizeDriver.h"
+// The steps are compileModel() (CompileDriver.h); this file holds the options,
+// the messages (memory report and refusal, ternary and final lines) and the
+// progress display.
+#include "CompileDriver.h"
 #include "Targets.h"
-#include "TernaryPacking.h"
-#include "TokenizerImport.h"
-#include "WeightStore.h"
-
-#include "KernelEmitter.h"
-#include "PlanBuilder.h"
-#include "PlanWriter.h"
-#include "ir/NinferDialect.h"
-#include "passes/Passes.h"
 
 #include "ninfer/Progress.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/AsmState.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
 #include <optional>
@@ -193,6 +174,8 @@ Options parseArgs(int argc, char** argv) {
     fail("no output file given: use -o FILE.nplan", 2);
   if (options.targetSpecs.empty())
     fail("no target given: use --target <card or sm_XX> (see ninferc --help)", 2);
+  if (options.quant.mode == "ternary" && options.quant.bpw > 0)
+    fail("--quant ternary and --bpw exclude each other", 2);
   options.maxStepTokens = std::min(options.maxStepTokens, options.context);
   return options;
 }
@@ -246,14 +229,6 @@ void checkMemory(const plan::PlanT& plan, const std::vector<Target>& targets, bo
   }
 }
 
-// Resolves the checkpoint directory and whether the input names config.json itself.
-std::string modelDirectory(const std::string& input) {
-  if (llvm::sys::fs::is_directory(input))
-    return input;
-  std::string parent = llvm::sys::path::parent_path(input).str();
-  return parent.empty() ? "." : parent;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -263,127 +238,67 @@ int main(int argc, char** argv) {
   auto targets = parseTargets(llvm::join(options.targetSpecs, ","));
   failOn(targets.takeError());
 
-  auto config = loadModelConfig(options.input);
-  failOn(config.takeError());
-
-  std::string modelDir = modelDirectory(options.input);
-  std::unique_ptr<WeightStore> weights;
-  if (options.dummyWeights) {
-    weights = WeightStore::createDummy();
-  } else {
-    if (!llvm::sys::fs::is_directory(options.input))
-      fail(
-          "'" + options.input +
-          "' is a file: give the checkpoint directory, or add --dummy-weights to compile the shape "
-          "alone");
-    auto opened = WeightStore::openCheckpoint(modelDir);
-    failOn(opened.takeError());
-    weights = std::move(*opened);
-    llvm::Expected<BitNetImport> bitnet = importBitNetWeights(modelDir, *weights);
-    failOn(bitnet.takeError());
-    if (bitnet->bitnet)
-      std::fprintf(stderr,
-                   "warning: Hugging Face BitNet checkpoint: %d packed linear weights imported "
-                   "exactly (t %s weight_scale); its BitLinear layers also quantize activations "
-                   "to int8 per token, ninfer keeps them in f32, so logits are close to, not "
-                   "equal to, transformers'\n",
-                   bitnet->unpacked, bitnet->divideScale ? "/" : "*");
-  }
-
-  mlir::DialectRegistry registry;
-  registry.insert<ninfer::NinferDialect, mlir::func::FuncDialect>();
-  mlir::MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-
-  auto module = importModel(context, *config, *weights);
-  failOn(module.takeError());
-
-  // Lossless ternary packing (auto/ternary), or lossy quantization (q8..q2, --bpw).
-  QuantMode ternaryMode = QuantMode::None;
-  if (options.quant.mode == "auto" || options.quant.mode == "ternary")
-    ternaryMode = *parseQuantMode(options.quant.mode);
-  if (ternaryMode == QuantMode::Ternary && options.quant.bpw > 0)
-    fail("--quant ternary and --bpw exclude each other", 2);
-  TernaryReport ternary;
-  failOn(applyTernary(*weights, **module, ternaryMode, options.ternaryFormat, &ternary));
-  if (!options.quiet && ternary.packed > 0)
+  CompileOptions compile;
+  compile.input = options.input;
+  compile.dummyWeights = options.dummyWeights;
+  compile.quant = options.quant;
+  compile.quant.quiet = options.quiet;
+  compile.ternaryFormat = options.ternaryFormat;
+  compile.context = options.context;
+  compile.maxStepTokens = options.maxStepTokens;
+  compile.fuse = options.fuse;
+  compile.kvDType = options.kvDType;
+  compile.emitMlir = options.emitMlir;
+  compile.compiler = std::string("ninferc ") + kVersion;
+  compile.target = llvm::join(options.targetSpecs, ",");
+  compile.output = options.output;
+  compile.bitnetImported = [](const BitNetImport& bitnet) {
     std::fprintf(stderr,
-                 "ternary: %d linear weights packed as %s, %.4f bits per weight incl. scales "
-                 "(%.1f -> %.1f MiB)\n",
-                 ternary.packed, ternaryFormatName(options.ternaryFormat),
-                 8.0 * double(ternary.bytesAfter) / double(ternary.values),
-                 ternary.bytesBefore / 1048576.0, ternary.bytesAfter / 1048576.0);
-  options.quant.modelDir = modelDir;
-  options.quant.quiet = options.quiet;
-  failOn(runQuantization(**module, *weights, *config, options.quant));
-
-  mlir::PassManager passManager(&context);
-  PipelineOptions pipelineOptions;
-  pipelineOptions.maxStepTokens = options.maxStepTokens;
-  buildNinferPipeline(passManager, pipelineOptions);
-  if (mlir::failed(passManager.run(**module)))
-    fail("the pass pipeline failed (see the diagnostics above)");
-
-  if (!options.emitMlir.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream out(options.emitMlir, ec);
-    if (ec)
-      fail("cannot write '" + options.emitMlir + "': " + ec.message());
-    (*module)->print(out);
-  }
-
-  PlanOptions planOptions;
-  planOptions.context = options.context;
-  planOptions.maxStepTokens = options.maxStepTokens;
-  planOptions.fuse = options.fuse;
-  planOptions.kvDType = options.kvDType;
-  auto plan = buildPlan(**module, *config, *weights, planOptions);
-  failOn(plan.takeError());
-  plan::PlanT& planT = **plan;
-  planT.compiler = std::string("ninferc ") + kVersion;
-  planT.target = llvm::join(options.targetSpecs, ",");
-  planT.dummy_weights = options.dummyWeights;
-  planT.model->source = options.input;
-
-  auto tokenizer = importTokenizer(modelDir, *config);
-  failOn(tokenizer.takeError());
-  failOn(importChatTemplate(modelDir, **tokenizer));
-  planT.tokenizer = std::move(*tokenizer);
-
-  checkMemory(planT, *targets, options.quiet);
-
-  KernelOptions kernelOptions;
+                 "warning: Hugging Face BitNet checkpoint: %d packed linear weights imported "
+                 "exactly (t %s weight_scale); its BitLinear layers also quantize activations "
+                 "to int8 per token, ninfer keeps them in f32, so logits are close to, not "
+                 "equal to, transformers'\n",
+                 bitnet.unpacked, bitnet.divideScale ? "/" : "*");
+  };
+  compile.ternaryPacked = [&](const TernaryReport& ternary) {
+    if (!options.quiet && ternary.packed > 0)
+      std::fprintf(stderr,
+                   "ternary: %d linear weights packed as %s, %.4f bits per weight incl. scales "
+                   "(%.1f -> %.1f MiB)\n",
+                   ternary.packed, ternaryFormatName(options.ternaryFormat),
+                   8.0 * double(ternary.bytesAfter) / double(ternary.values),
+                   ternary.bytesBefore / 1048576.0, ternary.bytesAfter / 1048576.0);
+  };
+  compile.checkPlan = [&](const plan::PlanT& plan) {
+    checkMemory(plan, *targets, options.quiet);
+    return llvm::Error::success();
+  };
   for (const Target& target : *targets)
-    if (std::find(kernelOptions.archs.begin(), kernelOptions.archs.end(), target.arch) ==
-        kernelOptions.archs.end())
-      kernelOptions.archs.push_back(target.arch);
-  kernelOptions.embedPtx = options.embedPtx;
+    if (std::find(compile.kernels.archs.begin(), compile.kernels.archs.end(), target.arch) ==
+        compile.kernels.archs.end())
+      compile.kernels.archs.push_back(target.arch);
+  compile.kernels.embedPtx = options.embedPtx;
   std::optional<Progress> nvrtcProgress;
-  kernelOptions.progress = [&](int done, int count) {
+  compile.kernels.progress = [&](int done, int count) {
     if (!nvrtcProgress)
       nvrtcProgress.emplace("compiling kernels", count, !options.quiet);
     nvrtcProgress->update(done);
+    if (done == count)
+      nvrtcProgress->finish();
   };
-  Status emitted = emitKernels(planT, kernelOptions);
+  auto compiled = compileModel(compile);
   if (nvrtcProgress)
     nvrtcProgress->finish();
-  if (!emitted)
-    fail(emitted.message());
-
-  Status written = writePlan(options.output, planT, [&](const plan::BufferT& buffer) {
-    const TensorRef* tensor = weights->find(buffer.name);
-    return tensor ? tensor->data : nullptr;
-  });
-  if (!written)
-    fail(written.message());
+  failOn(compiled.takeError());
 
   if (!options.quiet) {
+    const plan::PlanT& planT = *compiled->plan;
     uint64_t size = 0;
     llvm::sys::fs::file_size(options.output, size);
     std::fprintf(stderr, "wrote %s: %.1f MiB, %zu ops, %zu kernels, archs %s%s, %.2f s\n",
                  options.output.c_str(), size / 1048576.0, planT.ops.size(),
                  planT.kernels ? planT.kernels->functions.size() : 0,
-                 llvm::join(kernelOptions.archs, ",").c_str(), options.embedPtx ? " + PTX" : "",
+                 llvm::join(compile.kernels.archs, ",").c_str(), options.embedPtx ? " + PTX" : "",
                  total.seconds());
   }
   return 0;

@@ -1,0 +1,170 @@
+// The compile sequence (see CompileDriver.h).
+#include "CompileDriver.h"
+
+#include "ChatTemplateImport.h"
+#include "Importer.h"
+#include "TokenizerImport.h"
+
+#include "PlanBuilder.h"
+#include "PlanWriter.h"
+#include "ir/NinferDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace ninfer {
+namespace {
+
+llvm::Error compileError(const llvm::Twine& message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Error toError(const Status& status) {
+  return status.isOk() ? llvm::Error::success() : compileError(status.message());
+}
+
+// The checkpoint directory, also when the input names config.json itself.
+std::string modelDirectory(const std::string& input) {
+  if (llvm::sys::fs::is_directory(input))
+    return input;
+  std::string parent = llvm::sys::path::parent_path(input).str();
+  return parent.empty() ? "." : parent;
+}
+
+llvm::Expected<std::unique_ptr<WeightStore>> openWeights(const CompileOptions& options,
+                                                         const std::string& modelDir) {
+  if (options.dummyWeights)
+    return WeightStore::createDummy();
+  if (!llvm::sys::fs::is_directory(options.input))
+    return compileError("'" + options.input +
+                        "' is a file: give the checkpoint directory, or add --dummy-weights to "
+                        "compile the shape alone");
+  auto weights = WeightStore::openCheckpoint(modelDir);
+  if (!weights)
+    return weights.takeError();
+  llvm::Expected<BitNetImport> bitnet = importBitNetWeights(modelDir, **weights);
+  if (!bitnet)
+    return bitnet.takeError();
+  if (bitnet->bitnet && options.bitnetImported)
+    options.bitnetImported(*bitnet);
+  return weights;
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<plan::PlanT>> lowerToPlan(mlir::ModuleOp module,
+                                                         const ModelConfig& config,
+                                                         const WeightStore& weights,
+                                                         const LowerOptions& options) {
+  mlir::PassManager passManager(module.getContext());
+  PipelineOptions pipelineOptions;
+  pipelineOptions.maxStepTokens = options.maxStepTokens;
+  buildNinferPipeline(passManager, pipelineOptions);
+  if (mlir::failed(passManager.run(module)))
+    return compileError("the pass pipeline failed (see the diagnostics above)");
+
+  if (!options.emitMlir.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(options.emitMlir, ec);
+    if (ec)
+      return compileError("cannot write '" + options.emitMlir + "': " + ec.message());
+    module->print(out);
+  }
+
+  PlanOptions planOptions;
+  planOptions.context = options.context;
+  planOptions.maxStepTokens = options.maxStepTokens;
+  planOptions.fuse = options.fuse;
+  planOptions.kvDType = options.kvDType;
+  auto plan = buildPlan(module, config, weights, planOptions);
+  if (!plan)
+    return plan.takeError();
+
+  auto tokenizer = importTokenizer(options.modelDir, config);
+  if (!tokenizer)
+    return tokenizer.takeError();
+  (*plan)->tokenizer = std::move(*tokenizer);
+  return plan;
+}
+
+Status writePlanWithWeights(const std::string& path, plan::PlanT& plan,
+                            const WeightStore& weights) {
+  return writePlan(path, plan, [&](const plan::BufferT& buffer) {
+    const TensorRef* tensor = weights.find(buffer.name);
+    return tensor ? tensor->data : nullptr;
+  });
+}
+
+llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
+  auto config = loadModelConfig(options.input);
+  if (!config)
+    return config.takeError();
+  const std::string modelDir = modelDirectory(options.input);
+  auto weights = openWeights(options, modelDir);
+  if (!weights)
+    return weights.takeError();
+
+  mlir::DialectRegistry registry;
+  registry.insert<ninfer::NinferDialect, mlir::func::FuncDialect>();
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  auto module = importModel(context, *config, **weights);
+  if (!module)
+    return module.takeError();
+
+  // Lossless ternary packing (auto/ternary), or lossy quantization (q8..q2, --bpw).
+  CompiledModel compiled;
+  QuantMode ternaryMode = QuantMode::None;
+  if (options.quant.mode == "auto" || options.quant.mode == "ternary") {
+    auto mode = parseQuantMode(options.quant.mode);
+    if (!mode)
+      return mode.takeError();
+    ternaryMode = *mode;
+  }
+  if (llvm::Error error = applyTernary(**weights, **module, ternaryMode, options.ternaryFormat,
+                                       &compiled.ternary))
+    return error;
+  if (options.ternaryPacked)
+    options.ternaryPacked(compiled.ternary);
+  QuantOptions quant = options.quant;
+  quant.modelDir = modelDir;
+  if (llvm::Error error =
+          runQuantization(**module, **weights, *config, quant, &compiled.quantization))
+    return error;
+
+  LowerOptions lower;
+  lower.context = options.context;
+  lower.maxStepTokens = options.maxStepTokens;
+  lower.fuse = options.fuse;
+  lower.kvDType = options.kvDType;
+  lower.modelDir = modelDir;
+  lower.emitMlir = options.emitMlir;
+  auto plan = lowerToPlan(**module, *config, **weights, lower);
+  if (!plan)
+    return plan.takeError();
+  plan::PlanT& planT = **plan;
+  if (llvm::Error error = importChatTemplate(modelDir, *planT.tokenizer))
+    return error;
+  planT.compiler = options.compiler;
+  planT.target = options.target;
+  planT.dummy_weights = options.dummyWeights;
+  planT.model->source = options.input;
+
+  if (options.checkPlan)
+    if (llvm::Error error = options.checkPlan(planT))
+      return error;
+  if (!options.kernels.archs.empty())
+    if (llvm::Error error = toError(emitKernels(planT, options.kernels)))
+      return error;
+  if (!options.output.empty())
+    if (llvm::Error error = toError(writePlanWithWeights(options.output, planT, **weights)))
+      return error;
+  compiled.plan = std::move(*plan);
+  return compiled;
+}
+
+} // namespace ninfer
