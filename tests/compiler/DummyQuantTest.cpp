@@ -7,17 +7,9 @@
 // formats, clear --bpw / --awq refusals, and NVRTC compiling the fill kernel
 // (which dispatches every quantized dtype) without a GPU. Also the plan
 // builder's KV caches for --kv-dtype int8 and its attention workspace.
+#include "CompileDriver.h"
 #include "KernelEmitter.h"
-#include "Importer.h"
-#include "ModelConfig.h"
 #include "Nvrtc.h"
-#include "PlanBuilder.h"
-#include "PlanWriter.h"
-#include "QuantizeDriver.h"
-#include "TokenizerImport.h"
-#include "WeightStore.h"
-#include "ir/NinferDialect.h"
-#include "passes/Passes.h"
 
 #include "ninfer/DummyFill.h"
 #include "ninfer/Executor.h"
@@ -25,9 +17,6 @@
 #include "ninfer/Plan.h"
 #include "ninfer/QuantDType.h"
 #include "ninfer/QuantFormats.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
 
@@ -55,65 +44,26 @@ struct DummyPlan {
 // without kernels (the CPU executor needs none).
 std::unique_ptr<DummyPlan> buildDummyPlan(const QuantOptions& quantOptions, std::string* error,
                                           plan::DType kvDType = plan::DType::F16) {
-  auto config = loadModelConfig(kModel + "/config.json");
-  if (!config) {
-    *error = llvm::toString(config.takeError());
-    return nullptr;
-  }
-  std::unique_ptr<WeightStore> store = WeightStore::createDummy();
-  mlir::DialectRegistry registry;
-  registry.insert<NinferDialect, mlir::func::FuncDialect>();
-  mlir::MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  auto module = importModel(context, *config, *store);
-  if (!module) {
-    *error = llvm::toString(module.takeError());
-    return nullptr;
-  }
-  QuantOptions options = quantOptions;
-  options.quiet = true;
-  if (llvm::Error e = runQuantization(**module, *store, *config, options)) {
-    *error = llvm::toString(std::move(e));
-    return nullptr;
-  }
-  mlir::PassManager pm(&context);
-  PipelineOptions pipelineOptions;
-  pipelineOptions.maxStepTokens = 64;
-  buildNinferPipeline(pm, pipelineOptions);
-  if (mlir::failed(pm.run(**module))) {
-    *error = "pass pipeline failed";
-    return nullptr;
-  }
-  PlanOptions planOptions;
-  planOptions.context = 128;
-  planOptions.maxStepTokens = 64;
-  planOptions.kvDType = kvDType;
-  auto plan = buildPlan(**module, *config, *store, planOptions);
-  if (!plan) {
-    *error = llvm::toString(plan.takeError());
-    return nullptr;
-  }
-  (*plan)->compiler = "compiler_tests";
-  (*plan)->target = "cpu";
-  (*plan)->dummy_weights = true;
-  auto tokenizer = importTokenizer(kModel, *config);
-  if (!tokenizer) {
-    *error = llvm::toString(tokenizer.takeError());
-    return nullptr;
-  }
-  (*plan)->tokenizer = std::move(*tokenizer);
   auto built = std::make_unique<DummyPlan>();
   static int counter = 0;
-  built->path = "/tmp/ninfer_dummy_quant_test_" + std::to_string(getpid()) + "_" +
-                std::to_string(counter++) + ".nplan";
-  Status written = writePlan(built->path, **plan, [&](const plan::BufferT& b) {
-    const TensorRef* ref = store->find(b.name);
-    return ref ? ref->data : nullptr;
-  });
-  if (!written) {
-    *error = written.message();
+  CompileOptions options;
+  options.input = kModel + "/config.json";
+  options.dummyWeights = true;
+  options.quant = quantOptions;
+  options.quant.quiet = true;
+  options.context = 128;
+  options.maxStepTokens = 64;
+  options.kvDType = kvDType;
+  options.compiler = "compiler_tests";
+  options.target = "cpu";
+  options.output = "/tmp/ninfer_dummy_quant_test_" + std::to_string(getpid()) + "_" +
+                   std::to_string(counter++) + ".nplan";
+  auto compiled = compileModel(options);
+  if (!compiled) {
+    *error = llvm::toString(compiled.takeError());
     return nullptr;
   }
+  built->path = options.output;
   auto file = PlanFile::open(built->path);
   if (!file) {
     *error = file.status().message();

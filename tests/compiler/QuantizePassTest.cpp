@@ -3,21 +3,12 @@
 // plan building with packed weights, and the quantized plan running on the CPU
 // executor close to the unquantized one. Also: exact bits-per-weight
 // accounting and clear errors for bad options.
-#include "Importer.h"
-#include "ModelConfig.h"
-#include "PlanBuilder.h"
-#include "PlanWriter.h"
-#include "QuantizeDriver.h"
-#include "WeightStore.h"
-#include "ir/NinferDialect.h"
-#include "passes/Passes.h"
+#include "CompileDriver.h"
 
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
 #include "ninfer/QuantFormats.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 
 #include <gtest/gtest.h>
@@ -42,40 +33,20 @@ struct Compiled {
 // (no kernels: the CPU executor needs none) and opens it.
 Compiled compile(const QuantOptions& options, const std::string& path) {
   Compiled out;
-  auto config = loadModelConfig(kModel);
-  EXPECT_TRUE(bool(config));
-  if (!config)
+  CompileOptions compile;
+  compile.input = kModel;
+  compile.quant = options;
+  compile.context = 64;
+  compile.maxStepTokens = 64;
+  compile.output = path;
+  auto compiled = compileModel(compile);
+  EXPECT_TRUE(bool(compiled)) << (compiled ? "" : llvm::toString(compiled.takeError()));
+  if (!compiled)
     return out;
-  auto weights = WeightStore::openCheckpoint(kModel);
-  EXPECT_TRUE(bool(weights));
-  mlir::DialectRegistry registry;
-  registry.insert<NinferDialect, mlir::func::FuncDialect>();
-  mlir::MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  auto module = importModel(context, *config, **weights);
-  EXPECT_TRUE(bool(module));
-  llvm::Error error = runQuantization(**module, **weights, *config, options, &out.report);
-  EXPECT_FALSE(bool(error)) << llvm::toString(std::move(error));
-  mlir::PassManager pm(&context);
-  PipelineOptions pipeline;
-  pipeline.maxStepTokens = 64;
-  buildNinferPipeline(pm, pipeline);
-  EXPECT_TRUE(mlir::succeeded(pm.run(**module)));
-  PlanOptions planOptions;
-  planOptions.context = 64;
-  planOptions.maxStepTokens = 64;
-  auto plan = buildPlan(**module, *config, **weights, planOptions);
-  EXPECT_TRUE(bool(plan)) << (plan ? "" : llvm::toString(plan.takeError()));
-  if (!plan)
-    return out;
-  for (const auto& b : (*plan)->buffers)
+  out.report = std::move(compiled->quantization);
+  for (const auto& b : compiled->plan->buffers)
     if (b->kind == plan::BufferKind::Weight && b->name != "rope.inv_freq")
       out.planWeightBytes += b->size_bytes;
-  Status written = writePlan(path, **plan, [&](const plan::BufferT& buffer) {
-    const TensorRef* t = (*weights)->find(buffer.name);
-    return t ? t->data : nullptr;
-  });
-  EXPECT_TRUE(written.isOk()) << written.message();
   auto file = PlanFile::open(path);
   EXPECT_TRUE(file.isOk()) << file.status().message();
   if (file.isOk())

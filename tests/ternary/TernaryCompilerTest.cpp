@@ -7,24 +7,16 @@
 // several prompts and identical logits (the CPU executor decodes both formats
 // to the checkpoint's exact values, so the difference must be 0). Also prints
 // bpw and file sizes of the plans.
-#include "Importer.h"
-#include "ModelConfig.h"
-#include "PlanBuilder.h"
-#include "PlanWriter.h"
+#include "CompileDriver.h"
 #include "TernaryDetect.h"
 #include "TernaryPacking.h"
-#include "TokenizerImport.h"
 #include "WeightStore.h"
-#include "ir/NinferDialect.h"
-#include "passes/Passes.h"
 
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
 #include "ninfer/TernaryDType.h"
 #include "ninfer/Tokenizer.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
 
@@ -160,75 +152,30 @@ struct BuiltPlan {
 };
 
 // ninferc's steps without kernels (the CPU executor needs none).
-std::unique_ptr<BuiltPlan> buildPlanFor(const std::string& modelDir, QuantMode mode, bool dummy,
-                                        std::string* error,
+std::unique_ptr<BuiltPlan> buildPlanFor(const std::string& modelDir, const std::string& quantMode,
+                                        bool dummy, std::string* error,
                                         TernaryFormat format = TernaryFormat::TQ1) {
   auto built = std::make_unique<BuiltPlan>();
-  auto config = loadModelConfig(modelDir + "/config.json");
-  if (!config) {
-    *error = errorText(config.takeError());
-    return nullptr;
-  }
-  std::unique_ptr<WeightStore> store;
-  if (dummy) {
-    store = WeightStore::createDummy();
-  } else {
-    auto opened = WeightStore::openCheckpoint(modelDir);
-    if (!opened) {
-      *error = errorText(opened.takeError());
-      return nullptr;
-    }
-    store = std::move(*opened);
-  }
-  mlir::DialectRegistry registry;
-  registry.insert<NinferDialect, mlir::func::FuncDialect>();
-  mlir::MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  auto module = importModel(context, *config, *store);
-  if (!module) {
-    *error = errorText(module.takeError());
-    return nullptr;
-  }
-  if (llvm::Error e = applyTernary(*store, **module, mode, format, &built->report)) {
-    *error = errorText(std::move(e));
-    return nullptr;
-  }
-  mlir::PassManager pm(&context);
-  PipelineOptions pipelineOptions;
-  pipelineOptions.maxStepTokens = 128;
-  buildNinferPipeline(pm, pipelineOptions);
-  if (mlir::failed(pm.run(**module))) {
-    *error = "pass pipeline failed";
-    return nullptr;
-  }
-  PlanOptions planOptions;
-  planOptions.context = 256;
-  planOptions.maxStepTokens = 128;
-  auto plan = buildPlan(**module, *config, *store, planOptions);
-  if (!plan) {
-    *error = errorText(plan.takeError());
-    return nullptr;
-  }
-  (*plan)->compiler = "ternary_compiler_tests";
-  (*plan)->target = "cpu";
-  (*plan)->dummy_weights = dummy;
-  auto tokenizer = importTokenizer(modelDir, *config);
-  if (!tokenizer) {
-    *error = errorText(tokenizer.takeError());
-    return nullptr;
-  }
-  (*plan)->tokenizer = std::move(*tokenizer);
   static int counter = 0;
-  built->path = "/tmp/ninfer_ternary_test_" + std::to_string(getpid()) + "_" +
-                std::to_string(counter++) + ".nplan";
-  Status written = writePlan(built->path, **plan, [&](const plan::BufferT& b) {
-    const TensorRef* ref = store->find(b.name);
-    return ref ? ref->data : nullptr;
-  });
-  if (!written) {
-    *error = written.message();
+  CompileOptions options;
+  options.input = dummy ? modelDir + "/config.json" : modelDir;
+  options.dummyWeights = dummy;
+  options.quant.mode = quantMode;
+  options.quant.quiet = true;
+  options.ternaryFormat = format;
+  options.context = 256;
+  options.maxStepTokens = 128;
+  options.compiler = "ternary_compiler_tests";
+  options.target = "cpu";
+  options.output = "/tmp/ninfer_ternary_test_" + std::to_string(getpid()) + "_" +
+                   std::to_string(counter++) + ".nplan";
+  auto compiled = compileModel(options);
+  if (!compiled) {
+    *error = errorText(compiled.takeError());
     return nullptr;
   }
+  built->path = options.output;
+  built->report = compiled->ternary;
   auto file = PlanFile::open(built->path);
   if (!file) {
     *error = file.status().message();
@@ -240,7 +187,7 @@ std::unique_ptr<BuiltPlan> buildPlanFor(const std::string& modelDir, QuantMode m
 
 TEST(TernaryPacking, RefusesModelNotTrainedTernary) {
   std::string error;
-  auto built = buildPlanFor(kPlainModel, QuantMode::Ternary, false, &error);
+  auto built = buildPlanFor(kPlainModel, "ternary", false, &error);
   EXPECT_FALSE(built);
   EXPECT_EQ(error.rfind("--quant ternary: 'model.layers.0.", 0), 0u) << error;
   EXPECT_NE(error.find("' is not ternary ("), std::string::npos) << error;
@@ -249,7 +196,7 @@ TEST(TernaryPacking, RefusesModelNotTrainedTernary) {
             std::string::npos)
       << error;
   // auto keeps every tensor of that model in bf16.
-  built = buildPlanFor(kPlainModel, QuantMode::Auto, false, &error);
+  built = buildPlanFor(kPlainModel, "auto", false, &error);
   ASSERT_TRUE(built) << error;
   EXPECT_EQ(built->report.packed, 0);
   EXPECT_EQ(built->report.kept.size(), 42u);
@@ -261,7 +208,7 @@ TEST(TernaryPacking, DummyTernaryPlanRuns) {
   std::string error;
   for (auto [format, dtype] : {std::pair{TernaryFormat::TQ1, plan::DType::TQ1},
                                std::pair{TernaryFormat::TQ2, plan::DType::TQ2}}) {
-    auto built = buildPlanFor(kTernaryModel, QuantMode::Ternary, true, &error, format);
+    auto built = buildPlanFor(kTernaryModel, "ternary", true, &error, format);
     ASSERT_TRUE(built) << error;
     EXPECT_EQ(built->report.packed, 42);
     int packed = 0;
@@ -282,7 +229,7 @@ TEST(TernaryPacking, DummyTernaryPlanRuns) {
       ASSERT_TRUE(std::isfinite(v));
   }
   // auto mode on dummy weights keeps them (not ternary-trained).
-  auto built = buildPlanFor(kTernaryModel, QuantMode::Auto, true, &error);
+  auto built = buildPlanFor(kTernaryModel, "auto", true, &error);
   ASSERT_TRUE(built) << error;
   EXPECT_EQ(built->report.packed, 0);
 }
@@ -299,9 +246,9 @@ uint64_t weightBytes(const PlanFile& file, bool linearOnly) {
 void expectPackedPlanMatchesBf16Plan(TernaryFormat format, plan::DType dtype) {
   const char* name = ternaryFormatName(format);
   std::string error;
-  auto bf16 = buildPlanFor(kTernaryModel, QuantMode::None, false, &error);
+  auto bf16 = buildPlanFor(kTernaryModel, "none", false, &error);
   ASSERT_TRUE(bf16) << error;
-  auto packed = buildPlanFor(kTernaryModel, QuantMode::Auto, false, &error, format);
+  auto packed = buildPlanFor(kTernaryModel, "auto", false, &error, format);
   ASSERT_TRUE(packed) << error;
   EXPECT_EQ(packed->report.packed, 42);
   EXPECT_TRUE(packed->report.kept.empty());
