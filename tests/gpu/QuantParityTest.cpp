@@ -1,7 +1,7 @@
 // Quantized op parity: the CUDA kernels of codegen/kernels/linear_quant.cuh
 // (quantized Linear, both paths, and the quantized Embedding lookup) and the
 // device fill of dummy quantized weights, against the CPU executor on the same
-// plan, for every group-quantized plan dtype (Q8/Q4/Q3/Q2 x G32/G64/G128).
+// plan, for every group-quantized plan dtype (Q8/Q6/Q5/Q4/Q3/Q2 x G32/G64/G128).
 // Weights are random codes and signed fp16 scales packed by the real packer
 // (passes/quant/Packing), so both executors decode the bytes the compiler writes.
 //
