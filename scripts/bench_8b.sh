@@ -1,60 +1,69 @@
 #!/usr/bin/env bash
-# Speed benchmark of the CUDA path in two halves, because the compiler and the
-# GPU live on different machines:
-#   scripts/bench_8b.sh compile OUT_DIR [NINFERC]   (here) compiles the plans:
-#       bench-llama3-8b-f16.nplan         Llama-3-8B shape, dummy fp16 weights, sm_90, ctx 4096
-#       bench-llama3-8b-f16-nomma.nplan   the same with prefill on CUDA cores (A/B)
-#       bench-pycode-23m.nplan            shared/models/pycode-llama-23m (real weights)
+# The speed table of docs/performance.md in two halves, because the compiler and
+# the GPU live on different machines:
+#   scripts/bench_8b.sh compile OUT_DIR [NINFERC]   (here) compiles the plans, all from
+#       examples/configs/llama-3-8b.json with --dummy-weights for the H200, context 33,000:
+#       bench-8b-f16.nplan        fp16
+#       bench-8b-q4.nplan         --quant q4 (q4_g64, 4.25 bpw)
+#       bench-8b-q4-kv8.nplan     the same with --kv-dtype int8
+#       bench-8b-tq1.nplan        --quant ternary (TQ1 linears), context 4096
+#       bench-23m.nplan           shared/models/pycode-llama-23m's shape, dummy weights
 #   scripts/bench_8b.sh run PLAN_DIR [NINFER]       (on the GPU machine) runs `ninfer bench` on
-#       each plan: prompt 512 + 128 decode steps, 3 warm-ups, 5 measured runs, with CUDA graphs
-#       and without (NINFER_CUDA_GRAPHS=0), a context sweep with a chart, and writes
-#       <plan>.json, <plan>.nographs.json, <plan>.sweep.json and <plan>.png to $OUT (or PLAN_DIR).
-# Method and the table to fill: docs/performance.md.
+#       each plan: prompt 512 + 128 decode steps, 3 warm-ups, 5 measured runs, with --profile
+#       (kernel by kernel), then NINFER_PDL=0 as an A/B, then decode at 8K context (f16, q4,
+#       q4 with int8 KV) and one run at 32K (q4). Writes <plan>.bench, <plan>.json and
+#       <plan>.<ctx>.txt to $OUT (or PLAN_DIR) and prints the summary lines.
+# Method and the table: docs/performance.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
 dir=${2:-}
-[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,13p' "$0"; exit 2; }
+[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,16p' "$0"; exit 2; }
 
 case "$mode" in
 compile)
-  ninferc=${3:-$(command -v ninferc || echo "$root/build-lead/bin/ninferc")}
+  ninferc=${3:-$(command -v ninferc || echo "$root/build/bin/ninferc")}
+  config="$root/examples/configs/llama-3-8b.json"
   mkdir -p "$dir"
-  "$ninferc" "$root/examples/configs/llama-3-8b.json" --dummy-weights --target h200 --ctx 4096 \
-    -o "$dir/bench-llama3-8b-f16.nplan"
-  NINFER_NO_TENSOR_CORES=1 "$ninferc" "$root/examples/configs/llama-3-8b.json" --dummy-weights \
-    --target h200 --ctx 4096 -o "$dir/bench-llama3-8b-f16-nomma.nplan"
+  common=(--dummy-weights --target h200 -q)
+  "$ninferc" "$config" "${common[@]}" --ctx 33000 -o "$dir/bench-8b-f16.nplan"
+  "$ninferc" "$config" "${common[@]}" --ctx 33000 --quant q4 -o "$dir/bench-8b-q4.nplan"
+  "$ninferc" "$config" "${common[@]}" --ctx 33000 --quant q4 --kv-dtype int8 \
+    -o "$dir/bench-8b-q4-kv8.nplan"
+  "$ninferc" "$config" "${common[@]}" --ctx 4096 --quant ternary -o "$dir/bench-8b-tq1.nplan"
   model="$root/../shared/models/pycode-llama-23m"
-  [ -d "$model" ] || model=/work/shared/models/pycode-llama-23m
-  if [ -d "$model" ]; then
-    "$ninferc" "$model" --target h200 --ctx 4096 -o "$dir/bench-pycode-23m.nplan"
-  fi
+  "$ninferc" "$model" "${common[@]}" --ctx 4096 -o "$dir/bench-23m.nplan"
   ls -l "$dir"/bench-*.nplan
   ;;
 run)
-  ninfer=${3:-$(command -v ninfer || echo "$root/build-device/bin/ninfer")}
+  ninfer=${3:-$(command -v ninfer || echo "$root/build/bin/ninfer")}
   out=${OUT:-$dir}
-  for plan in "$dir"/bench-*.nplan; do
+  for name in bench-23m bench-8b-f16 bench-8b-q4 bench-8b-tq1; do
+    plan="$dir/$name.nplan"
     [ -f "$plan" ] || continue
-    name=$(basename "$plan" .nplan)
-    echo "== $name"
-    "$ninfer" bench "$plan" --device cuda --prompt 512 --gen 128 --warmup 3 --reps 5 \
-      --json >"$out/$name.json"
-    "$ninfer" bench "$plan" --device cuda --prompt 512 --gen 128 --warmup 3 --reps 5
-    echo "-- without CUDA graphs"
-    NINFER_CUDA_GRAPHS=0 "$ninfer" bench "$plan" --device cuda --prompt 512 --gen 128 --warmup 3 \
-      --reps 5 --json >"$out/$name.nographs.json"
-    python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; \
-print('decode tok/s', r['decode_tok_s'], 'prefill tok/s', r['prefill_tok_s'])" \
-      "$out/$name.nographs.json" || true
-    echo "-- context sweep"
-    "$ninfer" bench "$plan" --device cuda --prompt 128,512,1024,2048,3840 --gen 128 --warmup 1 \
-      --reps 3 --json --plot "$out/$name.png" >"$out/$name.sweep.json"
-    cat "$out/$name.sweep.json"
+    "$ninfer" bench "$plan" --device cuda --prompt 512 --gen 128 --warmup 3 --reps 5 --profile \
+      >"$out/$name.bench"
+    "$ninfer" bench "$plan" --device cuda --prompt 512 --gen 128 --warmup 3 --reps 5 --json \
+      >"$out/$name.json"
+    echo "== $name: $(sed -n 8p "$out/$name.bench")"
+    echo "   without PDL: $(NINFER_PDL=0 "$ninfer" bench "$plan" --device cuda --prompt 512 \
+      --gen 128 --warmup 1 --reps 3 | tail -1)"
   done
+  for name in bench-8b-f16 bench-8b-q4 bench-8b-q4-kv8; do
+    plan="$dir/$name.nplan"
+    [ -f "$plan" ] || continue
+    "$ninfer" bench "$plan" --device cuda --prompt 8192 --gen 32 --warmup 1 --reps 3 \
+      >"$out/$name.8192.txt"
+    echo "== $name at 8K: $(tail -1 "$out/$name.8192.txt")"
+  done
+  if [ -f "$dir/bench-8b-q4.nplan" ]; then
+    "$ninfer" bench "$dir/bench-8b-q4.nplan" --device cuda --prompt 32768 --gen 32 --warmup 0 \
+      --reps 1 >"$out/bench-8b-q4.32768.txt"
+    echo "== bench-8b-q4 at 32K: $(tail -1 "$out/bench-8b-q4.32768.txt")"
+  fi
   ;;
 *)
-  sed -n '2,13p' "$0"
+  sed -n '2,16p' "$0"
   exit 2
   ;;
 esac
