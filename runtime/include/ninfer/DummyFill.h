@@ -3,11 +3,7 @@
 // the same weights. Compiles as host C++ and as NVRTC device code.
 #pragma once
 
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define NINFER_HD __host__ __device__
-#else
-#define NINFER_HD
-#endif
+#include "HostDevice.h"
 
 namespace ninfer {
 

@@ -15,13 +15,7 @@
 // IEEE f32, so the host and the device produce the same bits from the same row.
 #pragma once
 
-#ifndef NINFER_HD
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define NINFER_HD __host__ __device__
-#else
-#define NINFER_HD
-#endif
-#endif
+#include "HostDevice.h"
 
 namespace ninfer {
 namespace kv {

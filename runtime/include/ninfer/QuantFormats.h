@@ -48,15 +48,8 @@
 // ((w >> s) & 0x000F000F) gets values i and i+4 of a Q4 word and pairs x to match.
 #pragma once
 
-#include "DummyFill.h" // dummyHash (and NINFER_HD)
-
-#ifndef NINFER_HD
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define NINFER_HD __host__ __device__
-#else
-#define NINFER_HD
-#endif
-#endif
+#include "DummyFill.h" // dummyHash
+#include "HostDevice.h"
 
 namespace ninfer {
 namespace quant {

@@ -34,14 +34,7 @@
 #pragma once
 
 #include "DummyFill.h"
-
-#ifndef NINFER_HD
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define NINFER_HD __host__ __device__
-#else
-#define NINFER_HD
-#endif
-#endif
+#include "HostDevice.h"
 
 namespace ninfer {
 namespace ternary {
