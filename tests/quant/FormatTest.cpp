@@ -218,9 +218,11 @@ TEST(QuantFormats, CompilesWithNvrtc) {
   const std::string formatsPath = NINFER_QUANT_FORMATS_HEADER;
   const std::string header = readHeader(formatsPath);
   ASSERT_FALSE(header.empty()) << formatsPath;
-  const std::string dummyFill =
-      readHeader(formatsPath.substr(0, formatsPath.rfind('/') + 1) + "DummyFill.h");
+  const std::string dir = formatsPath.substr(0, formatsPath.rfind('/') + 1);
+  const std::string dummyFill = readHeader(dir + "DummyFill.h");
+  const std::string hostDevice = readHeader(dir + "HostDevice.h");
   ASSERT_FALSE(dummyFill.empty());
+  ASSERT_FALSE(hostDevice.empty());
   const char* source = R"(#include "QuantFormats.h"
 using namespace ninfer::quant;
 template <int B, int G>
@@ -239,9 +241,9 @@ extern "C" __global__ void probe(const unsigned int *w, const unsigned short *s,
            static_cast<float>(quantTensorBytes(3, 64, 2, 256));
 })";
   nvrtcProgram program;
-  const char* headers[] = {header.c_str(), dummyFill.c_str()};
-  const char* names[] = {"QuantFormats.h", "DummyFill.h"};
-  ASSERT_EQ(nvrtcCreateProgram(&program, source, "probe.cu", 2, headers, names), NVRTC_SUCCESS);
+  const char* headers[] = {header.c_str(), dummyFill.c_str(), hostDevice.c_str()};
+  const char* names[] = {"QuantFormats.h", "DummyFill.h", "HostDevice.h"};
+  ASSERT_EQ(nvrtcCreateProgram(&program, source, "probe.cu", 3, headers, names), NVRTC_SUCCESS);
   const char* options[] = {"--gpu-architecture=sm_80", "-std=c++17"};
   const nvrtcResult result = nvrtcCompileProgram(program, 2, options);
   size_t logSize = 0;
