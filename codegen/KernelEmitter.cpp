@@ -8,6 +8,7 @@
 
 #include "Nvrtc.h"
 
+#include "ninfer/GemvShapes.h"
 #include "ninfer/KvFormat.h"
 #include "ninfer/PlanDType.h"
 #include "ninfer/QuantDType.h"
@@ -363,10 +364,9 @@ private:
       return text.str();
     };
     // The grid does not scale with the token count: the GEMM paths grid-stride over
-    // tiles. One GEMV row group per warp; rows per warp as linearRowsPerWarp() in linear.cuh.
-    const int rowsPerWarp = a.out_features >= 4096 ? 2 : 1;
-    const uint32_t blocks =
-        static_cast<uint32_t>(ceilDiv(a.out_features, (kThreads / 32) * rowsPerWarp));
+    // tiles. The GEMV's rows per block: ninfer/GemvShapes.h.
+    const uint32_t blocks = static_cast<uint32_t>(ceilDiv(
+        a.out_features, gemv::linearRowsPerBlock(a.out_features, a.in_features, elemsPer16)));
     return addLinearKernels(op, a, "linear", call, blocks);
   }
 
@@ -438,10 +438,10 @@ private:
            << a.out_features << ", " << rows << ">(" << linearArgs(op, a) << ")";
       return text.str();
     };
-    // gemv_quant_mma.cuh: 16 rows per row tile, gemvMmaRowTiles(N) tiles per block (the
-    // sm_75 GEMV and the tiled path grid-stride, so any grid is correct for them).
-    const int rowTiles = a.out_features >= 32768 ? 4 : a.out_features >= 8192 ? 2 : 1;
-    const uint32_t blocks = static_cast<uint32_t>(ceilDiv(a.out_features, 16 * rowTiles));
+    // gemv_quant_mma.cuh's rows per block (the sm_75 GEMV and the tiled path
+    // grid-stride, so any grid is correct for them).
+    const uint32_t blocks =
+        static_cast<uint32_t>(ceilDiv(a.out_features, gemv::quantRowsPerBlock(a.out_features)));
     // 3 blocks per SM: gemv_quant_mma.cuh fits 85 registers without spilling (sm_90).
     return addLinearKernels(op, a, "linear_quant", call, blocks, 3);
   }

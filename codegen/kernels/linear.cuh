@@ -4,13 +4,16 @@
 // Three paths; the emitter instantiates each linear op twice (ROWS in common.cuh):
 // a GEMV kernel for steps of up to 8 tokens and a GEMM kernel for longer ones.
 //  * rows <= kGemvMaxRows (decode, short prefill, last_row_only): GEMV, bound by the
-//    weight stream. A warp owns linearRowsPerWarp(N) adjacent output rows; each lane
-//    streams 16-byte chunks of them (VEC) with 8 independent 16-byte loads in flight
+//    weight stream. A group of linearKSplit() warps owns linearRowsPerWarp(N) adjacent
+//    output rows (ninfer/GemvShapes.h), each warp a slice of K, so short-N layers still
+//    have ~4096 warps in flight; each lane
+//    streams 16-byte chunks of them (VEC) with up to 8 independent 16-byte loads in flight
 //    (kUnroll chunks x rows per warp), bypassing L1 (ld.global.nc.L1::no_allocate) so
 //    the x rows (f32, read through L1 with __ldg, reused by every warp of the SM) stay
 //    cached. Each x float4 is loaded once per chunk and used for all the warp's rows.
 //    Full unrolled iterations run unpredicated; only a K that is not a multiple of
-//    32 x kUnroll chunks has a predicated tail. One butterfly reduction per output.
+//    32 x kUnroll chunks has a predicated tail. One butterfly reduction per output
+//    and warp; the K slices' sums are added through shared memory in slice order.
 //    Decode (one row) has its own instantiation, so it keeps one accumulator per
 //    output row. Grid-stride over row groups.
 //    Expected: >= 80% of HBM bandwidth for K = 4096/14336 and N >= 4096 (enough
@@ -20,11 +23,12 @@
 //  * more rows otherwise (f32 weights, sm_75, unaligned): shared-memory tiled GEMM on
 //    CUDA cores, a TM x TN output tile per block, each thread a 4x4 register tile.
 // Tiles and row groups are grid-strided, so the grid does not depend on the token count.
-// Launch: block THREADS = 256, grid (ceil(N / (8 * linearRowsPerWarp(N))), 1, 1) (any
-// grid is correct), no dynamic shared memory.
+// Launch: block THREADS = 256, grid (ceil(N / gemv::linearRowsPerBlock(N, K, elems)), 1, 1)
+// (any grid is correct), no dynamic shared memory.
 // last_row_only: x row n-1 -> y row 0.
 #pragma once
 
+#include "GemvShapes.h"
 #include "common.cuh"
 #include "gemm_mma.cuh"
 
@@ -37,12 +41,11 @@ namespace dev {
 
 constexpr int kLinearThreads = 256;
 constexpr int kGemvMaxRows = 8;
-static_assert(kLinearThreads == kMmaThreads, "one block shape for every path");
+static_assert(kLinearThreads == kMmaThreads && kLinearThreads == gemv::kBlockThreads,
+              "one block shape for every path");
 
-// Output rows per warp in the GEMV: 2 for wide layers (more loads in flight and x
-// reuse), 1 for narrow ones (more warps to spread over the SMs). KernelEmitter.cpp
-// sizes the grid with the same rule.
-__host__ __device__ constexpr int linearRowsPerWarp(int n) { return n >= 4096 ? 2 : 1; }
+using gemv::linearKSplit;
+using gemv::linearRowsPerWarp;
 
 // 16-byte read-only load that does not allocate in L1 (weights are read once).
 __device__ __forceinline__ uint4 loadStream16(const uint4 *p) {
@@ -80,21 +83,31 @@ __device__ __forceinline__ void gemvChunk(const float *x, int rows, int c, const
 }
 
 // GEMV with 16-byte weight loads (K % elemsPer16 == 0, 16-byte aligned rows).
+// Warp w of a block takes row group w / KS and the K slice w % KS: full steps of
+// kUnroll x 32 chunks go to the slices in turn, the tail to the next slice.
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int MAXR>
 __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const void *w,
                                               const void *bias, const float *residual,
                                               float *y) {
   constexpr int RPW = linearRowsPerWarp(N);
   constexpr int kElems = elemsPer16<WDT>();
+  constexpr int KS = linearKSplit(N, K, kElems);
   constexpr int kChunks = K / kElems;
-  constexpr int kUnroll = 8 / RPW; // 8 loads in flight per lane
+  // 8 loads in flight per lane, fewer when a slice would get no full step (short
+  // rows, KS = 1, may have none: they are all tail).
+  constexpr int kSliceSteps = kChunks / (kWarpSize * KS);
+  constexpr int kUnroll = kSliceSteps < 1 ? 8 / RPW : kSliceSteps < 8 / RPW ? kSliceSteps : 8 / RPW;
   constexpr int kStep = kUnroll * kWarpSize;
   constexpr int kFull = kChunks / kStep;
   constexpr int kTailIters = (kChunks - kFull * kStep + kWarpSize - 1) / kWarpSize;
   constexpr int kWarps = kLinearThreads / kWarpSize;
+  constexpr int kRowsPerBlock = kWarps / KS * RPW;
+  __shared__ float partial[KS > 1 ? kWarps : 1][RPW][MAXR];
   const int lane = threadIdx.x % kWarpSize;
-  for (int o0 = (blockIdx.x * kWarps + threadIdx.x / kWarpSize) * RPW; o0 < N;
-       o0 += gridDim.x * kWarps * RPW) {
+  const int warp = threadIdx.x / kWarpSize;
+  const int slice = warp % KS;
+  for (int block0 = blockIdx.x * kRowsPerBlock; block0 < N; block0 += gridDim.x * kRowsPerBlock) {
+    const int o0 = block0 + warp / KS * RPW;
     const uint4 *wRow[RPW];
 #pragma unroll
     for (int i = 0; i < RPW; ++i) // a row past N re-reads row N-1 and is not stored
@@ -107,7 +120,7 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
 #pragma unroll
       for (int r = 0; r < MAXR; ++r)
         acc[i][r] = 0.0f;
-    for (int it = 0; it < kFull; ++it) {
+    for (int it = slice; it < kFull; it += KS) {
       const int base = it * kStep + lane;
       uint4 wv[kUnroll][RPW];
 #pragma unroll
@@ -120,34 +133,56 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
         gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc);
     }
     if constexpr (kTailIters > 0) {
-      const int base = kFull * kStep + lane;
-      uint4 wv[kTailIters][RPW];
+      if (slice == kFull % KS) {
+        const int base = kFull * kStep + lane;
+        uint4 wv[kTailIters][RPW];
 #pragma unroll
-      for (int u = 0; u < kTailIters; ++u)
+        for (int u = 0; u < kTailIters; ++u)
 #pragma unroll
-        for (int i = 0; i < RPW; ++i)
-          wv[u][i] = base + u * kWarpSize < kChunks ? loadStream16(wRow[i] + base + u * kWarpSize)
-                                                     : make_uint4(0, 0, 0, 0);
+          for (int i = 0; i < RPW; ++i)
+            wv[u][i] = base + u * kWarpSize < kChunks ? loadStream16(wRow[i] + base + u * kWarpSize)
+                                                       : make_uint4(0, 0, 0, 0);
 #pragma unroll
-      for (int u = 0; u < kTailIters; ++u)
-        if (base + u * kWarpSize < kChunks)
-          gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc);
+        for (int u = 0; u < kTailIters; ++u)
+          if (base + u * kWarpSize < kChunks)
+            gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc);
+      }
     }
 #pragma unroll
-    for (int i = 0; i < RPW; ++i) {
-      const int o = o0 + i;
-      float b = 0.0f;
-      if constexpr (HAS_BIAS)
-        b = loadAsFloat<BDT>(bias, min(o, N - 1));
+    for (int i = 0; i < RPW; ++i)
 #pragma unroll
-      for (int r = 0; r < MAXR; ++r) {
+      for (int r = 0; r < MAXR; ++r)
         if (MAXR == 1 || r < rows) {
           const float sum = warpSum(acc[i][r]);
-          if (lane == 0 && o < N)
-            storeLinearOut(y, residual, static_cast<long long>(r) * N + o, sum + b);
+          if constexpr (KS > 1)
+            if (lane == 0)
+              partial[warp][i][r] = sum;
+          acc[i][r] = sum;
+        }
+    if constexpr (KS > 1)
+      __syncthreads();
+    if (slice == 0) {
+#pragma unroll
+      for (int i = 0; i < RPW; ++i) {
+        const int o = o0 + i;
+        float b = 0.0f;
+        if constexpr (HAS_BIAS)
+          b = loadAsFloat<BDT>(bias, min(o, N - 1));
+#pragma unroll
+        for (int r = 0; r < MAXR; ++r) {
+          if (MAXR == 1 || r < rows) {
+            float sum = acc[i][r];
+            if constexpr (KS > 1)
+              for (int k = 1; k < KS; ++k)
+                sum += partial[warp + k][i][r];
+            if (lane == 0 && o < N)
+              storeLinearOut(y, residual, static_cast<long long>(r) * N + o, sum + b);
+          }
         }
       }
     }
+    if constexpr (KS > 1)
+      __syncthreads(); // partial is reused by the next row block
   }
 }
 

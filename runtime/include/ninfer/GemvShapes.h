@@ -1,0 +1,46 @@
+// How the decode GEMV kernels split their work, shared by the kernels
+// (codegen/kernels/linear.cuh, gemv_quant_mma.cuh) and the
+// kernel emitter, which sizes each launch's grid with the same functions.
+// Compiles as host C++ and as NVRTC device code: no standard header.
+#pragma once
+
+#include "HostDevice.h"
+
+namespace ninfer {
+namespace gemv {
+
+constexpr int kBlockThreads = 256; // every linear kernel: 8 warps
+constexpr int kBlockWarps = kBlockThreads / 32;
+// Warps the GPU should have in flight for a GEMV to cover the memory latency
+// (an H200 holds 132 SMs x 48 warps; half of that is plenty for a stream).
+constexpr int kTargetWarps = 4096;
+
+// ---- f16/bf16/f32 weights (linear.cuh) ----
+
+// Output rows per warp: 2 for wide layers (x reuse), 1 for narrow ones.
+NINFER_HD constexpr int linearRowsPerWarp(int n) { return n >= 4096 ? 2 : 1; }
+
+// Warps that share a row group, each taking a slice of K (1, 2, 4 or 8), until
+// about kTargetWarps warps are busy; every lane keeps at least one 16-byte chunk
+// per row in each of two steps. elems: weights per 16 bytes.
+NINFER_HD constexpr int linearKSplit(int n, int k, int elems) {
+  int split = 1;
+  const int groups = (n + linearRowsPerWarp(n) - 1) / linearRowsPerWarp(n);
+  while (split < kBlockWarps && groups * split < kTargetWarps && k / elems >= 2 * 32 * split)
+    split *= 2;
+  return split;
+}
+
+NINFER_HD constexpr int linearRowsPerBlock(int n, int k, int elems) {
+  return kBlockWarps / linearKSplit(n, k, elems) * linearRowsPerWarp(n);
+}
+
+// ---- group-quantized weights on tensor cores (gemv_quant_mma.cuh) ----
+
+// Row tiles of 16 per block: enough blocks to cover the SMs for short N, fewer
+// K splits (less reduction) for long N.
+NINFER_HD constexpr int quantRowTiles(int n) { return n >= 32768 ? 4 : n >= 8192 ? 2 : 1; }
+NINFER_HD constexpr int quantRowsPerBlock(int n) { return 16 * quantRowTiles(n); }
+
+} // namespace gemv
+} // namespace ninfer
