@@ -34,10 +34,11 @@
 // Accuracy: t is exact; x is rounded to f16 (relative error 2^-11; values beyond
 // 65504 overflow); products are exact in the f32 accumulator.
 //
-// Blocks: 8 warps, gemvMmaRowTiles(N) row tiles of 16 per block, the other
-// warps of a tile splitting the row's chunks; partial sums are combined through
-// shared memory in a fixed order (deterministic). Grid: ceil(N / (16 RT))
-// blocks (KernelEmitter.cpp), grid-strided.
+// Blocks: the row-tile loop of gemv_quant_mma.cuh (gemvMmaTiles): 8 warps,
+// gemvMmaRowTiles(N) = RT row tiles of 16 per block, the 8 / RT warps of a tile
+// splitting the row's chunks; partial sums are combined through shared memory in
+// a fixed order (deterministic). Grid: ceil(N / (16 RT)) blocks
+// (KernelEmitter.cpp), grid-strided.
 #pragma once
 
 #include "Tq1Format.h"
@@ -64,108 +65,73 @@ __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsig
   constexpr int kLastDigits = (K - (kChunks - 1) * tq1::kChunkValues) / 16;
   constexpr int kRowTiles = gemvMmaRowTiles(N);
   constexpr int kSplit = kGemvMmaWarps / kRowTiles; // warps per row tile, splitting K
-  constexpr int kTiles = (N + 15) / 16;
-  constexpr unsigned int kOne = 0x64016401u; // 1025 in both halves: 1024 + d - kOne = t
+  constexpr unsigned int kOne = 0x64016401u;        // 1025 in both halves: 1024 + d - kOne = t
   static_assert(K % 16 == 0 && kLastDigits >= 1 && kLastDigits <= tq1::kDigits,
                 "TQ1 rows are whole digits");
 
-  __shared__ float partial[kGemvMmaWarps][32][4];
-  const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, c = lane % 4;
-  const int tileInBlock = warp / kSplit;
-  const int split = warp % kSplit;
+  const int split = threadIdx.x / kWarpSize % kSplit;
   const int chunkBegin = split * kChunks / kSplit;
   const int chunkEnd = (split + 1) * kChunks / kSplit;
   const bool hasToken = g < rows;
   const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K;
 
-  for (int tileBase = blockIdx.x * kRowTiles; tileBase < kTiles; tileBase += gridDim.x * kRowTiles) {
-    const int tile = tileBase + tileInBlock;
-    // Two accumulator chains (even and odd mma steps), so consecutive mma.sync do
-    // not wait for each other.
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (tile < kTiles) {
-      // Rows past N re-read row N - 1 and are not stored.
-      const long long r0 = min(tile * 16 + g, N - 1), r1 = min(tile * 16 + g + 8, N - 1);
-      const unsigned int *w0 = w + r0 * kRowWords;
-      const unsigned int *w1 = w + r1 * kRowWords;
-      // Software pipeline: the next quad's codes are in flight while this one's are used.
-      TernaryCodes<4> code0, code1, next0, next1;
-      if (chunkBegin < chunkEnd) {
-        const int ch = min(chunkBegin + c, chunkEnd - 1);
-        code0 = ternaryLoadCodes<4>(w0, ch * tq1::kWordsPerChunk);
-        code1 = ternaryLoadCodes<4>(w1, ch * tq1::kWordsPerChunk);
-      }
-      for (int quad = chunkBegin; quad < chunkEnd; quad += 4) {
-        if (quad + 4 < chunkEnd) {
-          const int ch = min(quad + 4 + c, chunkEnd - 1);
-          next0 = ternaryLoadCodes<4>(w0, ch * tq1::kWordsPerChunk);
-          next1 = ternaryLoadCodes<4>(w1, ch * tq1::kWordsPerChunk);
+  gemvMmaTiles<BDT, HAS_BIAS, N>(
+      rows, scale, bias, residual, y,
+      [&](long long r0, long long r1, float(&acc)[4], float(&acc2)[4]) {
+        const unsigned int *w0 = w + r0 * kRowWords;
+        const unsigned int *w1 = w + r1 * kRowWords;
+        // Software pipeline: the next quad's codes are in flight while this one's are used.
+        TernaryCodes<4> code0, code1, next0, next1;
+        if (chunkBegin < chunkEnd) {
+          const int ch = min(chunkBegin + c, chunkEnd - 1);
+          code0 = ternaryLoadCodes<4>(w0, ch * tq1::kWordsPerChunk);
+          code1 = ternaryLoadCodes<4>(w1, ch * tq1::kWordsPerChunk);
         }
-        const int ch = quad + c;
-        // Digits of this lane's chunk whose x it reads; the others get zero B.
-        const int digits = !hasToken || ch >= chunkEnd ? 0
-                           : K % tq1::kChunkValues != 0 && ch == kChunks - 1 ? kLastDigits
-                                                                            : tq1::kDigits;
-        const float *xc = xRow + static_cast<long long>(min(ch, kChunks - 1)) * tq1::kChunkValues;
-#pragma unroll
-        for (int word = 0; word < tq1::kWordsPerChunk; ++word) {
-          unsigned int e0 = tq1::evenLanes(code0.w[word]), o0 = tq1::oddLanes(code0.w[word]);
-          unsigned int e1 = tq1::evenLanes(code1.w[word]), o1 = tq1::oddLanes(code1.w[word]);
-#pragma unroll
-          for (int digit = 0; digit < tq1::kDigits; ++digit) {
-            e0 *= 3u; // halves stay below 768
-            o0 *= 3u;
-            e1 *= 3u;
-            o1 *= 3u;
-            const unsigned int a[4] = {hsub2(tq1DigitPairToHalf2(e0), kOne),
-                                       hsub2(tq1DigitPairToHalf2(e1), kOne),
-                                       hsub2(tq1DigitPairToHalf2(o0), kOne),
-                                       hsub2(tq1DigitPairToHalf2(o1), kOne)};
-            unsigned int b0 = 0u, b1 = 0u;
-            if (digit < digits) {
-              const float4 v = __ldg(reinterpret_cast<const float4 *>(xc + 16 * digit + 4 * word));
-              b0 = packHalf2(v.x, v.z);
-              b1 = packHalf2(v.y, v.w);
-            }
-            mma16816((tq1::kDigits * word + digit) % 2 ? acc2 : acc, a, b0, b1);
-            e0 &= tq1::kLaneMask;
-            o0 &= tq1::kLaneMask;
-            e1 &= tq1::kLaneMask;
-            o1 &= tq1::kLaneMask;
+        for (int quad = chunkBegin; quad < chunkEnd; quad += 4) {
+          if (quad + 4 < chunkEnd) {
+            const int ch = min(quad + 4 + c, chunkEnd - 1);
+            next0 = ternaryLoadCodes<4>(w0, ch * tq1::kWordsPerChunk);
+            next1 = ternaryLoadCodes<4>(w1, ch * tq1::kWordsPerChunk);
           }
-        }
-        code0 = next0;
-        code1 = next1;
-      }
-    }
+          const int ch = quad + c;
+          // Digits of this lane's chunk whose x it reads; the others get zero B.
+          const int digits = !hasToken || ch >= chunkEnd                       ? 0
+                             : K % tq1::kChunkValues != 0 && ch == kChunks - 1 ? kLastDigits
+                                                                               : tq1::kDigits;
+          const float *xc = xRow + static_cast<long long>(min(ch, kChunks - 1)) * tq1::kChunkValues;
 #pragma unroll
-    for (int e = 0; e < 4; ++e)
-      partial[warp][lane][e] = acc[e] + acc2[e];
-    __syncthreads();
-    // Thread -> (tile in block, row in tile, token): sum the K splits in order.
-    for (int item = threadIdx.x; item < kRowTiles * 16 * kGemvMmaMaxTokens;
-         item += kGemvMmaWarps * kWarpSize) {
-      const int t = item % kGemvMmaMaxTokens;
-      const int rowInTile = (item / kGemvMmaMaxTokens) % 16;
-      const int tib = item / (kGemvMmaMaxTokens * 16);
-      const int o = (tileBase + tib) * 16 + rowInTile;
-      if (t >= rows || o >= N)
-        continue;
-      // D fragment: lane 4 * (row % 8) + token / 2, element 2 * (row / 8) + token % 2.
-      const int srcLane = 4 * (rowInTile % 8) + t / 2;
-      const int srcElem = 2 * (rowInTile / 8) + t % 2;
-      float sum = 0.0f;
-      for (int s = 0; s < kSplit; ++s)
-        sum += partial[tib * kSplit + s][srcLane][srcElem];
-      float b = 0.0f;
-      if constexpr (HAS_BIAS)
-        b = loadAsFloat<BDT>(bias, o);
-      storeLinearOut(y, residual, static_cast<long long>(t) * N + o, sum * scale + b);
-    }
-    __syncthreads();
-  }
+          for (int word = 0; word < tq1::kWordsPerChunk; ++word) {
+            unsigned int e0 = tq1::evenLanes(code0.w[word]), o0 = tq1::oddLanes(code0.w[word]);
+            unsigned int e1 = tq1::evenLanes(code1.w[word]), o1 = tq1::oddLanes(code1.w[word]);
+#pragma unroll
+            for (int digit = 0; digit < tq1::kDigits; ++digit) {
+              e0 *= 3u; // halves stay below 768
+              o0 *= 3u;
+              e1 *= 3u;
+              o1 *= 3u;
+              const unsigned int a[4] = {
+                  hsub2(tq1DigitPairToHalf2(e0), kOne), hsub2(tq1DigitPairToHalf2(e1), kOne),
+                  hsub2(tq1DigitPairToHalf2(o0), kOne), hsub2(tq1DigitPairToHalf2(o1), kOne)};
+              unsigned int b0 = 0u, b1 = 0u;
+              if (digit < digits) {
+                const float4 v =
+                    __ldg(reinterpret_cast<const float4 *>(xc + 16 * digit + 4 * word));
+                b0 = packHalf2(v.x, v.z);
+                b1 = packHalf2(v.y, v.w);
+              }
+              mma16816((tq1::kDigits * word + digit) % 2 ? acc2 : acc, a, b0, b1);
+              e0 &= tq1::kLaneMask;
+              o0 &= tq1::kLaneMask;
+              e1 &= tq1::kLaneMask;
+              o1 &= tq1::kLaneMask;
+            }
+          }
+          code0 = next0;
+          code1 = next1;
+        }
+      });
 }
 
 } // namespace dev
