@@ -13,9 +13,11 @@
 // k permutation. Inside one mma step only the lanes of the same c must agree on
 // which k their k-slots (2c, 2c+1, 2c+8, 2c+9) stand for, so lane c takes them
 // from its own 16-byte chunk: the quad of lanes reads 64 contiguous bytes of a
-// row (chunks 4j + c, one 16-byte load each, past L1), and mma step (w, i) of a
-// chunk (word w = 0..3, digit i = 0..4; 20 steps per chunk) takes from word w of
-// the lane's chunk at digit i bytes 0 and 2 (values 80 ch + 16 i + 4 w + 0, + 2)
+// row (chunk q + c of the warp's K slice, q stepping by 4; one 16-byte load
+// each, past L1, the next 4 chunks in flight while these are used), and mma
+// step (w, i) of a chunk (word w = 0..3, digit i = 0..4; 20 steps per chunk)
+// takes from word w of the lane's chunk at digit i bytes 0 and 2 (values
+// 80 ch + 16 i + 4 w + 0, + 2)
 // as the f16 pair of slots (2c, 2c+1), bytes 1 and 3 (+1, +3) as (2c+8, 2c+9),
 // in both rows. The B fragment applies the same map: token g's float4 at
 // 80 ch + 16 i + 4 w gives (x.x, x.z) and (x.y, x.w).
