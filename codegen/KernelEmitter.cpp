@@ -482,11 +482,19 @@ private:
            << a.out_features << ", " << rows << ">(" << linearArgs(op, a) << ")";
       return text.str();
     };
+    if (tq1) {
+      // gemv_tq1_mma.cuh: 16 rows per row tile, gemvMmaRowTiles(N) tiles per block, as
+      // emitLinearQuant (the sm_75 GEMV and the tiled path grid-stride, so any grid is
+      // correct for them). 3 blocks per SM: it fits 80 registers without spilling (sm_80..90).
+      const int rowTiles = a.out_features >= 32768 ? 4 : a.out_features >= 8192 ? 2 : 1;
+      const uint32_t blocks = static_cast<uint32_t>(ceilDiv(a.out_features, 16 * rowTiles));
+      return addLinearKernels(op, a, "linear_tq1", call, blocks, 3);
+    }
     // Row groups of ternaryRowsPerWarp(N) rows (linear_ternary.cuh), 8 warps a block.
     const int rowsPerWarp = a.out_features >= 8192 ? 4 : a.out_features >= 2048 ? 2 : 1;
     const uint32_t blocks =
         static_cast<uint32_t>(ceilDiv(a.out_features, (kThreads / 32) * rowsPerWarp));
-    return addLinearKernels(op, a, tq1 ? "linear_tq1" : "linear_tq2", call, blocks);
+    return addLinearKernels(op, a, "linear_tq2", call, blocks);
   }
 
   Status emitRope(OpT &op, const plan::RopeAttrsT &a) {

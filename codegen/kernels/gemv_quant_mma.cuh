@@ -252,93 +252,36 @@ template <> struct RunCodec<5> { // 16 bytes of the 4-bit plane + 4 bytes of the
   }
 };
 
-template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
-__device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const unsigned char *w,
-                                             const void *bias, const float *residual,
-                                             float *y) {
-  using Packing = quant::QuantPacking<BITS>;
-  constexpr int kUnits = K / quant::kQuantUnitValues;
+// The row-tile loop of a tensor-core GEMV (format-independent): warp w of a
+// block takes K split w % kSplit of row tile w / kSplit, tiles grid-strided.
+// body(r0, r1, acc, acc2) accumulates the warp's K split of rows r0 = g and
+// r1 = g + 8 of its tile into the D fragments acc and acc2 (two chains; rows
+// past N come as N - 1, and are not stored). Then the fragments go through
+// shared memory and each (row, token) output sums its tile's K splits in a fixed
+// order (deterministic), times `scale`, plus the bias, and is stored (with the
+// residual).
+template <int BDT, bool HAS_BIAS, int N, class BODY>
+__device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const void *bias,
+                                             const float *residual, float *y, BODY &&body) {
   constexpr int kRowTiles = gemvMmaRowTiles(N);
-  constexpr int kSplit = kGemvMmaWarps / kRowTiles; // warps per row tile, splitting K
+  constexpr int kSplit = kGemvMmaWarps / kRowTiles;
   constexpr int kTiles = (N + 15) / 16;
-  constexpr long long kRowWeightBytes = quant::quantRowWeightBytes(BITS, K);
-  constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
-  constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
-  // (1024 + code offset) in both halves: code - offset = signed level, exact in f16.
-  constexpr unsigned int kBias =
-      0x00010001u * (0x6400u + static_cast<unsigned int>(Packing::kCodeOffset));
-  // Units in flight per lane: 2 keeps the kernel under 85 registers (3 blocks of
-  // 256 threads per SM); more warps hide latency better than deeper unrolling.
-  constexpr int kUnroll = BITS == 8 ? 1 : 2;
-
   __shared__ float partial[kGemvMmaWarps][32][4];
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
-  const int g = lane / 4, c = lane % 4;
-  const int tileInBlock = warp / kSplit;
-  const int split = warp % kSplit;
-  const int unitBegin = split * kUnits / kSplit;
-  const int unitEnd = (split + 1) * kUnits / kSplit;
-  const bool hasToken = g < rows;
-  const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K + 32 * c;
-
-  for (int tileBase = blockIdx.x * kRowTiles; tileBase < kTiles; tileBase += gridDim.x * kRowTiles) {
-    const int tile = tileBase + tileInBlock;
-    // Two accumulator chains (even and odd mma steps), so consecutive mma.sync do
-    // not wait for each other.
+  const int g = lane / 4;
+  for (int tileBase = blockIdx.x * kRowTiles; tileBase < kTiles;
+       tileBase += gridDim.x * kRowTiles) {
+    const int tile = tileBase + warp / kSplit;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (tile < kTiles) {
-      // Rows past N re-read row N - 1 and are not stored.
-      const long long r0 = min(tile * 16 + g, N - 1), r1 = min(tile * 16 + g + 8, N - 1);
-      const unsigned char *w0 = w + r0 * kRowWeightBytes;
-      const unsigned char *w1 = w + r1 * kRowWeightBytes;
-      const unsigned short *s0 =
-          reinterpret_cast<const unsigned short *>(w + kScalePlane + r0 * kRowScaleBytes);
-      const unsigned short *s1 =
-          reinterpret_cast<const unsigned short *>(w + kScalePlane + r1 * kRowScaleBytes);
-      for (int u0 = unitBegin; u0 < unitEnd; u0 += kUnroll) {
-        RunCodec<BITS> run0[kUnroll], run1[kUnroll];
-        unsigned short sc0[kUnroll], sc1[kUnroll];
-#pragma unroll
-        for (int i = 0; i < kUnroll; ++i) { // every load of the batch before the first use
-          const int u = min(u0 + i, unitEnd - 1);
-          run0[i].load(w0 + static_cast<long long>(u) * Packing::kUnitBytes, c);
-          run1[i].load(w1 + static_cast<long long>(u) * Packing::kUnitBytes, c);
-          const int group = (u * quant::kQuantUnitValues + 32 * c) / GROUP;
-          sc0[i] = __ldg(s0 + group);
-          sc1[i] = __ldg(s1 + group);
-        }
-#pragma unroll
-        for (int i = 0; i < kUnroll; ++i) {
-          if (u0 + i >= unitEnd)
-            break;
-          unsigned int xp[16];
-          if (hasToken)
-            RunCodec<BITS>::loadX(xRow + static_cast<long long>(u0 + i) * quant::kQuantUnitValues, xp);
-          else
-#pragma unroll
-            for (int j = 0; j < 16; ++j)
-              xp[j] = 0u;
-          unsigned int p0[16], p1[16];
-          run0[i].decode(p0);
-          run1[i].decode(p1);
-          const unsigned int scale0 = 0x00010001u * sc0[i], scale1 = 0x00010001u * sc1[i];
-#pragma unroll
-          for (int m = 0; m < 8; ++m) {
-            const unsigned int a[4] = {hmul2(hsub2(p0[2 * m], kBias), scale0),
-                                       hmul2(hsub2(p1[2 * m], kBias), scale1),
-                                       hmul2(hsub2(p0[2 * m + 1], kBias), scale0),
-                                       hmul2(hsub2(p1[2 * m + 1], kBias), scale1)};
-            mma16816(m % 2 ? acc2 : acc, a, xp[2 * m], xp[2 * m + 1]);
-          }
-        }
-      }
-    }
+    if (tile < kTiles)
+      body(static_cast<long long>(min(tile * 16 + g, N - 1)),
+           static_cast<long long>(min(tile * 16 + g + 8, N - 1)), acc, acc2);
 #pragma unroll
     for (int e = 0; e < 4; ++e)
       partial[warp][lane][e] = acc[e] + acc2[e];
     __syncthreads();
-    // Thread -> (tile in block, row in tile, token): sum the K splits in order.
+    // Thread -> (tile in block, row in tile, token).
     for (int item = threadIdx.x; item < kRowTiles * 16 * kGemvMmaMaxTokens;
          item += kGemvMmaWarps * kWarpSize) {
       const int t = item % kGemvMmaMaxTokens;
@@ -353,12 +296,88 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
       float sum = 0.0f;
       for (int s = 0; s < kSplit; ++s)
         sum += partial[tib * kSplit + s][srcLane][srcElem];
+      float b = 0.0f;
       if constexpr (HAS_BIAS)
-        sum += loadAsFloat<BDT>(bias, o);
-      storeLinearOut(y, residual, static_cast<long long>(t) * N + o, sum);
+        b = loadAsFloat<BDT>(bias, o);
+      storeLinearOut(y, residual, static_cast<long long>(t) * N + o, sum * scale + b);
     }
     __syncthreads();
   }
+}
+
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
+__device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const unsigned char *w,
+                                             const void *bias, const float *residual, float *y) {
+  using Packing = quant::QuantPacking<BITS>;
+  constexpr int kUnits = K / quant::kQuantUnitValues;
+  constexpr int kRowTiles = gemvMmaRowTiles(N);
+  constexpr int kSplit = kGemvMmaWarps / kRowTiles; // warps per row tile, splitting K
+  constexpr long long kRowWeightBytes = quant::quantRowWeightBytes(BITS, K);
+  constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
+  constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
+  // (1024 + code offset) in both halves: code - offset = signed level, exact in f16.
+  constexpr unsigned int kBias =
+      0x00010001u * (0x6400u + static_cast<unsigned int>(Packing::kCodeOffset));
+  // Units in flight per lane: 2 keeps the kernel under 85 registers (3 blocks of
+  // 256 threads per SM); more warps hide latency better than deeper unrolling.
+  constexpr int kUnroll = BITS == 8 ? 1 : 2;
+
+  const int lane = threadIdx.x % kWarpSize;
+  const int g = lane / 4, c = lane % 4;
+  const int split = threadIdx.x / kWarpSize % kSplit;
+  const int unitBegin = split * kUnits / kSplit;
+  const int unitEnd = (split + 1) * kUnits / kSplit;
+  const bool hasToken = g < rows;
+  const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K + 32 * c;
+
+  gemvMmaTiles<BDT, HAS_BIAS, N>(
+      rows, 1.0f, bias, residual, y,
+      [&](long long r0, long long r1, float(&acc)[4], float(&acc2)[4]) {
+        const unsigned char *w0 = w + r0 * kRowWeightBytes;
+        const unsigned char *w1 = w + r1 * kRowWeightBytes;
+        const unsigned short *s0 =
+            reinterpret_cast<const unsigned short *>(w + kScalePlane + r0 * kRowScaleBytes);
+        const unsigned short *s1 =
+            reinterpret_cast<const unsigned short *>(w + kScalePlane + r1 * kRowScaleBytes);
+        for (int u0 = unitBegin; u0 < unitEnd; u0 += kUnroll) {
+          RunCodec<BITS> run0[kUnroll], run1[kUnroll];
+          unsigned short sc0[kUnroll], sc1[kUnroll];
+#pragma unroll
+          for (int i = 0; i < kUnroll; ++i) { // every load of the batch before the first use
+            const int u = min(u0 + i, unitEnd - 1);
+            run0[i].load(w0 + static_cast<long long>(u) * Packing::kUnitBytes, c);
+            run1[i].load(w1 + static_cast<long long>(u) * Packing::kUnitBytes, c);
+            const int group = (u * quant::kQuantUnitValues + 32 * c) / GROUP;
+            sc0[i] = __ldg(s0 + group);
+            sc1[i] = __ldg(s1 + group);
+          }
+#pragma unroll
+          for (int i = 0; i < kUnroll; ++i) {
+            if (u0 + i >= unitEnd)
+              break;
+            unsigned int xp[16];
+            if (hasToken)
+              RunCodec<BITS>::loadX(xRow + static_cast<long long>(u0 + i) * quant::kQuantUnitValues,
+                                    xp);
+            else
+#pragma unroll
+              for (int j = 0; j < 16; ++j)
+                xp[j] = 0u;
+            unsigned int p0[16], p1[16];
+            run0[i].decode(p0);
+            run1[i].decode(p1);
+            const unsigned int scale0 = 0x00010001u * sc0[i], scale1 = 0x00010001u * sc1[i];
+#pragma unroll
+            for (int m = 0; m < 8; ++m) {
+              const unsigned int a[4] = {hmul2(hsub2(p0[2 * m], kBias), scale0),
+                                         hmul2(hsub2(p1[2 * m], kBias), scale1),
+                                         hmul2(hsub2(p0[2 * m + 1], kBias), scale0),
+                                         hmul2(hsub2(p1[2 * m + 1], kBias), scale1)};
+              mma16816(m % 2 ? acc2 : acc, a, xp[2 * m], xp[2 * m + 1]);
+            }
+          }
+        }
+      });
 }
 
 } // namespace dev

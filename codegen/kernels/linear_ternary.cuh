@@ -26,7 +26,8 @@
 //    one add. Each thread owns a 4x4 register tile.
 // Tiles and row groups are grid-strided, so the grid does not depend on the token
 // count. Launch: block 256 threads, grid (ceil(N / (8 * RPW)), 1, 1) (any grid is
-// correct), no dynamic shared memory (16.9 KB static for the tiled path).
+// correct; TQ1 launches with the grid of its tensor-core GEMV, linear_tq1.cuh), no
+// dynamic shared memory (16.9 KB static for the tiled path).
 // last_row_only: x row n-1 -> y row 0.
 #pragma once
 

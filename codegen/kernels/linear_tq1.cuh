@@ -1,9 +1,17 @@
 // Linear layer with base-3 ternary weights (DType TQ1, layout in
-// ninfer/Tq1Format.h): y[t, o] = s * sum_k t[o, k] * x[t, k] (+ bias[o]), on the
-// GEMV / tiled GEMM skeletons of linear_ternary.cuh (same paths, launch and
-// grid rule), with the TQ1 layout below.
+// ninfer/Tq1Format.h): y[t, o] = s * sum_k t[o, k] * x[t, k] (+ bias[o]).
+// Paths (ROWS of common.cuh):
+//  * GEMV rows (1..8 tokens, last_row_only) on sm_80+: the tensor-core GEMV of
+//    gemv_tq1_mma.cuh, which multiplies x (rounded to f16) by the exact levels
+//    +-1 / 0 with f32 accumulation; no per-weight scale, s once per output.
+//  * GEMV rows on sm_75, and the tiled GEMM for prefill (more rows, any arch):
+//    the multiply-free select/add skeletons of linear_ternary.cuh with the TQ1
+//    layout below (TernaryTq1Layout).
+// Launch: block 256 threads, grid ceil(N / (16 gemvMmaRowTiles(N))) blocks, the
+// rule of the tensor-core GEMV (KernelEmitter.cpp); the other paths grid-stride,
+// so any grid is correct for them.
 //
-// Decode (GEMV). A lane reads u32 words of a row per step (one 16-byte chunk =
+// Decode (select/add GEMV, sm_75). A lane reads u32 words of a row per step (one 16-byte chunk =
 // 4 words, or 2, or 1 so that the lanes' steps balance, see wordsPerLane). Word w of chunk c holds bytes
 // 4w..4w+3, whose digit i are the values 80c + 16i + 4w .. +3: one float4 of x.
 // Bytes 0 and 2 go to the 16-bit halves of one register, bytes 1 and 3 to
@@ -18,6 +26,7 @@
 #pragma once
 
 #include "Tq1Format.h"
+#include "gemv_tq1_mma.cuh"
 #include "linear_ternary.cuh"
 
 namespace ninfer {
@@ -115,8 +124,24 @@ __device__ __forceinline__ void linearTq1(const float *x, const void *w, const v
   // The scale follows the codes; that offset is a multiple of 16 bytes.
   const float scale = __ldg(reinterpret_cast<const float *>(static_cast<const char *>(w) +
                                                             tq1::scaleOffset(N, K)));
-  ternaryLinear<TernaryTq1Layout, BDT, HAS_BIAS, K, N, ROWS>(
-      x, static_cast<const unsigned int *>(w), scale, bias, residual, y, state);
+  const unsigned int *codes = static_cast<const unsigned int *>(w);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  // Tensor-core GEMV (gemv_tq1_mma.cuh) for decode, short steps and last_row_only;
+  // the select/add GEMV of ternaryLinear stays for sm_75, the tiled GEMM for prefill.
+  if constexpr (ROWS != kRowsGemm) {
+    static_assert(kGemvMmaMaxTokens == kLinearGemvMaxRows, "the emitter's GEMV/GEMM split");
+    const int n = state->nTokens;
+    const float *rows = ROWS == kRowsLast ? x + static_cast<long long>(n - 1) * K : x;
+    gemvTq1Mma<BDT, HAS_BIAS, K, N>(rows, ROWS == kRowsLast ? 1 : n, codes, scale, bias, residual,
+                                    y);
+  } else {
+    ternaryLinear<TernaryTq1Layout, BDT, HAS_BIAS, K, N, ROWS>(x, codes, scale, bias, residual, y,
+                                                               state);
+  }
+#else
+  ternaryLinear<TernaryTq1Layout, BDT, HAS_BIAS, K, N, ROWS>(x, codes, scale, bias, residual, y,
+                                                             state);
+#endif
 }
 
 } // namespace dev

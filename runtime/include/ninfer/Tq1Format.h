@@ -1,7 +1,7 @@
 // Layout of DType TQ1: ternary weights {-s, 0, +s} packed in base 3, five per
 // byte (3^5 = 243 <= 256), plus one f32 scale per tensor. Shared by the packer
 // in the compiler (compiler/TernaryPacking.cpp), the device kernels
-// (codegen/kernels/linear_tq1.cuh, fill.cuh) and the CPU executor. Compiles as
+// (codegen/kernels/linear_tq1.cuh, gemv_tq1_mma.cuh, fill.cuh) and the CPU executor. Compiles as
 // host C++ and as NVRTC device code: no standard header.
 //
 // Digits. A weight t in {-1, 0, +1} is the digit d = t + 1 in {0, 1, 2}. Five

@@ -1,0 +1,140 @@
+// Decode GEMV for base-3 ternary weights (DType TQ1, layout in ninfer/Tq1Format.h)
+// on tensor cores, sm_80+: y[t, o] = s * sum_k t[o, k] * x[t, k] for up to 8 token
+// rows t, t[o, k] in {-1, 0, +1}, s the tensor's f32 scale.
+//
+// Same skeleton as gemv_quant_mma.cuh (read it first): mma.sync m16n8k16 with f16
+// inputs and f32 accumulation, a warp per tile of 16 output rows over a slice of
+// K, lane (g = lane / 4, c = lane % 4) owning rows g and g + 8, the tokens as the
+// mma's n dimension (token g's x in lane (g, c)'s B fragment, zero for g >= rows).
+// The A fragment is the exact level t in {-1, 0, +1} as f16: x is multiplied by
+// +-1 or 0 on the tensor cores, there is no per-weight scale multiply, and s
+// multiplies each output once at the end (in f32).
+//
+// k permutation. Inside one mma step only the lanes of the same c must agree on
+// which k their k-slots (2c, 2c+1, 2c+8, 2c+9) stand for, so lane c takes them
+// from its own 16-byte chunk: the quad of lanes reads 64 contiguous bytes of a
+// row (chunk q + c of the warp's K slice, q stepping by 4; one 16-byte load
+// each, past L1, the next 4 chunks in flight while these are used), and mma
+// step (w, i) of a chunk (word w = 0..3, digit i = 0..4; 20 steps per chunk)
+// takes from word w of the lane's chunk at digit i bytes 0 and 2 (values
+// 80 ch + 16 i + 4 w + 0, + 2)
+// as the f16 pair of slots (2c, 2c+1), bytes 1 and 3 (+1, +3) as (2c+8, 2c+9),
+// in both rows. The B fragment applies the same map: token g's float4 at
+// 80 ch + 16 i + 4 w gives (x.x, x.z) and (x.y, x.w).
+//
+// Decode: bytes 0, 2 (1, 3) of a word sit in the 16-bit halves of one register
+// (tq1::evenLanes / oddLanes). Per digit: p = 3 q; the two digits are bytes 1
+// and 3 of p (each half < 768), so one PRMT with 0x64 bytes makes the f16 pair
+// (1024 + d_lo, 1024 + d_hi), one HSUB2 of 1025 gives t = d - 1 exactly, and
+// q = p & 0x00FF00FF feeds the next digit: 4 instructions per pair of weights.
+//
+// Padding (values past K in a row's last chunk) is whole digits (K is a multiple
+// of 16): those steps get a zero B fragment and x past K is never read. A lane
+// whose chunk lies past its warp's K slice reloads the slice's last chunk and
+// also feeds zero B.
+//
+// Accuracy: t is exact; x is rounded to f16 (relative error 2^-11; values beyond
+// 65504 overflow); products are exact in the f32 accumulator.
+//
+// Blocks: the row-tile loop of gemv_quant_mma.cuh (gemvMmaTiles): 8 warps,
+// gemvMmaRowTiles(N) = RT row tiles of 16 per block, the 8 / RT warps of a tile
+// splitting the row's chunks; partial sums are combined through shared memory in
+// a fixed order (deterministic). Grid: ceil(N / (16 RT)) blocks
+// (KernelEmitter.cpp), grid-strided.
+#pragma once
+
+#include "Tq1Format.h"
+#include "gemv_quant_mma.cuh"
+#include "linear_ternary.cuh"
+
+namespace ninfer {
+namespace dev {
+
+// The f16 pair (1024 + byte 1, 1024 + byte 3) of p.
+__device__ __forceinline__ unsigned int tq1DigitPairToHalf2(unsigned int p) {
+  unsigned int d;
+  asm("prmt.b32 %0, %1, %2, 0x4341;" : "=r"(d) : "r"(p), "r"(0x64646464u));
+  return d;
+}
+
+template <int BDT, bool HAS_BIAS, int K, int N>
+__device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsigned int *w,
+                                           float scale, const void *bias, const float *residual,
+                                           float *y) {
+  constexpr int kChunks = static_cast<int>(tq1::chunks(K));
+  constexpr int kRowWords = kChunks * tq1::kWordsPerChunk;
+  // Digits of the last chunk that hold values (the rest is padding).
+  constexpr int kLastDigits = (K - (kChunks - 1) * tq1::kChunkValues) / 16;
+  constexpr int kRowTiles = gemvMmaRowTiles(N);
+  constexpr int kSplit = kGemvMmaWarps / kRowTiles; // warps per row tile, splitting K
+  constexpr unsigned int kOne = 0x64016401u;        // 1025 in both halves: 1024 + d - kOne = t
+  static_assert(K % 16 == 0 && kLastDigits >= 1 && kLastDigits <= tq1::kDigits,
+                "TQ1 rows are whole digits");
+
+  const int lane = threadIdx.x % kWarpSize;
+  const int g = lane / 4, c = lane % 4;
+  const int split = threadIdx.x / kWarpSize % kSplit;
+  const int chunkBegin = split * kChunks / kSplit;
+  const int chunkEnd = (split + 1) * kChunks / kSplit;
+  const bool hasToken = g < rows;
+  const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K;
+
+  gemvMmaTiles<BDT, HAS_BIAS, N>(
+      rows, scale, bias, residual, y,
+      [&](long long r0, long long r1, float(&acc)[4], float(&acc2)[4]) {
+        const unsigned int *w0 = w + r0 * kRowWords;
+        const unsigned int *w1 = w + r1 * kRowWords;
+        // Software pipeline: the next quad's codes are in flight while this one's are used.
+        TernaryCodes<4> code0, code1, next0, next1;
+        if (chunkBegin < chunkEnd) {
+          const int ch = min(chunkBegin + c, chunkEnd - 1);
+          code0 = ternaryLoadCodes<4>(w0, ch * tq1::kWordsPerChunk);
+          code1 = ternaryLoadCodes<4>(w1, ch * tq1::kWordsPerChunk);
+        }
+        for (int quad = chunkBegin; quad < chunkEnd; quad += 4) {
+          if (quad + 4 < chunkEnd) {
+            const int ch = min(quad + 4 + c, chunkEnd - 1);
+            next0 = ternaryLoadCodes<4>(w0, ch * tq1::kWordsPerChunk);
+            next1 = ternaryLoadCodes<4>(w1, ch * tq1::kWordsPerChunk);
+          }
+          const int ch = quad + c;
+          // Digits of this lane's chunk whose x it reads; the others get zero B.
+          const int digits = !hasToken || ch >= chunkEnd                       ? 0
+                             : K % tq1::kChunkValues != 0 && ch == kChunks - 1 ? kLastDigits
+                                                                               : tq1::kDigits;
+          const float *xc = xRow + static_cast<long long>(min(ch, kChunks - 1)) * tq1::kChunkValues;
+#pragma unroll
+          for (int word = 0; word < tq1::kWordsPerChunk; ++word) {
+            unsigned int e0 = tq1::evenLanes(code0.w[word]), o0 = tq1::oddLanes(code0.w[word]);
+            unsigned int e1 = tq1::evenLanes(code1.w[word]), o1 = tq1::oddLanes(code1.w[word]);
+#pragma unroll
+            for (int digit = 0; digit < tq1::kDigits; ++digit) {
+              e0 *= 3u; // halves stay below 768
+              o0 *= 3u;
+              e1 *= 3u;
+              o1 *= 3u;
+              const unsigned int a[4] = {
+                  hsub2(tq1DigitPairToHalf2(e0), kOne), hsub2(tq1DigitPairToHalf2(e1), kOne),
+                  hsub2(tq1DigitPairToHalf2(o0), kOne), hsub2(tq1DigitPairToHalf2(o1), kOne)};
+              unsigned int b0 = 0u, b1 = 0u;
+              if (digit < digits) {
+                const float4 v =
+                    __ldg(reinterpret_cast<const float4 *>(xc + 16 * digit + 4 * word));
+                b0 = packHalf2(v.x, v.z);
+                b1 = packHalf2(v.y, v.w);
+              }
+              mma16816((tq1::kDigits * word + digit) % 2 ? acc2 : acc, a, b0, b1);
+              e0 &= tq1::kLaneMask;
+              o0 &= tq1::kLaneMask;
+              e1 &= tq1::kLaneMask;
+              o1 &= tq1::kLaneMask;
+            }
+          }
+          code0 = next0;
+          code1 = next1;
+        }
+      });
+}
+
+} // namespace dev
+} // namespace ninfer
