@@ -439,10 +439,10 @@ private:
       return text.str();
     };
     // gemv_quant_mma.cuh's rows per block (the sm_75 GEMV and the tiled path
-    // grid-stride, so any grid is correct for them).
+    // grid-stride, so any grid is correct for them). 3 blocks per SM: it fits 80
+    // registers without spilling (sm_90).
     const uint32_t blocks =
-        static_cast<uint32_t>(ceilDiv(a.out_features, gemv::quantRowsPerBlock(a.out_features)));
-    // 3 blocks per SM: gemv_quant_mma.cuh fits 85 registers without spilling (sm_90).
+        static_cast<uint32_t>(ceilDiv(a.out_features, gemv::mmaRowsPerBlock(a.out_features)));
     return addLinearKernels(op, a, "linear_quant", call, blocks, 3);
   }
 
@@ -483,17 +483,15 @@ private:
       return text.str();
     };
     if (tq1) {
-      // gemv_tq1_mma.cuh: 16 rows per row tile, gemvMmaRowTiles(N) tiles per block, as
-      // emitLinearQuant (the sm_75 GEMV and the tiled path grid-stride, so any grid is
-      // correct for them). 3 blocks per SM: it fits 80 registers without spilling (sm_80..90).
-      const int rowTiles = a.out_features >= 32768 ? 4 : a.out_features >= 8192 ? 2 : 1;
-      const uint32_t blocks = static_cast<uint32_t>(ceilDiv(a.out_features, 16 * rowTiles));
+      // gemv_tq1_mma.cuh's rows per block, as emitLinearQuant (the sm_75 GEMV and the
+      // tiled path grid-stride, so any grid is correct for them). 3 blocks per SM: it
+      // fits 80 registers without spilling (sm_80..90).
+      const uint32_t blocks =
+          static_cast<uint32_t>(ceilDiv(a.out_features, gemv::mmaRowsPerBlock(a.out_features)));
       return addLinearKernels(op, a, "linear_tq1", call, blocks, 3);
     }
-    // Row groups of ternaryRowsPerWarp(N) rows (linear_ternary.cuh), 8 warps a block.
-    const int rowsPerWarp = a.out_features >= 8192 ? 4 : a.out_features >= 2048 ? 2 : 1;
-    const uint32_t blocks =
-        static_cast<uint32_t>(ceilDiv(a.out_features, (kThreads / 32) * rowsPerWarp));
+    const uint32_t blocks = static_cast<uint32_t>(
+        ceilDiv(a.out_features, gemv::ternaryRowsPerBlock(a.out_features)));
     return addLinearKernels(op, a, "linear_tq2", call, blocks);
   }
 

@@ -32,6 +32,7 @@
 // blocks, grid-strided.
 #pragma once
 
+#include "GemvShapes.h"
 #include "QuantFormats.h"
 #include "common.cuh"
 
@@ -40,13 +41,6 @@ namespace dev {
 
 constexpr int kGemvMmaWarps = 8;
 constexpr int kGemvMmaMaxTokens = 8;
-
-// Row tiles of 16 per block: enough blocks to cover the SMs for short N, fewer
-// K splits (less reduction) for long N. KernelEmitter.cpp sizes the grid with
-// the same rule.
-__host__ __device__ constexpr int gemvMmaRowTiles(int n) {
-  return n >= 32768 ? 4 : n >= 8192 ? 2 : 1;
-}
 
 // (1024 + lo, 1024 + hi) as an f16 pair from two codes at bits 0.. and 16..
 __device__ __forceinline__ unsigned int codePairToHalf2(unsigned int bits) {
@@ -263,7 +257,7 @@ template <> struct RunCodec<5> { // 16 bytes of the 4-bit plane + 4 bytes of the
 template <int BDT, bool HAS_BIAS, int N, class BODY>
 __device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const void *bias,
                                              const float *residual, float *y, BODY &&body) {
-  constexpr int kRowTiles = gemvMmaRowTiles(N);
+  constexpr int kRowTiles = gemv::mmaRowTiles(N);
   constexpr int kSplit = kGemvMmaWarps / kRowTiles;
   constexpr int kTiles = (N + 15) / 16;
   __shared__ float partial[kGemvMmaWarps][32][4];
@@ -310,7 +304,7 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
                                              const void *bias, const float *residual, float *y) {
   using Packing = quant::QuantPacking<BITS>;
   constexpr int kUnits = K / quant::kQuantUnitValues;
-  constexpr int kRowTiles = gemvMmaRowTiles(N);
+  constexpr int kRowTiles = gemv::mmaRowTiles(N);
   constexpr int kSplit = kGemvMmaWarps / kRowTiles; // warps per row tile, splitting K
   constexpr long long kRowWeightBytes = quant::quantRowWeightBytes(BITS, K);
   constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);

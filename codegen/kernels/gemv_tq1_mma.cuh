@@ -13,8 +13,9 @@
 // k permutation. Inside one mma step only the lanes of the same c must agree on
 // which k their k-slots (2c, 2c+1, 2c+8, 2c+9) stand for, so lane c takes them
 // from its own 16-byte chunk: the quad of lanes reads 64 contiguous bytes of a
-// row (chunk q + c of the warp's K slice, q stepping by 4; one 16-byte load
-// each, past L1, the next 4 chunks in flight while these are used), and mma
+// row (chunk q + c, q = 4 split, 4 split + 4 kSplit, ...: the quads of a row are
+// dealt to the warps of the tile in turn; one 16-byte load each, past L1, the
+// warp's next quad in flight while this one is used), and mma
 // step (w, i) of a chunk (word w = 0..3, digit i = 0..4; 20 steps per chunk)
 // takes from word w of the lane's chunk at digit i bytes 0 and 2 (values
 // 80 ch + 16 i + 4 w + 0, + 2)
@@ -30,15 +31,15 @@
 //
 // Padding (values past K in a row's last chunk) is whole digits (K is a multiple
 // of 16): those steps get a zero B fragment and x past K is never read. A lane
-// whose chunk lies past its warp's K slice reloads the slice's last chunk and
-// also feeds zero B.
+// whose chunk lies past the row's end reloads the last chunk and also feeds
+// zero B.
 //
 // Accuracy: t is exact; x is rounded to f16 (relative error 2^-11; values beyond
 // 65504 overflow); products are exact in the f32 accumulator.
 //
 // Blocks: the row-tile loop of gemv_quant_mma.cuh (gemvMmaTiles): 8 warps,
-// gemvMmaRowTiles(N) = RT row tiles of 16 per block, the 8 / RT warps of a tile
-// splitting the row's chunks; partial sums are combined through shared memory in
+// gemv::mmaRowTiles(N) = RT row tiles of 16 per block, the 8 / RT warps of a tile
+// sharing the row's chunks; partial sums are combined through shared memory in
 // a fixed order (deterministic). Grid: ceil(N / (16 RT)) blocks
 // (KernelEmitter.cpp), grid-strided.
 #pragma once
@@ -65,7 +66,7 @@ __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsig
   constexpr int kRowWords = kChunks * tq1::kWordsPerChunk;
   // Digits of the last chunk that hold values (the rest is padding).
   constexpr int kLastDigits = (K - (kChunks - 1) * tq1::kChunkValues) / 16;
-  constexpr int kRowTiles = gemvMmaRowTiles(N);
+  constexpr int kRowTiles = gemv::mmaRowTiles(N);
   constexpr int kSplit = kGemvMmaWarps / kRowTiles; // warps per row tile, splitting K
   constexpr unsigned int kOne = 0x64016401u;        // 1025 in both halves: 1024 + d - kOne = t
   static_assert(K % 16 == 0 && kLastDigits >= 1 && kLastDigits <= tq1::kDigits,
@@ -74,8 +75,12 @@ __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsig
   const int lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, c = lane % 4;
   const int split = threadIdx.x / kWarpSize % kSplit;
-  const int chunkBegin = split * kChunks / kSplit;
-  const int chunkEnd = (split + 1) * kChunks / kSplit;
+  // The warp's chunks: quads of 4, interleaved with the other warps of the tile
+  // (quad q of the row goes to warp q % kSplit), so the tile's warps read
+  // neighbouring bytes at the same time (+4% over contiguous slices at 8B shapes).
+  const int chunkBegin = 4 * split;
+  const int chunkEnd = kChunks;
+  constexpr int quadStep = 4 * kSplit;
   const bool hasToken = g < rows;
   const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K;
 
@@ -91,9 +96,9 @@ __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsig
           code0 = ternaryLoadCodes<4>(w0, ch * tq1::kWordsPerChunk);
           code1 = ternaryLoadCodes<4>(w1, ch * tq1::kWordsPerChunk);
         }
-        for (int quad = chunkBegin; quad < chunkEnd; quad += 4) {
-          if (quad + 4 < chunkEnd) {
-            const int ch = min(quad + 4 + c, chunkEnd - 1);
+        for (int quad = chunkBegin; quad < chunkEnd; quad += quadStep) {
+          if (quad + quadStep < chunkEnd) {
+            const int ch = min(quad + quadStep + c, chunkEnd - 1);
             next0 = ternaryLoadCodes<4>(w0, ch * tq1::kWordsPerChunk);
             next1 = ternaryLoadCodes<4>(w1, ch * tq1::kWordsPerChunk);
           }

@@ -21,7 +21,7 @@
 //    then each thread accumulates a 4 x 4 register tile. The dequantized tile
 //    is reused by all 64 tokens, so decoding costs 1/64 of a multiply-add per
 //    weight value. Tiles are grid-strided.
-// Launch: block kQuantThreads = 256, grid (ceil(N / (16 gemvMmaRowTiles(N))), 1, 1)
+// Launch: block kQuantThreads = 256, grid (ceil(N / gemv::mmaRowsPerBlock(N)), 1, 1)
 // (any grid is correct), no dynamic shared memory. last_row_only: x row n-1 -> y row 0.
 //
 // Embedding: out[t, :] = dequantized table row tokens[t]. Launch: block

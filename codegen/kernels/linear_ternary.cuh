@@ -31,6 +31,7 @@
 // last_row_only: x row n-1 -> y row 0.
 #pragma once
 
+#include "GemvShapes.h"
 #include "TernaryFormat.h"
 #include "common.cuh"
 
@@ -40,11 +41,7 @@ namespace dev {
 constexpr int kTernaryThreads = 256;
 constexpr int kTernaryMaxRows = 8;
 
-// Output rows per warp: more rows share each x load, fewer rows give more warps
-// for small N (the kernel emitter uses the same rule for the grid).
-__host__ __device__ constexpr int ternaryRowsPerWarp(int n) {
-  return n >= 8192 ? 4 : n >= 2048 ? 2 : 1;
-}
+using gemv::ternaryRowsPerWarp;
 
 template <int WORDS> struct TernaryCodes { unsigned int w[WORDS]; };
 

@@ -7,7 +7,7 @@
 //  * GEMV rows on sm_75, and the tiled GEMM for prefill (more rows, any arch):
 //    the multiply-free select/add skeletons of linear_ternary.cuh with the TQ1
 //    layout below (TernaryTq1Layout).
-// Launch: block 256 threads, grid ceil(N / (16 gemvMmaRowTiles(N))) blocks, the
+// Launch: block 256 threads, grid ceil(N / gemv::mmaRowsPerBlock(N)) blocks, the
 // rule of the tensor-core GEMV (KernelEmitter.cpp); the other paths grid-stride,
 // so any grid is correct for them.
 //

@@ -1,6 +1,7 @@
 // How the decode GEMV kernels split their work, shared by the kernels
-// (codegen/kernels/linear.cuh, gemv_quant_mma.cuh) and the
-// kernel emitter, which sizes each launch's grid with the same functions.
+// (codegen/kernels/linear.cuh, gemv_quant_mma.cuh, gemv_tq1_mma.cuh,
+// linear_ternary.cuh) and the kernel emitter, which sizes each launch's grid
+// with the same functions.
 // Compiles as host C++ and as NVRTC device code: no standard header.
 #pragma once
 
@@ -35,12 +36,18 @@ NINFER_HD constexpr int linearRowsPerBlock(int n, int k, int elems) {
   return kBlockWarps / linearKSplit(n, k, elems) * linearRowsPerWarp(n);
 }
 
-// ---- group-quantized weights on tensor cores (gemv_quant_mma.cuh) ----
+// ---- tensor-core GEMVs (gemv_quant_mma.cuh, gemv_tq1_mma.cuh) ----
 
 // Row tiles of 16 per block: enough blocks to cover the SMs for short N, fewer
 // K splits (less reduction) for long N.
-NINFER_HD constexpr int quantRowTiles(int n) { return n >= 32768 ? 4 : n >= 8192 ? 2 : 1; }
-NINFER_HD constexpr int quantRowsPerBlock(int n) { return 16 * quantRowTiles(n); }
+NINFER_HD constexpr int mmaRowTiles(int n) { return n >= 32768 ? 4 : n >= 8192 ? 2 : 1; }
+NINFER_HD constexpr int mmaRowsPerBlock(int n) { return 16 * mmaRowTiles(n); }
+
+// ---- ternary weights on CUDA cores (linear_ternary.cuh: TQ2, and TQ1 on sm_75) ----
+
+// Output rows per warp: more rows share each x load, fewer give more warps for small N.
+NINFER_HD constexpr int ternaryRowsPerWarp(int n) { return n >= 8192 ? 4 : n >= 2048 ? 2 : 1; }
+NINFER_HD constexpr int ternaryRowsPerBlock(int n) { return kBlockWarps * ternaryRowsPerWarp(n); }
 
 } // namespace gemv
 } // namespace ninfer
