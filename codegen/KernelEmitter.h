@@ -15,6 +15,9 @@ namespace ninfer {
 struct KernelOptions {
   std::vector<std::string> archs; // "sm_90", "sm_89", ...
   bool embedPtx = true;
+  // Consecutive linear ops with one input (q/k/v, gate/up) share one decode GEMV
+  // launch (ninferc --no-fusion turns it off).
+  bool groupLinears = true;
   // Called with (done, total) while compiling, for progress display.
   std::function<void(int, int)> progress;
 };

@@ -31,6 +31,17 @@ constexpr int kRowsGemm = 2; // steps of more tokens: GEMM
 constexpr int kRowsLast = 3; // the last token's row only (lm_head): GEMV of one row
 constexpr int kLinearGemvMaxRows = 8;
 
+// The blocks a GEMV runs on: the whole grid, or its share of a grouped launch
+// (several linear ops that read the same input in one grid, KernelEmitter.cpp):
+// block `index` of `count`.
+struct BlockSlice {
+  int index;
+  int count;
+};
+__device__ __forceinline__ BlockSlice wholeGrid() {
+  return {static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)};
+}
+
 // Linear epilogue: y[i] = v, plus residual[i] when the residual add that
 // followed the linear was fused into it (residual may alias y: element i is
 // read before it is written, by the same thread).

@@ -256,7 +256,8 @@ template <> struct RunCodec<5> { // 16 bytes of the 4-bit plane + 4 bytes of the
 // residual).
 template <int BDT, bool HAS_BIAS, int N, class BODY>
 __device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const void *bias,
-                                             const float *residual, float *y, BODY &&body) {
+                                             const float *residual, float *y, BlockSlice blocks,
+                                             BODY &&body) {
   constexpr int kRowTiles = gemv::mmaRowTiles(N);
   constexpr int kSplit = kGemvMmaWarps / kRowTiles;
   constexpr int kTiles = (N + 15) / 16;
@@ -264,8 +265,8 @@ __device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const void *
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   const int g = lane / 4;
-  for (int tileBase = blockIdx.x * kRowTiles; tileBase < kTiles;
-       tileBase += gridDim.x * kRowTiles) {
+  for (int tileBase = blocks.index * kRowTiles; tileBase < kTiles;
+       tileBase += blocks.count * kRowTiles) {
     const int tile = tileBase + warp / kSplit;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (tile < kTiles)
@@ -301,7 +302,8 @@ __device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const void *
 
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const unsigned char *w,
-                                             const void *bias, const float *residual, float *y) {
+                                             const void *bias, const float *residual, float *y,
+                                             BlockSlice blocks) {
   using Packing = quant::QuantPacking<BITS>;
   constexpr int kUnits = K / quant::kQuantUnitValues;
   constexpr int kRowTiles = gemv::mmaRowTiles(N);
@@ -325,7 +327,7 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
   const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K + 32 * c;
 
   gemvMmaTiles<BDT, HAS_BIAS, N>(
-      rows, 1.0f, bias, residual, y,
+      rows, 1.0f, bias, residual, y, blocks,
       [&](long long r0, long long r1, float(&acc)[4], float(&acc2)[4]) {
         const unsigned char *w0 = w + r0 * kRowWeightBytes;
         const unsigned char *w1 = w + r1 * kRowWeightBytes;

@@ -61,7 +61,7 @@ __device__ __forceinline__ unsigned int tq1DigitPairToHalf2(unsigned int p) {
 template <int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsigned int *w,
                                            float scale, const void *bias, const float *residual,
-                                           float *y) {
+                                           float *y, BlockSlice blocks) {
   constexpr int kChunks = static_cast<int>(tq1::chunks(K));
   constexpr int kRowWords = kChunks * tq1::kWordsPerChunk;
   // Digits of the last chunk that hold values (the rest is padding).
@@ -85,7 +85,7 @@ __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsig
   const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K;
 
   gemvMmaTiles<BDT, HAS_BIAS, N>(
-      rows, scale, bias, residual, y,
+      rows, scale, bias, residual, y, blocks,
       [&](long long r0, long long r1, float(&acc)[4], float(&acc2)[4]) {
         const unsigned int *w0 = w + r0 * kRowWords;
         const unsigned int *w1 = w + r1 * kRowWords;

@@ -87,8 +87,8 @@ __device__ __forceinline__ void gemvChunk(const float *x, int rows, int c, const
 // kUnroll x 32 chunks go to the slices in turn, the tail to the next slice.
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int MAXR>
 __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const void *w,
-                                              const void *bias, const float *residual,
-                                              float *y) {
+                                              const void *bias, const float *residual, float *y,
+                                              BlockSlice blocks) {
   constexpr int RPW = linearRowsPerWarp(N);
   constexpr int kElems = elemsPer16<WDT>();
   constexpr int KS = linearKSplit(N, K, kElems);
@@ -106,7 +106,8 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
   const int slice = warp % KS;
-  for (int block0 = blockIdx.x * kRowsPerBlock; block0 < N; block0 += gridDim.x * kRowsPerBlock) {
+  for (int block0 = blocks.index * kRowsPerBlock; block0 < N;
+       block0 += blocks.count * kRowsPerBlock) {
     const int o0 = block0 + warp / KS * RPW;
     const uint4 *wRow[RPW];
 #pragma unroll
@@ -190,10 +191,11 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void linearGemvScalar(const float *x, int rows, const void *w,
                                                  const void *bias, const float *residual,
-                                              float *y) {
+                                                 float *y, BlockSlice blocks) {
   constexpr int kWarps = kLinearThreads / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
-  for (int o = blockIdx.x * kWarps + threadIdx.x / kWarpSize; o < N; o += gridDim.x * kWarps) {
+  for (int o = blocks.index * kWarps + threadIdx.x / kWarpSize; o < N;
+       o += blocks.count * kWarps) {
     float acc[kGemvMaxRows];
 #pragma unroll
     for (int r = 0; r < kGemvMaxRows; ++r)
@@ -223,15 +225,15 @@ __device__ __forceinline__ void linearGemvScalar(const float *x, int rows, const
 
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N, bool VEC>
 __device__ __forceinline__ void linearGemv(const float *x, int rows, const void *w,
-                                           const void *bias, const float *residual,
-                                              float *y) {
+                                           const void *bias, const float *residual, float *y,
+                                           BlockSlice blocks) {
   if constexpr (VEC) {
     if (rows == 1)
-      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, 1>(x, 1, w, bias, residual, y);
+      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, 1>(x, 1, w, bias, residual, y, blocks);
     else
-      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, kGemvMaxRows>(x, rows, w, bias, residual, y);
+      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, kGemvMaxRows>(x, rows, w, bias, residual, y, blocks);
   } else {
-    linearGemvScalar<WDT, BDT, HAS_BIAS, K, N>(x, rows, w, bias, residual, y);
+    linearGemvScalar<WDT, BDT, HAS_BIAS, K, N>(x, rows, w, bias, residual, y, blocks);
   }
 }
 
@@ -313,15 +315,15 @@ __device__ __forceinline__ void linearTiled(const float *x, int rows, const void
 
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int ROWS, bool VEC>
 __device__ __forceinline__ void linear(const float *x, const void *w, const void *bias,
-                                       const float *residual, float *y,
-                                       const StepState *state) {
+                                       const float *residual, float *y, const StepState *state,
+                                       BlockSlice blocks = wholeGrid()) {
   static_assert(kGemvMaxRows == kLinearGemvMaxRows, "the emitter's GEMV/GEMM split");
   const int n = state->nTokens;
   if constexpr (ROWS == kRowsLast) {
     linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC>(x + static_cast<long long>(n - 1) * K, 1, w, bias,
-                                              residual, y);
+                                              residual, y, blocks);
   } else if constexpr (ROWS == kRowsGemv) {
-    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC>(x, n, w, bias, residual, y);
+    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC>(x, n, w, bias, residual, y, blocks);
   } else {
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     // Only one GEMM path is instantiated per kernel: their static shared memory adds up.

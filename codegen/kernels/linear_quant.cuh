@@ -53,7 +53,7 @@ __device__ __forceinline__ float quantValue(const unsigned char* w, long long o,
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void linearQuantGemv(const float* x, int rows, const unsigned char* w,
                                                 const void* bias, const float* residual,
-                                                float* y) {
+                                                float* y, BlockSlice blocks) {
   using Packing = quant::QuantPacking<BITS>;
   constexpr int kUnits = K / quant::kQuantUnitValues;
   constexpr int kWarps = kQuantThreads / kWarpSize;
@@ -61,7 +61,8 @@ __device__ __forceinline__ void linearQuantGemv(const float* x, int rows, const 
   constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
   constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
   const int lane = threadIdx.x % kWarpSize;
-  for (int o = blockIdx.x * kWarps + threadIdx.x / kWarpSize; o < N; o += gridDim.x * kWarps) {
+  for (int o = blocks.index * kWarps + threadIdx.x / kWarpSize; o < N;
+       o += blocks.count * kWarps) {
     const unsigned int* row =
         reinterpret_cast<const unsigned int*>(w + static_cast<long long>(o) * kRowWeightBytes);
     const unsigned short* scales = reinterpret_cast<const unsigned short*>(
@@ -177,7 +178,8 @@ __device__ __forceinline__ void linearQuantTiled(const float* x, int rows, const
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int ROWS>
 __device__ __forceinline__ void linearQuant(const float* x, const void* w, const void* bias,
                                             const float* residual, float* y,
-                                            const StepState* state) {
+                                            const StepState* state,
+                                            BlockSlice blocks = wholeGrid()) {
   static_assert(K % quant::kQuantUnitValues == 0, "quantized rows are whole 128-value units");
   const unsigned char* wb = static_cast<const unsigned char*>(w);
   const int n = state->nTokens;
@@ -190,9 +192,9 @@ __device__ __forceinline__ void linearQuant(const float* x, const void* w, const
     const int count = ROWS == kRowsLast ? 1 : n;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     // Tensor-core GEMV (gemv_quant_mma.cuh); the CUDA-core one above is for sm_75.
-    gemvQuantMma<BITS, GROUP, BDT, HAS_BIAS, K, N>(rows, count, wb, bias, residual, y);
+    gemvQuantMma<BITS, GROUP, BDT, HAS_BIAS, K, N>(rows, count, wb, bias, residual, y, blocks);
 #else
-    linearQuantGemv<BITS, GROUP, BDT, HAS_BIAS, K, N>(rows, count, wb, bias, residual, y);
+    linearQuantGemv<BITS, GROUP, BDT, HAS_BIAS, K, N>(rows, count, wb, bias, residual, y, blocks);
 #endif
   }
 }

@@ -126,15 +126,15 @@ struct TernaryTq2Layout {
 template <class LAYOUT, int BDT, bool HAS_BIAS, int K, int N, int RPW, int WORDS, int MAXT>
 __device__ __forceinline__ void ternaryGemv(const float *x, int rows, const unsigned int *w,
                                             float scale, const void *bias,
-                                            const float *residual, float *y) {
+                                            const float *residual, float *y, BlockSlice blocks) {
   constexpr int kRowWords = LAYOUT::template rowWords<K>();
   constexpr int kSteps = kRowWords / WORDS; // steps per row, spread over the lanes
   constexpr int kWarps = kTernaryThreads / kWarpSize;
   constexpr int kGroups = (N + RPW - 1) / RPW;
   static_assert(kRowWords % WORDS == 0, "rows are whole 16-byte chunks");
   const int lane = threadIdx.x % kWarpSize;
-  for (int g = blockIdx.x * kWarps + threadIdx.x / kWarpSize; g < kGroups;
-       g += gridDim.x * kWarps) {
+  for (int g = blocks.index * kWarps + threadIdx.x / kWarpSize; g < kGroups;
+       g += blocks.count * kWarps) {
     const int o0 = g * RPW;
     const unsigned int *rowPtr[RPW];
 #pragma unroll
@@ -275,34 +275,36 @@ template <class LAYOUT, int BDT, bool HAS_BIAS, int K, int N, int ROWS>
 __device__ __forceinline__ void ternaryLinear(const float *x, const unsigned int *codes,
                                               float scale, const void *bias,
                                               const float *residual, float *y,
-                                              const StepState *state) {
+                                              const StepState *state, BlockSlice blocks) {
   constexpr int RPW = ternaryRowsPerWarp(N);
   constexpr int WORDS = LAYOUT::template wordsPerLane<K>();
   static_assert(kTernaryMaxRows == kLinearGemvMaxRows, "the emitter's GEMV/GEMM split");
   const int n = state->nTokens;
   if constexpr (ROWS == kRowsLast) {
     ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(
-        x + static_cast<long long>(n - 1) * K, 1, codes, scale, bias, residual, y);
+        x + static_cast<long long>(n - 1) * K, 1, codes, scale, bias, residual, y, blocks);
   } else if constexpr (ROWS == kRowsGemm) {
     ternaryTiled<LAYOUT, BDT, HAS_BIAS, K, N>(x, n, codes, scale, bias, residual, y);
   } else if (n == 1) {
-    ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x, 1, codes, scale, bias, residual, y);
+    ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, 1>(x, 1, codes, scale, bias, residual, y,
+                                                            blocks);
   } else {
-    ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, kTernaryMaxRows>(x, n, codes, scale,
-                                                                          bias, residual, y);
+    ternaryGemv<LAYOUT, BDT, HAS_BIAS, K, N, RPW, WORDS, kTernaryMaxRows>(
+        x, n, codes, scale, bias, residual, y, blocks);
   }
 }
 
 template <int BDT, bool HAS_BIAS, int K, int N, int ROWS>
 __device__ __forceinline__ void linearTernary(const float *x, const void *w, const void *bias,
                                               const float *residual, float *y,
-                                              const StepState *state) {
+                                              const StepState *state,
+                                              BlockSlice blocks = wholeGrid()) {
   static_assert(ternary::isPackableCols(K), "TQ2 needs K to be a multiple of 64");
   // The scale follows the codes; that offset is a multiple of 16 bytes.
   const float scale = __ldg(reinterpret_cast<const float *>(
       static_cast<const char *>(w) + ternary::scaleOffset(N, K)));
   ternaryLinear<TernaryTq2Layout, BDT, HAS_BIAS, K, N, ROWS>(
-      x, static_cast<const unsigned int *>(w), scale, bias, residual, y, state);
+      x, static_cast<const unsigned int *>(w), scale, bias, residual, y, state, blocks);
 }
 
 } // namespace dev

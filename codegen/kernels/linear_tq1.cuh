@@ -119,7 +119,8 @@ struct TernaryTq1Layout {
 template <int BDT, bool HAS_BIAS, int K, int N, int ROWS>
 __device__ __forceinline__ void linearTq1(const float *x, const void *w, const void *bias,
                                           const float *residual, float *y,
-                                          const StepState *state) {
+                                          const StepState *state,
+                                          BlockSlice blocks = wholeGrid()) {
   static_assert(tq1::isPackableCols(K), "TQ1 needs K to be a multiple of 16");
   // The scale follows the codes; that offset is a multiple of 16 bytes.
   const float scale = __ldg(reinterpret_cast<const float *>(static_cast<const char *>(w) +
@@ -133,14 +134,14 @@ __device__ __forceinline__ void linearTq1(const float *x, const void *w, const v
     const int n = state->nTokens;
     const float *rows = ROWS == kRowsLast ? x + static_cast<long long>(n - 1) * K : x;
     gemvTq1Mma<BDT, HAS_BIAS, K, N>(rows, ROWS == kRowsLast ? 1 : n, codes, scale, bias, residual,
-                                    y);
+                                    y, blocks);
   } else {
     ternaryLinear<TernaryTq1Layout, BDT, HAS_BIAS, K, N, ROWS>(x, codes, scale, bias, residual, y,
-                                                               state);
+                                                               state, blocks);
   }
 #else
   ternaryLinear<TernaryTq1Layout, BDT, HAS_BIAS, K, N, ROWS>(x, codes, scale, bias, residual, y,
-                                                             state);
+                                                             state, blocks);
 #endif
 }
 

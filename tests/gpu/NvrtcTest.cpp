@@ -17,10 +17,10 @@ using plan::DType;
 using test::TestPlan;
 
 // embedding -> rmsnorm -> linear -> rope -> attention -> swiglu/add -> lm_head.
-TestPlan smallModel(DType weightType) {
+TestPlan smallModel(DType weightType, int maxStepTokens = 8) {
   std::mt19937 rng(7);
   const int hidden = 64, heads = 4, kvHeads = 2, headDim = 16, vocab = 50, context = 32;
-  TestPlan t(8, context);
+  TestPlan t(maxStepTokens, context);
   const uint32_t table = t.addWeight("embed", weightType, {vocab, hidden},
                                      test::randomValues(size_t(vocab) * hidden, 1.0f, rng));
   const uint32_t x = t.addActivation("x", hidden);
@@ -146,6 +146,44 @@ TEST(Nvrtc, EmitsCubinsForAllArchsAndPtx) {
   Status written = t.write(path);
   EXPECT_TRUE(written.isOk()) << written.message();
   std::remove(path.c_str());
+}
+
+// q, k and v read one input: with steps longer than the GEMV rows they share one
+// decode launch (blocks of q, then k, then v) and keep a GEMM launch each; the
+// lm_head (last row only) and o (another input) keep their own launches.
+TEST(Nvrtc, GroupsLinearsThatReadOneInput) {
+  for (bool group : {true, false}) {
+    TestPlan t = smallModel(DType::F16, 16);
+    KernelOptions options;
+    options.archs = {"sm_90"};
+    options.groupLinears = group;
+    Status status = emitKernels(t.plan, options);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    const auto &fns = t.plan.kernels->functions;
+    const auto &q = t.plan.ops[2]->launches, &k = t.plan.ops[3]->launches,
+               &v = t.plan.ops[4]->launches, &o = t.plan.ops[8]->launches;
+    ASSERT_EQ(q.size(), 2u);
+    ASSERT_EQ(o.size(), 2u);
+    EXPECT_EQ(q[0]->max_tokens, 8u);
+    EXPECT_EQ(q[1]->min_tokens, 9u);
+    EXPECT_EQ(fns[o[0]->function].find("group"), std::string::npos);
+    if (group) {
+      ASSERT_EQ(k.size(), 1u);
+      ASSERT_EQ(v.size(), 1u);
+      EXPECT_EQ(k[0]->min_tokens, 9u); // the GEMM only
+      EXPECT_EQ(v[0]->min_tokens, 9u);
+      EXPECT_NE(fns[q[0]->function].find("linear_group3_gemv"), std::string::npos);
+      // 64 rows of q (8 per block), 32 of k and of v: 8 + 4 + 4 blocks.
+      EXPECT_EQ(q[0]->grid_base[0], 16u);
+      EXPECT_EQ(q[0]->args.size(), 7u); // h, then weight and output of each member
+      EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::BlockSlice{static_cast<int>(blockIdx.x) - 12, 4}"),
+                std::string::npos);
+    } else {
+      ASSERT_EQ(k.size(), 2u);
+      EXPECT_EQ(fns[q[0]->function].find("group"), std::string::npos);
+      EXPECT_EQ(q[0]->grid_base[0], 8u);
+    }
+  }
 }
 
 TEST(Nvrtc, AllWeightTypesCompile) {

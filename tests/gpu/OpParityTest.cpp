@@ -136,6 +136,65 @@ TEST(OpParity, Linear) {
         }
 }
 
+// Linear ops that read one input share one decode launch (KernelEmitter.cpp
+// groups them): gate/up feeding a SwiGLU and q/k/v summed by two adds, then an
+// f32 linear to the logits, so every member's output reaches them; dense,
+// quantized and ternary weights, decode steps and prefill steps (each op's own
+// GEMM).
+TEST(OpParity, GroupedLinears) {
+  REQUIRE_GPU();
+  struct Case {
+    DType type;
+    int in, out;
+    double bound;
+  };
+  for (Case c : {Case{DType::F16, 256, 384, 1e-6}, Case{DType::BF16, 1024, 200, 2e-5},
+                 Case{DType::Q4_G64, 512, 1000, 1e-5}, Case{DType::TQ1, 400, 96, 1e-6}})
+    for (int members : {2, 3}) {
+      std::mt19937 rng(c.in + members);
+      TestPlan t(64, 128);
+      const uint32_t x = inputRows(t, "x", c.in, rng);
+      std::vector<uint32_t> outputs;
+      for (int m = 0; m < members; ++m) {
+        const std::string name = "w" + std::to_string(m);
+        const uint32_t w =
+            c.type == DType::F16 || c.type == DType::BF16
+                ? t.addWeight(name, c.type, {c.out, c.in},
+                              test::randomValues(size_t(c.out) * c.in, 0.1f, rng))
+                : t.addDummyWeight(name, c.type, {c.out, c.in}, 5 + m, 0.05f, 0.0f);
+        outputs.push_back(t.addActivation("y" + std::to_string(m), c.out));
+        plan::LinearAttrsT a;
+        a.in_features = c.in;
+        a.out_features = c.out;
+        t.addOp("linear" + std::to_string(m), a, {x, w}, {outputs.back()});
+      }
+      const uint32_t z = t.addActivation("z", c.out);
+      if (members == 2) {
+        plan::SwiGluAttrsT swi;
+        swi.dim = c.out;
+        t.addOp("swiglu", swi, {outputs[0], outputs[1]}, {z});
+      } else {
+        plan::AddAttrsT add;
+        add.dim = c.out;
+        t.addOp("add", add, {outputs[0], outputs[1]}, {z});
+        t.addOp("add", add, {z, outputs[2]}, {z});
+      }
+      // An f32 linear to the logits (exact up to summation order on both executors).
+      const int width = 48;
+      const uint32_t head = t.addWeight("head", DType::F32, {width, c.out},
+                                        test::randomValues(size_t(width) * c.out, 0.1f, rng));
+      t.addLogits(64, width);
+      plan::LinearAttrsT last;
+      last.in_features = c.out;
+      last.out_features = width;
+      t.addOp("head", last, {z, head}, {t.logits});
+      expectParity(t, kSteps, c.bound,
+                   std::string("grouped Linear x") + std::to_string(members) + " " +
+                       typeName(c.type) + " " + std::to_string(c.in) + "->" +
+                       std::to_string(c.out));
+    }
+}
+
 // Ternary linears (TQ1, TQ2) on every path: GEMV for steps of 1..8 rows, the
 // tiled GEMM for more, last_row_only; TQ1 also with K not a multiple of its
 // 80-value chunk (padded rows) and tiny K and N. Both executors accumulate the

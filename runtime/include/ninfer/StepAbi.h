@@ -16,7 +16,7 @@ struct StepState {
   int nTokens;  // tokens in this step (1 for decode)
 };
 
-constexpr int kMaxKernelArgs = 8;
+constexpr int kMaxKernelArgs = 16;
 
 struct KernelArgs {
   void* buffers[kMaxKernelArgs];
