@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ninfer {
@@ -19,18 +20,25 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-// Weight bytes op `opIndex` reads per step (every weight input, whole).
-double opWeightBytes(const plan::Plan &p, uint32_t opIndex) {
+// Weight bytes the launch of kernel `function` for op `opIndex` reads per step:
+// every weight among its buffers, whole (a grouped GEMV launch carries the
+// weights of all the ops it computes).
+double launchWeightBytes(const plan::Plan &p, uint32_t opIndex, uint32_t function) {
   const plan::Op *op = p.ops()->Get(opIndex);
-  if (op->attrs_type() == plan::OpAttrs::EmbeddingAttrs)
+  if (op->attrs_type() == plan::OpAttrs::EmbeddingAttrs || !op->launches())
     return 0.0; // one row per token: negligible, and not the whole table
-  double bytes = 0.0;
-  for (uint32_t b : *op->inputs()) {
-    const plan::Buffer *buffer = p.buffers()->Get(b);
-    if (buffer->kind() == plan::BufferKind::Weight)
-      bytes += double(buffer->size_bytes());
+  for (const plan::Launch *launch : *op->launches()) {
+    if (launch->function() != function || !launch->args())
+      continue;
+    double bytes = 0.0;
+    for (uint32_t b : *launch->args()) {
+      const plan::Buffer *buffer = p.buffers()->Get(b);
+      if (buffer->kind() == plan::BufferKind::Weight)
+        bytes += double(buffer->size_bytes());
+    }
+    return bytes;
   }
-  return bytes;
+  return 0.0;
 }
 
 std::string describe(const plan::Plan &p, uint32_t opIndex) {
@@ -69,7 +77,7 @@ Status printTable(Executor &executor, const plan::Plan &p, const std::vector<int
       perLaunch[i].push_back(layout[i].microseconds);
   }
   std::map<uint32_t, Row> rows; // by kernel function
-  std::vector<bool> opCounted(p.ops()->size(), false);
+  std::map<std::pair<uint32_t, uint32_t>, bool> launchCounted; // (op, function)
   double total = 0.0;
   const auto *functions = p.kernels() ? p.kernels()->functions() : nullptr;
   for (size_t i = 0; i < layout.size(); ++i) {
@@ -83,9 +91,9 @@ Status printTable(Executor &executor, const plan::Plan &p, const std::vector<int
     const double us = median(perLaunch[i]);
     row.calls += 1;
     row.microseconds += us;
-    if (!opCounted[layout[i].op]) {
-      opCounted[layout[i].op] = true;
-      row.weightBytes += opWeightBytes(p, layout[i].op);
+    if (!launchCounted[{layout[i].op, layout[i].function}]) {
+      launchCounted[{layout[i].op, layout[i].function}] = true;
+      row.weightBytes += launchWeightBytes(p, layout[i].op, layout[i].function);
     }
     total += us;
   }
