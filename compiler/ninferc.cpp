@@ -59,8 +59,8 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
                          (fp16; ternary with --quant ternary; q8..q2 with --quant qN [--group N])
                          on the device; for checking fit and speed before downloading
   --no-ptx               do not embed PTX (the plan then runs only on the listed architectures)
-  --no-fusion            keep residual adds as separate ops and give every linear op its
-                         own decode launch (A/B timing, debugging)
+  --no-fusion            keep residual adds as separate ops and give every op its own
+                         launches (no grouped GEMVs, no fused RoPE + KV append; A/B timing)
   --emit-mlir FILE       also write the ninfer dialect program after the pass pipeline
   -q, --quiet            no progress display or memory report
   -h, --help             this text
@@ -279,7 +279,7 @@ int main(int argc, char** argv) {
         compile.kernels.archs.end())
       compile.kernels.archs.push_back(target.arch);
   compile.kernels.embedPtx = options.embedPtx;
-  compile.kernels.groupLinears = options.fuse;
+  compile.kernels.fuseLaunches = options.fuse;
   std::optional<Progress> nvrtcProgress;
   compile.kernels.progress = [&](int done, int count) {
     if (!nvrtcProgress)

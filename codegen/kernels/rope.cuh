@@ -5,13 +5,55 @@
 // context, base = theta * (factor * seq_len / orig - (factor - 1))^(HD / (HD - 2)) and
 // inv_freq[i] = 1 / base^(2i / HD), as transformers' dynamic rope update does.
 // Launch: block THREADS, grid (ceil(HEADS*HD/2 / THREADS) capped, n_tokens, 1); one
-// thread per rotated pair, so in place (y = x) is safe.
+// thread per rotated pair, so in place (y = x) is safe. ropeAppend below also
+// writes the KV cache.
 #pragma once
 
 #include "common.cuh"
 
 namespace ninfer {
 namespace dev {
+
+// The rotation of one step's token t: its position and, with dynamic NTK past
+// the original context, the rescaled base.
+struct RopeStep {
+  float position;
+  bool rescaled;
+  float base;
+};
+
+template <int HD, bool DYNAMIC>
+__device__ __forceinline__ RopeStep ropeStep(int t, float theta, float dynamicFactor,
+                                             int originalMaxPositions, const StepState *state) {
+  RopeStep r{static_cast<float>(state->pos + t), false, theta};
+  if constexpr (DYNAMIC) {
+    const int seqLen = state->pos + state->nTokens;
+    if (seqLen > originalMaxPositions) {
+      r.rescaled = true;
+      const float ratio =
+          dynamicFactor * static_cast<float>(seqLen) / static_cast<float>(originalMaxPositions) -
+          (dynamicFactor - 1.0f);
+      r.base = theta * powf(ratio, static_cast<float>(HD) / static_cast<float>(HD - 2));
+    }
+  }
+  return r;
+}
+
+// Rotates the pair (x0, x1) = (x[i], x[i + HD/2]) of one head in place.
+template <int HD>
+__device__ __forceinline__ void ropePair(const RopeStep &r, const float *invFreq, int i,
+                                         float attentionFactor, float &x0, float &x1) {
+  const float inv =
+      r.rescaled ? 1.0f / powf(r.base, static_cast<float>(2 * i) / static_cast<float>(HD))
+                 : invFreq[i];
+  float s, c;
+  sincosf(r.position * inv, &s, &c);
+  c *= attentionFactor;
+  s *= attentionFactor;
+  const float y0 = x0 * c - x1 * s;
+  x1 = x1 * c + x0 * s;
+  x0 = y0;
+}
 
 template <int HEADS, int HD, bool DYNAMIC, int THREADS>
 __device__ __forceinline__ void rope(const float *x, const float *invFreq, float *y,
@@ -22,35 +64,62 @@ __device__ __forceinline__ void rope(const float *x, const float *invFreq, float
   const int t = blockIdx.y;
   if (t >= state->nTokens)
     return;
-  const float position = static_cast<float>(state->pos + t);
-  bool rescaled = false;
-  float base = theta;
-  if constexpr (DYNAMIC) {
-    const int seqLen = state->pos + state->nTokens;
-    if (seqLen > originalMaxPositions) {
-      rescaled = true;
-      const float ratio =
-          dynamicFactor * static_cast<float>(seqLen) / static_cast<float>(originalMaxPositions) -
-          (dynamicFactor - 1.0f);
-      base = theta * powf(ratio, static_cast<float>(HD) / static_cast<float>(HD - 2));
-    }
-  }
+  const RopeStep r = ropeStep<HD, DYNAMIC>(t, theta, dynamicFactor, originalMaxPositions, state);
   const long long rowBase = static_cast<long long>(t) * HEADS * HD;
   for (int idx = blockIdx.x * THREADS + threadIdx.x; idx < kPairs; idx += gridDim.x * THREADS) {
-    const int h = idx / kHalf;
-    const int i = idx % kHalf;
-    const float inv = rescaled
-                          ? 1.0f / powf(base, static_cast<float>(2 * i) / static_cast<float>(HD))
-                          : invFreq[i];
-    float s, c;
-    sincosf(position * inv, &s, &c);
-    c *= attentionFactor;
-    s *= attentionFactor;
-    const long long b = rowBase + static_cast<long long>(h) * HD;
-    const float x0 = x[b + i];
-    const float x1 = x[b + i + kHalf];
-    y[b + i] = x0 * c - x1 * s;
-    y[b + i + kHalf] = x1 * c + x0 * s;
+    const long long b = rowBase + static_cast<long long>(idx / kHalf) * HD + idx % kHalf;
+    float x0 = x[b], x1 = x[b + kHalf];
+    ropePair<HD>(r, invFreq, idx % kHalf, attentionFactor, x0, x1);
+    y[b] = x0;
+    y[b + kHalf] = x1;
+  }
+}
+
+// RoPE of q and k and the f16 KV-cache append of k and v in one launch (the
+// emitter fuses the two Rope ops and the Attention op's append this way for
+// short steps): blocks [0, QB) rotate q in place, [QB, QB + KB) rotate k in
+// place and store it in the cache row pos + t, the rest copy v to its cache row.
+// Launch: block THREADS, grid (QB + KB + VB, n_tokens, 1) with QB, KB, VB the
+// rope / append grids of the separate kernels.
+template <int HQ, int HK, int HD, bool DYNAMIC, int CONTEXT, int QB, int KB, int THREADS>
+__device__ __forceinline__ void ropeAppend(float *q, float *k, const float *v,
+                                           const float *invFreq, void *kCache, void *vCache,
+                                           float attentionFactor, float theta,
+                                           float dynamicFactor, int originalMaxPositions,
+                                           const StepState *state) {
+  constexpr int kHalf = HD / 2;
+  const int t = blockIdx.y;
+  if (t >= state->nTokens)
+    return;
+  const int row = state->pos + t; // cache row
+  const long long kvBase = static_cast<long long>(t) * HK * HD;
+  const long long cacheBase = static_cast<long long>(row) * HK * HD;
+  unsigned short *kc = static_cast<unsigned short *>(kCache);
+  unsigned short *vc = static_cast<unsigned short *>(vCache);
+  if (blockIdx.x >= QB + KB) { // v -> cache
+    if (row >= CONTEXT)
+      return;
+    for (int i = (blockIdx.x - QB - KB) * THREADS + threadIdx.x; i < HK * HD;
+         i += (gridDim.x - QB - KB) * THREADS)
+      vc[cacheBase + i] = f32ToF16(v[kvBase + i]);
+    return;
+  }
+  const RopeStep r = ropeStep<HD, DYNAMIC>(t, theta, dynamicFactor, originalMaxPositions, state);
+  const bool isQ = blockIdx.x < QB;
+  const int heads = isQ ? HQ : HK;
+  const int first = isQ ? blockIdx.x : blockIdx.x - QB;
+  const int count = isQ ? QB : KB;
+  float *x = isQ ? q + static_cast<long long>(t) * HQ * HD : k + kvBase;
+  for (int idx = first * THREADS + threadIdx.x; idx < heads * kHalf; idx += count * THREADS) {
+    const int b = idx / kHalf * HD + idx % kHalf;
+    float x0 = x[b], x1 = x[b + kHalf];
+    ropePair<HD>(r, invFreq, idx % kHalf, attentionFactor, x0, x1);
+    x[b] = x0;
+    x[b + kHalf] = x1;
+    if (!isQ && row < CONTEXT) {
+      kc[cacheBase + b] = f32ToF16(x0);
+      kc[cacheBase + b + kHalf] = f32ToF16(x1);
+    }
   }
 }
 
