@@ -53,6 +53,9 @@ private:
   Status loadWeight(uint32_t index, const plan::Buffer& buffer);
   Status loadQuantWeight(uint32_t index, const plan::Buffer& buffer, int format);
   Status loadTernaryWeight(uint32_t index, const plan::Buffer& buffer);
+  template <class Unit>
+  const uint8_t* packedWeightBytes(uint32_t index, const plan::Buffer& buffer,
+                                   std::vector<uint8_t>& generated, const Unit& unit);
   void* bufferPointer(uint32_t index);
   Status runOp(const PreparedOp& p, int n, int pos);
 
@@ -74,6 +77,25 @@ private:
   int embeddingVocab_ = 0; // smallest table of any Embedding op
 };
 
+// The packed bytes of a quantized or ternary weight: the plan file's, or for a
+// dummy weight generated 16-bit unit by unit (unit(u, units)) into `generated`,
+// as the GPU fill does. Null when the plan has neither.
+template <class Unit>
+const uint8_t* CpuExecutor::packedWeightBytes(uint32_t index, const plan::Buffer& b,
+                                              std::vector<uint8_t>& generated, const Unit& unit) {
+  if (!b.dummy())
+    return file_.weightData(index);
+  const uint64_t units = b.size_bytes() / 2;
+  generated.resize(size_t(units) * 2);
+  pool_.parallelFor(int64_t(units), 1 << 14, [&](int64_t begin, int64_t end, int) {
+    for (int64_t u = begin; u < end; ++u) {
+      const uint16_t value = unit(uint64_t(u), units);
+      std::memcpy(generated.data() + 2 * u, &value, 2);
+    }
+  });
+  return generated.data();
+}
+
 // Group-quantized weights become f32 once, through the shared header's
 // reference decoding (so the CPU result defines what the kernels must match).
 // Dummy ones are generated packed, as the GPU fill does (quant::dummyUnit),
@@ -81,19 +103,10 @@ private:
 // The loader checked: 2-D, cols a multiple of 128, size_bytes exact.
 Status CpuExecutor::loadQuantWeight(uint32_t index, const plan::Buffer& b, int format) {
   std::vector<uint8_t> generated;
-  const uint8_t* data = file_.weightData(index);
-  if (const plan::DummyFill* fill = b.dummy()) {
-    const uint64_t units = b.size_bytes() / 2;
-    generated.resize(size_t(units) * 2);
-    pool_.parallelFor(int64_t(units), 1 << 14, [&](int64_t begin, int64_t end, int) {
-      for (int64_t u = begin; u < end; ++u) {
-        const uint16_t unit =
-            quant::dummyUnit(format, fill->seed(), uint64_t(u), units, fill->scale());
-        std::memcpy(generated.data() + 2 * u, &unit, 2);
-      }
-    });
-    data = generated.data();
-  }
+  const uint8_t* data =
+      packedWeightBytes(index, b, generated, [&](uint64_t u, uint64_t units) {
+        return quant::dummyUnit(format, b.dummy()->seed(), u, units, b.dummy()->scale());
+      });
   if (!data)
     return Status::error("weight buffer " + std::to_string(index) + " has no data");
   const quant::QuantFormatTraits traits =
@@ -134,19 +147,10 @@ Status CpuExecutor::loadTernaryWeight(uint32_t index, const plan::Buffer& b) {
   const int64_t cols = b.shape()->Get(1);
   const int dtype = int(b.dtype());
   std::vector<uint8_t> generated;
-  const uint8_t* data = file_.weightData(index);
-  if (const plan::DummyFill* fill = b.dummy()) {
-    const uint64_t units = b.size_bytes() / 2;
-    generated.resize(size_t(units) * 2);
-    pool_.parallelFor(int64_t(units), 1 << 14, [&](int64_t begin, int64_t end, int) {
-      for (int64_t u = begin; u < end; ++u) {
-        const uint16_t unit =
-            ternary::dummyUnitOf(dtype, fill->seed(), uint64_t(u), units, fill->scale());
-        std::memcpy(generated.data() + 2 * u, &unit, 2);
-      }
-    });
-    data = generated.data();
-  }
+  const uint8_t* data =
+      packedWeightBytes(index, b, generated, [&](uint64_t u, uint64_t units) {
+        return ternary::dummyUnitOf(dtype, b.dummy()->seed(), u, units, b.dummy()->scale());
+      });
   if (!data)
     return Status::error("weight buffer " + std::to_string(index) + " has no data");
   std::vector<float>& w = ownedWeights_[index];
