@@ -71,6 +71,7 @@ private:
   std::vector<const float*> weights_;
   std::vector<PreparedOp> ops_;
   std::vector<float> attentionScratch_;
+  std::vector<float> kvDecoded_; // f16 K and V rows of one attention op as f32
   int64_t attentionStride_ = 0;
   std::vector<float> ropeScratch_; // cos/sin table, then dynamic inv_freq
   int maxHeadDim_ = 0;
@@ -257,6 +258,7 @@ Status CpuExecutor::init() {
       NINFER_RETURN_IF_ERROR(loadWeight(i, *buffers.Get(i)));
 
   int maxAttentionHeads = 0;
+  uint64_t decodedFloats = 0;
   for (const plan::Op* op : *p.ops()) {
     PreparedOp prepared;
     prepared.op = op;
@@ -269,8 +271,14 @@ Status CpuExecutor::init() {
     prepared.outWidth = int64_t(out->size_bytes() / 4 / uint64_t(out->shape()->Get(0)));
     if (const auto* a = op->attrs_as_RopeAttrs())
       maxHeadDim_ = std::max(maxHeadDim_, a->head_dim());
-    if (op->attrs_as_AttentionAttrs())
+    if (const auto* a = op->attrs_as_AttentionAttrs()) {
       maxAttentionHeads = 1;
+      const bool q8 = buffers.Get(op->inputs()->Get(3))->dtype() == DType::Q8_KV;
+      if (!q8)
+        decodedFloats = std::max(decodedFloats, 2 * uint64_t(a->context()) *
+                                                    uint64_t(a->kv_heads()) *
+                                                    uint64_t(a->head_dim()));
+    }
     if (const auto* a = op->attrs_as_EmbeddingAttrs())
       embeddingVocab_ = embeddingVocab_ ? std::min(embeddingVocab_, a->vocab()) : a->vocab();
     ops_.push_back(prepared);
@@ -287,6 +295,7 @@ Status CpuExecutor::init() {
   if (maxAttentionHeads) {
     attentionStride_ = p.context();
     attentionScratch_.assign(size_t(pool_.size()) * size_t(attentionStride_), 0.0f);
+    kvDecoded_.assign(size_t(decodedFloats), 0.0f);
   }
   return Status::ok();
 }
@@ -349,7 +358,7 @@ Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
     const cpu::AttentionShape shape{a->heads(), a->kv_heads(), a->head_dim(), a->window(),
                                     a->scale()};
     cpu::attention(pool_, asF32(p.in[0]), n, pos, kCache, vCache, shape, attentionScratch_.data(),
-                   attentionStride_, asF32(p.out));
+                   attentionStride_, asF32(p.out), kvDecoded_.empty() ? nullptr : kvDecoded_.data());
     return Status::ok();
   }
   case OpAttrs::SwiGluAttrs:
