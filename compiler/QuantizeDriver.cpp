@@ -201,7 +201,7 @@ llvm::Error declareDummyQuantized(mlir::ModuleOp module, WeightStore& weights,
 bool isQuantFlag(llvm::StringRef flag) {
   return flag == "--quant" || flag == "--bpw" || flag == "--group" || flag == "--calib" ||
          flag == "--calib-tokens" || flag == "--sensitivity-tokens" ||
-         flag == "--sensitivity-format" || flag == "--quant-method";
+         flag == "--sensitivity-format" || flag == "--quant-method" || flag == "--hessian-shrink";
 }
 
 bool isQuantSwitch(llvm::StringRef flag) { return flag == "--awq"; }
@@ -246,6 +246,11 @@ llvm::Error applyQuantFlag(llvm::StringRef flag, llvm::StringRef value, QuantOpt
       return optionError("--sensitivity-format expects a format name such as q3_g64, got '" +
                          value + "'");
     options.sensitivityFormat = value.str();
+  } else if (flag == "--hessian-shrink") {
+    double shrink = -1;
+    if (value.getAsDouble(shrink) || !(shrink >= 0.0 && shrink <= 1.0))
+      return optionError("--hessian-shrink expects a number between 0 and 1, got '" + value + "'");
+    options.hessianShrink = shrink;
   } else if (flag == "--quant-method") {
     if (value != "gptq" && value != "rtn")
       return optionError("--quant-method expects gptq or rtn, got '" + value + "'");
@@ -269,6 +274,7 @@ llvm::Error runQuantization(mlir::ModuleOp module, WeightStore& weights, const M
   settings.awq = options.awq;
   settings.threads = options.threads;
   settings.sensitivityFormat = options.sensitivityFormat;
+  settings.hessianShrink = options.hessianShrink;
   if (llvm::Error error = validateQuantizeSettings(settings))
     return error;
   if (weights.isDummy())

@@ -29,6 +29,7 @@ struct QuantOptions {
   int64_t calibTokens = 8192;  // --calib-tokens N
   int64_t sensitivityTokens = 512; // --sensitivity-tokens N (mixed precision only)
   std::string sensitivityFormat = "q3_g64"; // --sensitivity-format F (a mixed candidate)
+  double hessianShrink = 0.25; // --hessian-shrink X (GPTQ's H toward its diagonal)
   std::string modelDir;        // the checkpoint (tokenizer for calibration)
   int threads = 0;
   bool quiet = false;

@@ -80,6 +80,8 @@ quantization:
   --calib-tokens N       calibration tokens (default 8192)
   --sensitivity-tokens N with --bpw: tokens each per-tensor sensitivity is measured on (default 512)
   --sensitivity-format F with --bpw: the format each sensitivity is measured at (default q3_g64)
+  --hessian-shrink X     GPTQ: off-diagonal calibration H entries times 1 - X (default 0.25;
+                         0 = plain GPTQ): less fitting to the noise of a small calibration sample
   --quant-method M       gptq (default) or rtn
   --awq                  also search AWQ per-channel scales, folded into the preceding RMSNorm
 

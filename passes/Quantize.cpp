@@ -314,6 +314,10 @@ llvm::Expected<PreparedTensor> QuantizePass::prepare(const Candidate& c) {
     t.scaledH = quant::scaleHessian(t.h, c.cols, c.awqScales.data());
     t.h = t.scaledH.data();
   }
+  if (settings_.hessianShrink > 0) { // noisy off-diagonal estimates (Gptq.h)
+    t.scaledH = quant::shrinkHessian(t.h, c.cols, settings_.hessianShrink);
+    t.h = t.scaledH.data();
+  }
   double damp = 0;
   if (settings_.gptq) {
     const bool same = factor_ && factorStats_ == c.stats &&
@@ -556,6 +560,10 @@ llvm::Error QuantizePass::run(ModuleOp module) {
 } // namespace
 
 llvm::Error validateQuantizeSettings(const QuantizeSettings& settings) {
+  if (!(settings.hessianShrink >= 0.0 && settings.hessianShrink <= 1.0))
+    return quantError(llvm::formatv("Hessian shrinkage must be between 0 and 1, got {0}",
+                                    settings.hessianShrink)
+                          .str());
   if (!quant::isQuantGroupSize(settings.groupSize))
     return quantError("group size must be 32, 64 or 128, got " + llvm::Twine(settings.groupSize));
   if (settings.bpw > 0) {

@@ -73,6 +73,7 @@ struct QuantizeSettings {
   double bpw = 0.0;         // > 0: mixed formats to this many bits per weight, all weights
   bool awq = false;         // AWQ scales folded into the preceding RMSNorm
   std::string sensitivityFormat = "q3_g64"; // where per-tensor sensitivity is measured
+  double hessianShrink = 0.0; // off-diagonal H entries times (1 - this) (Gptq.h shrinkHessian)
   int threads = 0;          // 0 = all hardware threads
 };
 

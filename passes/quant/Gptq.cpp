@@ -269,5 +269,15 @@ Result<GptqResult> quantizeGptq(const float* w, int64_t rows, const GptqFactor& 
   return result;
 }
 
+std::vector<double> shrinkHessian(const double* h, int64_t cols, double lambda) {
+  std::vector<double> out(h, h + cols * cols);
+  const double keep = 1.0 - lambda;
+  for (int64_t i = 0; i < cols; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      if (i != j)
+        out[size_t(i * cols + j)] *= keep;
+  return out;
+}
+
 } // namespace quant
 } // namespace ninfer

@@ -48,6 +48,8 @@ public:
   Status init();
   Status forward(const int32_t* tokens, int n, int pos, float* logits) override;
   std::string name() const override { return "cpu (" + std::to_string(pool_.size()) + " threads)"; }
+  bool hasAllRowsLogits() const override { return logitsOp_ >= 0; }
+  Status forwardAllRows(const int32_t* tokens, int n, int pos, float* logits) override;
 
 private:
   Status loadWeight(uint32_t index, const plan::Buffer& buffer);
@@ -58,6 +60,7 @@ private:
                                    std::vector<uint8_t>& generated, const Unit& unit);
   void* bufferPointer(uint32_t index);
   Status runOp(const PreparedOp& p, int n, int pos);
+  Status runStep(const int32_t* tokens, int n, int pos, const float* logitsCheck);
 
   const PlanFile& file_;
   CpuThreadPool pool_;
@@ -71,10 +74,15 @@ private:
   std::vector<const float*> weights_;
   std::vector<PreparedOp> ops_;
   std::vector<float> attentionScratch_;
+  std::vector<float> kvDecoded_; // f16 K and V rows of one attention op as f32
   int64_t attentionStride_ = 0;
   std::vector<float> ropeScratch_; // cos/sin table, then dynamic inv_freq
   int maxHeadDim_ = 0;
   int embeddingVocab_ = 0; // smallest table of any Embedding op
+  // The last-row-only linear op that writes the logits buffer, when it is the
+  // plan's last op (so its all-rows result is the logits of every row); -1 if not.
+  int logitsOp_ = -1;
+  float* allRowsLogits_ = nullptr; // set during forwardAllRows()
 };
 
 // The packed bytes of a quantized or ternary weight: the plan file's, or for a
@@ -254,6 +262,7 @@ Status CpuExecutor::init() {
       NINFER_RETURN_IF_ERROR(loadWeight(i, *buffers.Get(i)));
 
   int maxAttentionHeads = 0;
+  uint64_t decodedFloats = 0;
   for (const plan::Op* op : *p.ops()) {
     PreparedOp prepared;
     prepared.op = op;
@@ -266,16 +275,31 @@ Status CpuExecutor::init() {
     prepared.outWidth = int64_t(out->size_bytes() / 4 / uint64_t(out->shape()->Get(0)));
     if (const auto* a = op->attrs_as_RopeAttrs())
       maxHeadDim_ = std::max(maxHeadDim_, a->head_dim());
-    if (op->attrs_as_AttentionAttrs())
+    if (const auto* a = op->attrs_as_AttentionAttrs()) {
       maxAttentionHeads = 1;
+      const bool q8 = buffers.Get(op->inputs()->Get(3))->dtype() == DType::Q8_KV;
+      if (!q8)
+        decodedFloats = std::max(decodedFloats, 2 * uint64_t(a->context()) *
+                                                    uint64_t(a->kv_heads()) *
+                                                    uint64_t(a->head_dim()));
+    }
     if (const auto* a = op->attrs_as_EmbeddingAttrs())
       embeddingVocab_ = embeddingVocab_ ? std::min(embeddingVocab_, a->vocab()) : a->vocab();
     ops_.push_back(prepared);
+  }
+  if (!ops_.empty()) {
+    const PreparedOp& last = ops_.back();
+    const auto* a = last.op->attrs_as_LinearAttrs();
+    if (a && a->last_row_only() && !a->residual() &&
+        buffers.Get(last.op->outputs()->Get(0))->kind() == BufferKind::Logits &&
+        a->out_features() == p.model()->vocab_size())
+      logitsOp_ = last.index;
   }
   ropeScratch_.assign(size_t(p.max_step_tokens()) * maxHeadDim_ + maxHeadDim_, 0.0f);
   if (maxAttentionHeads) {
     attentionStride_ = p.context();
     attentionScratch_.assign(size_t(pool_.size()) * size_t(attentionStride_), 0.0f);
+    kvDecoded_.assign(size_t(decodedFloats), 0.0f);
   }
   return Status::ok();
 }
@@ -300,15 +324,18 @@ Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
   }
   case OpAttrs::LinearAttrs: {
     const auto* a = op.attrs_as_LinearAttrs();
-    const int rows = a->last_row_only() ? 1 : n;
-    const float* x = asF32(p.in[0]) + (a->last_row_only() ? int64_t(n - 1) * a->in_features() : 0);
+    // forwardAllRows(): the logits op computes every row, into the caller's buffer.
+    const bool lastRow = a->last_row_only() && !(allRowsLogits_ && p.index == logitsOp_);
+    const int rows = lastRow ? 1 : n;
+    const float* x = asF32(p.in[0]) + (lastRow ? int64_t(n - 1) * a->in_features() : 0);
+    float* out = lastRow || !a->last_row_only() ? asF32(p.out) : allRowsLogits_;
     const float* w = asF32(p.in[1]);
     if (observer_) {
       observer_->linearInput(p.index, asF32(p.in[0]), n, a->in_features());
       w = observer_->weight(p.index, w);
     }
     cpu::linear(pool_, x, rows, w, a->has_bias() ? asF32(p.in[2]) : nullptr, a->in_features(),
-                a->out_features(), asF32(p.out),
+                a->out_features(), out,
                 a->residual() ? asF32(p.in[a->has_bias() ? 3 : 2]) : nullptr);
     return Status::ok();
   }
@@ -335,7 +362,7 @@ Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
     const cpu::AttentionShape shape{a->heads(), a->kv_heads(), a->head_dim(), a->window(),
                                     a->scale()};
     cpu::attention(pool_, asF32(p.in[0]), n, pos, kCache, vCache, shape, attentionScratch_.data(),
-                   attentionStride_, asF32(p.out));
+                   attentionStride_, asF32(p.out), kvDecoded_.empty() ? nullptr : kvDecoded_.data());
     return Status::ok();
   }
   case OpAttrs::SwiGluAttrs:
@@ -353,8 +380,23 @@ Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
 }
 
 Status CpuExecutor::forward(const int32_t* tokens, int n, int pos, float* logits) {
+  NINFER_RETURN_IF_ERROR(runStep(tokens, n, pos, logits));
+  std::copy(logits_.begin(), logits_.end(), logits);
+  return Status::ok();
+}
+
+Status CpuExecutor::forwardAllRows(const int32_t* tokens, int n, int pos, float* logits) {
+  if (logitsOp_ < 0)
+    return Executor::forwardAllRows(tokens, n, pos, logits);
+  allRowsLogits_ = logits;
+  Status status = runStep(tokens, n, pos, logits);
+  allRowsLogits_ = nullptr;
+  return status;
+}
+
+Status CpuExecutor::runStep(const int32_t* tokens, int n, int pos, const float* logitsCheck) {
   const plan::Plan& p = file_.plan();
-  NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logits, embeddingVocab_));
+  NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logitsCheck, embeddingVocab_));
   std::copy(tokens, tokens + n, tokens_.begin());
   for (const PreparedOp& op : ops_) {
     if (observer_ && !observer_->beforeOp(op.index, activations_.data(), activations_.size()))
@@ -365,7 +407,6 @@ Status CpuExecutor::forward(const int32_t* tokens, int n, int pos, float* logits
       return Status::error("op " + opName + ": " + status.message());
     }
   }
-  std::copy(logits_.begin(), logits_.end(), logits);
   return Status::ok();
 }
 

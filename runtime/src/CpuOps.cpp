@@ -266,7 +266,7 @@ void appendKv(const float* k, const float* v, int n, int pos, int kvHeads, int h
 
 void attention(CpuThreadPool& pool, const float* q, int n, int pos, const KvCache& kCache,
                const KvCache& vCache, const AttentionShape& shape, float* scratch,
-               int64_t scratchStride, float* out) {
+               int64_t scratchStride, float* out, float* decoded) {
   const float* table = halfTable().data();
   const int headDim = shape.headDim;
   const int group = shape.heads / shape.kvHeads;
@@ -275,6 +275,24 @@ void attention(CpuThreadPool& pool, const float* q, int n, int pos, const KvCach
   const uint16_t* vHalf = static_cast<const uint16_t*>(vCache.data);
   const float* kScales = kCache.q8 ? q8Scales(kCache, shape.kvHeads, headDim) : nullptr;
   const float* vScales = vCache.q8 ? q8Scales(vCache, shape.kvHeads, headDim) : nullptr;
+  // f16 caches: rows firstRow..pos+n-1 (every kv head) to f32 once.
+  const float* kFloat = nullptr;
+  const float* vFloat = nullptr;
+  if (decoded && !kCache.q8 && !vCache.q8) {
+    const int firstRow = shape.window > 0 ? std::max(0, pos - shape.window + 1) : 0;
+    const int64_t width = int64_t(shape.kvHeads) * headDim;
+    const int64_t count = int64_t(pos + n) * width;
+    float* k = decoded;
+    float* v = decoded + count;
+    pool.parallelFor(pos + n - firstRow, 16, [&](int64_t begin, int64_t end, int) {
+      for (int64_t i = (firstRow + begin) * width; i < (firstRow + end) * width; ++i) {
+        k[i] = table[kHalf[i]];
+        v[i] = table[vHalf[i]];
+      }
+    });
+    kFloat = k;
+    vFloat = v;
+  }
   // One task per (token, head) pair.
   pool.parallelFor(int64_t(n) * shape.heads, 1, [&](int64_t begin, int64_t end, int worker) {
     float* scores = scratch + worker * scratchStride;
@@ -288,9 +306,10 @@ void attention(CpuThreadPool& pool, const float* q, int n, int pos, const KvCach
       float maxScore = -INFINITY;
       for (int j = first; j <= p; ++j) {
         const int64_t row = int64_t(j) * shape.kvHeads + kvh;
-        const float dot = kCache.q8 ? dotCodes(qh, q8Codes(kCache, row, headDim), kScales[row],
-                                               headDim)
-                                    : dotHalf(qh, kHalf + row * headDim, table, headDim);
+        const float dot = kFloat    ? cpu::dot(qh, kFloat + row * headDim, headDim)
+                          : kCache.q8 ? dotCodes(qh, q8Codes(kCache, row, headDim), kScales[row],
+                                                 headDim)
+                                      : dotHalf(qh, kHalf + row * headDim, table, headDim);
         const float s = shape.scale * dot;
         scores[j - first] = s;
         maxScore = std::max(maxScore, s);
@@ -306,7 +325,11 @@ void attention(CpuThreadPool& pool, const float* q, int n, int pos, const KvCach
       for (int j = first; j <= p; ++j) {
         const float weight = scores[j - first] / sum;
         const int64_t row = int64_t(j) * shape.kvHeads + kvh;
-        if (vCache.q8) {
+        if (vFloat) {
+          const float* vj = vFloat + row * headDim;
+          for (int d = 0; d < headDim; ++d)
+            oh[d] += weight * vj[d];
+        } else if (vCache.q8) {
           const int8_t* codes = q8Codes(vCache, row, headDim);
           for (int d = 0; d < headDim; ++d)
             oh[d] += weight * (float(codes[d]) * vScales[row]);

@@ -57,9 +57,12 @@ void appendKv(const float* k, const float* v, int n, int pos, int kvHeads, int h
 // Causal (optionally sliding-window) GQA attention of q [n, heads * headDim] at
 // positions pos..pos+n-1 over the caches (int8 codes read back as code * scale).
 // scratch: pool.size() blocks of scratchStride >= pos + n floats, one per worker.
+// decoded (optional, f16 caches only): 2 * (pos + n) * kvHeads * headDim floats;
+// the cache rows the step reads are converted to f32 there once instead of in
+// every (token, head) task. The result is the same bit for bit.
 void attention(CpuThreadPool& pool, const float* q, int n, int pos, const KvCache& kCache,
                const KvCache& vCache, const AttentionShape& shape, float* scratch,
-               int64_t scratchStride, float* out);
+               int64_t scratchStride, float* out, float* decoded = nullptr);
 
 // y = silu(gate) * up, silu(x) = x / (1 + exp(-x)).
 void swiGlu(const float* gate, const float* up, float* y, int64_t count);

@@ -267,12 +267,32 @@ Status checkLimits(const ExecutorLimits& limits, int ctx, const char* what) {
 }
 
 ChunkRunner::ChunkRunner(Executor& executor, const ExecutorLimits& limits)
-    : executor_(executor), limits_(limits), logits_(size_t(std::max(limits.vocabSize, 1))) {}
+    : executor_(executor), limits_(limits), allRows_(executor.hasAllRowsLogits()) {
+  logits_.resize(size_t(std::max(limits.vocabSize, 1)) *
+                 size_t(allRows_ ? std::max(limits.maxStepTokens, 1) : 1));
+}
 
 Status ChunkRunner::start(const std::vector<int32_t>& chunk, int firstScored) {
   if (firstScored < 0 || size_t(firstScored) >= chunk.size())
     return Status::error("chunk position " + std::to_string(firstScored) + " is outside the chunk");
   chunk_ = &chunk;
+  firstScored_ = firstScored;
+  if (allRows_) {
+    // Positions 0..size-2: the last token's logits would predict past the chunk.
+    const int end = std::max(int(chunk.size()) - 1, firstScored + 1);
+    const size_t vocab = size_t(limits_.vocabSize);
+    kept_.resize(size_t(end - firstScored) * vocab);
+    for (int pos = 0; pos < end; pos += limits_.maxStepTokens) {
+      const int n = std::min(limits_.maxStepTokens, end - pos);
+      NINFER_RETURN_IF_ERROR(executor_.forwardAllRows(chunk.data() + pos, n, pos, logits_.data()));
+      for (int t = std::max(pos, firstScored); t < pos + n; ++t)
+        std::copy(logits_.begin() + ptrdiff_t(size_t(t - pos) * vocab),
+                  logits_.begin() + ptrdiff_t(size_t(t - pos + 1) * vocab),
+                  kept_.begin() + ptrdiff_t(size_t(t - firstScored) * vocab));
+    }
+    position_ = firstScored;
+    return Status::ok();
+  }
   const int prefill = firstScored + 1;
   for (int pos = 0; pos < prefill; pos += limits_.maxStepTokens) {
     const int n = std::min(limits_.maxStepTokens, prefill - pos);
@@ -286,6 +306,10 @@ Status ChunkRunner::advance() {
   if (!chunk_ || position_ < 0 || size_t(position_ + 1) >= chunk_->size())
     return Status::error("advance past the end of the chunk");
   ++position_;
+  if (allRows_)
+    return size_t(position_ - firstScored_) * size_t(limits_.vocabSize) < kept_.size()
+               ? Status::ok()
+               : Status::error("advance past the positions start() kept");
   return executor_.forward(chunk_->data() + position_, 1, position_, logits_.data());
 }
 

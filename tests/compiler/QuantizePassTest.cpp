@@ -194,6 +194,11 @@ TEST(QuantizeOptionsTest, BadOptionsAreClearErrors) {
   EXPECT_EQ(o.sensitivityFormat, "q4_g64");
   EXPECT_FALSE(bool(applyQuantFlag("--group", "128", o)));
   EXPECT_EQ(o.group, 128);
+  llvm::Error shrink = applyQuantFlag("--hessian-shrink", "1.5", o);
+  ASSERT_TRUE(bool(shrink));
+  EXPECT_NE(llvm::toString(std::move(shrink)).find("between 0 and 1"), std::string::npos);
+  EXPECT_FALSE(bool(applyQuantFlag("--hessian-shrink", "0", o)));
+  EXPECT_EQ(o.hessianShrink, 0.0);
   QuantizeSettings s;
   s.groupSize = 48;
   llvm::Error bad = validateQuantizeSettings(s);

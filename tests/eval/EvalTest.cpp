@@ -298,6 +298,54 @@ TEST(EvalRunner, StepsAndTargets) {
   EXPECT_NEAR(acc->meanNll().value, sum / 18, 1e-12);
 }
 
+// As RecordingExecutor, for an executor that returns the logits of every row:
+// row t of a step favours ((pos + t) * 3) % vocab.
+class AllRowsRecordingExecutor : public RecordingExecutor {
+public:
+  explicit AllRowsRecordingExecutor(int vocab) : RecordingExecutor(vocab), vocab_(vocab) {}
+  bool hasAllRowsLogits() const override { return true; }
+  Status forwardAllRows(const int32_t* tokens, int n, int pos, float* logits) override {
+    steps.push_back({n, pos, std::vector<int32_t>(tokens, tokens + n)});
+    for (int t = 0; t < n; ++t)
+      for (int v = 0; v < vocab_; ++v)
+        logits[size_t(t) * size_t(vocab_) + size_t(v)] =
+            v == ((pos + t) * 3) % vocab_ ? 2.0f : 0.0f;
+    return Status::ok();
+  }
+
+private:
+  int vocab_;
+};
+
+TEST(EvalRunner, AllRowsStepsAndTargets) {
+  const int vocab = 11, ctx = 20;
+  std::vector<int32_t> tokens(45);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = int32_t(i % 2 ? ((i - 1) % ctx) * 3 % vocab : (i * 5 + 2) % vocab);
+  const ChunkLayout layout = layoutChunks(tokens.size(), ctx, 0).value();
+  AllRowsRecordingExecutor executor(vocab);
+  RecordingExecutor plain(vocab);
+  const ExecutorLimits limits{ctx, 4, vocab};
+  Result<PerplexityAccumulator> acc =
+      evaluatePerplexity(executor, limits, tokens, layout, 5, nullptr);
+  Result<PerplexityAccumulator> expected =
+      evaluatePerplexity(plain, limits, tokens, layout, 5, nullptr);
+  ASSERT_TRUE(acc.isOk()) << acc.status().message();
+  ASSERT_TRUE(expected.isOk()) << expected.status().message();
+  EXPECT_EQ(acc->count(), 2 * 9);
+  // Per chunk: positions 0..18 in steps of 4 (the last of 3), nothing after.
+  ASSERT_EQ(executor.steps.size(), 2u * 5);
+  for (int c = 0; c < 2; ++c)
+    for (int k = 0; k < 5; ++k) {
+      const auto& step = executor.steps[size_t(c) * 5 + size_t(k)];
+      EXPECT_EQ(step.pos, 4 * k);
+      EXPECT_EQ(step.n, k < 4 ? 4 : 3);
+      EXPECT_EQ(step.tokens[0], k == 0 ? 5 : tokens[size_t(c) * ctx + size_t(4 * k)]);
+    }
+  // The same positions scored against the same targets as one step per token.
+  EXPECT_DOUBLE_EQ(acc->meanNll().value, expected->meanNll().value);
+}
+
 TEST(EvalRunner, ContextTooSmall) {
   RecordingExecutor executor(5);
   std::vector<int32_t> tokens(64, 1);
@@ -402,6 +450,75 @@ TEST(EvalTinyPlan, KldOfAPlanAgainstItself) {
   EXPECT_EQ(s.sameTop.value, 1.0);
   EXPECT_EQ(s.ppl.value, s.refPpl.value);
   EXPECT_EQ(s.pplRatio.value, 1.0);
+}
+
+// Hides forwardAllRows(): evaluation runs one step per scored token.
+class LastRowOnly : public Executor {
+public:
+  explicit LastRowOnly(Executor& inner) : inner_(inner) {}
+  Status forward(const int32_t* tokens, int n, int pos, float* logits) override {
+    return inner_.forward(tokens, n, pos, logits);
+  }
+  std::string name() const override { return inner_.name(); }
+
+private:
+  Executor& inner_;
+};
+
+TEST(EvalTinyPlan, AllRowsLogitsMatchTheReferenceModel) {
+  TinyModel model = buildTinyModel(tinySpec());
+  Loaded l = load(model.maker.write("eval_rows.nplan"));
+  ASSERT_TRUE(l.executor);
+  ASSERT_TRUE(l.executor->hasAllRowsLogits());
+  const int vocab = 38, n = 7;
+  std::vector<int32_t> chunk(2 * n);
+  for (size_t i = 0; i < chunk.size(); ++i)
+    chunk[i] = int32_t((i * 7 + 2) % 37);
+  // Two steps of n rows; the reference computes each position's logits on its own.
+  std::vector<float> rows(size_t(2 * n) * vocab);
+  ASSERT_TRUE(l.executor->forwardAllRows(chunk.data(), n, 0, rows.data()).isOk());
+  ASSERT_TRUE(
+      l.executor->forwardAllRows(chunk.data() + n, n, n, rows.data() + size_t(n) * vocab).isOk());
+  const auto reference = test::referenceStepLogits(model, chunk, std::vector<int>(2 * n, 1));
+  ASSERT_EQ(reference.size(), size_t(2 * n));
+  double worst = 0;
+  for (int t = 0; t < 2 * n; ++t)
+    for (int v = 0; v < vocab; ++v)
+      worst = std::max(worst, std::fabs(rows[size_t(t) * vocab + size_t(v)] -
+                                        reference[size_t(t)][size_t(v)]));
+  EXPECT_LT(worst, 1e-4);
+  // forward() after it still returns the last row only, and the same values.
+  std::vector<float> last(vocab);
+  ASSERT_TRUE(l.executor->forward(chunk.data() + n, n, n, last.data()).isOk());
+  for (int v = 0; v < vocab; ++v)
+    EXPECT_EQ(last[size_t(v)], rows[size_t(2 * n - 1) * vocab + size_t(v)]);
+}
+
+TEST(EvalTinyPlan, AllRowsEvaluationMatchesOneStepPerToken) {
+  TinyModel a = buildTinyModel(tinySpec(1)), b = buildTinyModel(tinySpec(2));
+  Loaded ref = load(a.maker.write("eval_rows_a.nplan"));
+  Loaded plan = load(b.maker.write("eval_rows_b.nplan"));
+  ASSERT_TRUE(ref.executor && plan.executor);
+  std::vector<int32_t> tokens(130);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = int32_t((i * 11 + 3) % 37);
+  const ChunkLayout layout = layoutChunks(tokens.size(), 64, 0).value();
+  const ExecutorLimits refLimits = ExecutorLimits::fromPlan(*ref.file);
+  const ExecutorLimits limits = ExecutorLimits::fromPlan(*plan.file);
+  Result<KldAccumulator> fast = evaluateKld(*ref.executor, refLimits, *plan.executor, limits,
+                                            tokens, layout, 37, nullptr);
+  LastRowOnly slowRef(*ref.executor), slowPlan(*plan.executor);
+  Result<KldAccumulator> slow =
+      evaluateKld(slowRef, refLimits, slowPlan, limits, tokens, layout, 37, nullptr);
+  ASSERT_TRUE(fast.isOk()) << fast.status().message();
+  ASSERT_TRUE(slow.isOk()) << slow.status().message();
+  const KldStats f = fast->stats(), s = slow->stats();
+  ASSERT_EQ(f.count, s.count);
+  EXPECT_GT(s.kld.value, 1e-3) << "two different models";
+  EXPECT_NEAR(f.kld.value, s.kld.value, 1e-5 * s.kld.value);
+  EXPECT_NEAR(f.ppl.value, s.ppl.value, 1e-5 * s.ppl.value);
+  EXPECT_NEAR(f.refPpl.value, s.refPpl.value, 1e-5 * s.refPpl.value);
+  EXPECT_EQ(f.sameTop.value, s.sameTop.value);
 }
 
 // ---- the CLI, on tiny plans with a character tokenizer ----

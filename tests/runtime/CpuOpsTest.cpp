@@ -251,6 +251,25 @@ TEST_P(AttentionTest, MatchesReferenceAndStepsEqualOneShot) {
     pos += n;
   }
   EXPECT_EQ(stepped, oneShot);
+
+  // With the cache rows converted to f32 once per step: the same bits, in one
+  // shot and in steps (the buffer is filled with garbage first: only rows the
+  // step converts may be read).
+  std::vector<float> decoded(size_t(2) * context * kvWidth);
+  std::vector<float> fastOneShot(size_t(length) * qWidth);
+  std::fill(decoded.begin(), decoded.end(), NAN);
+  cpu::attention(pool, q.data(), length, 0, kc, vc, shape, scratch.data(), context,
+                 fastOneShot.data(), decoded.data());
+  EXPECT_EQ(fastOneShot, oneShot);
+  std::vector<float> fastStepped(size_t(length) * qWidth);
+  for (pos = 0; pos < length;) {
+    const int n = pos == 0 ? 5 : 1;
+    std::fill(decoded.begin(), decoded.end(), NAN);
+    cpu::attention(pool, q.data() + pos * qWidth, n, pos, ks, vs, shape, scratch.data(), context,
+                   fastStepped.data() + pos * qWidth, decoded.data());
+    pos += n;
+  }
+  EXPECT_EQ(fastStepped, oneShot);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,

@@ -128,20 +128,29 @@ struct ExecutorLimits {
 // Steps one executor through one chunk: start() prefills positions
 // 0..firstScored and leaves the logits of position firstScored; advance()
 // feeds the next token and leaves the logits of the next position.
+// With an executor that returns the logits of every row (hasAllRowsLogits),
+// start() instead runs positions 0..size-2 in steps of maxStepTokens and keeps
+// the logits of positions firstScored..size-2; advance() only moves along them.
 class ChunkRunner {
 public:
   ChunkRunner(Executor& executor, const ExecutorLimits& limits);
   Status start(const std::vector<int32_t>& chunk, int firstScored);
   Status advance();
   int position() const { return position_; }
-  const float* logits() const { return logits_.data(); }
+  const float* logits() const {
+    return allRows_ ? kept_.data() + size_t(position_ - firstScored_) * size_t(limits_.vocabSize)
+                    : logits_.data();
+  }
 
 private:
   Executor& executor_;
   ExecutorLimits limits_;
   const std::vector<int32_t>* chunk_ = nullptr;
   int position_ = -1;
+  int firstScored_ = 0;
+  bool allRows_ = false;
   std::vector<float> logits_;
+  std::vector<float> kept_; // all-rows mode: logits of positions firstScored..
 };
 
 // Checks that a plan can evaluate chunks of `ctx` tokens (its context).

@@ -28,6 +28,17 @@ public:
   // logits: vocab_size floats for the step's last token.
   virtual Status forward(const int32_t* tokens, int n, int pos, float* logits) = 0;
   virtual std::string name() const = 0;
+  // Whether forwardAllRows() works for this executor and plan.
+  virtual bool hasAllRowsLogits() const { return false; }
+  // Like forward(), but logits gets n x vocab_size floats: the logits of every
+  // token of the step, not only the last (evaluation scores a whole chunk in a
+  // few steps instead of one step per scored token). Plans compute lm_head
+  // for the last row only; an executor that can compute it for all rows says so
+  // with hasAllRowsLogits().
+  virtual Status forwardAllRows(const int32_t* tokens, int n, int pos, float* logits) {
+    (void)tokens, (void)n, (void)pos, (void)logits;
+    return Status::error(name() + " returns only the last token's logits");
+  }
   // Device memory this executor holds (weights, arenas, KV cache, staging), in
   // bytes; 0 when it runs on the host.
   virtual uint64_t deviceMemoryBytes() const { return 0; }
