@@ -372,9 +372,11 @@ private:
     std::ostringstream text;
     uint32_t begin = 0;
     for (size_t m = group.head; m < group.head + group.size; ++m) {
-      LinearKernel member;
-      OpT &memberOp = *plan_.ops[m];
-      NINFER_RETURN_IF_ERROR(describeLinear(memberOp, *memberOp.attrs.AsLinearAttrs(), member));
+      LinearKernel member = k;
+      if (m != group.head) {
+        OpT &memberOp = *plan_.ops[m];
+        NINFER_RETURN_IF_ERROR(describeLinear(memberOp, *memberOp.attrs.AsLinearAttrs(), member));
+      }
       const std::string slice = "ninfer::dev::BlockSlice{static_cast<int>(blockIdx.x) - " +
                                 std::to_string(begin) + ", " + std::to_string(member.blocks) + "}";
       begin += member.blocks;

@@ -91,7 +91,11 @@ __attribute__((target("avx2"))) void dot2x2Avx2(const float* a0, const float* a1
   finishDot2x2(a0, a1, b0, b1, count, i, partials, out);
 }
 
-const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+// Runs before main: the CPU model must be read first (GCC's rule for constructors).
+const bool kHaveAvx2 = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") != 0;
+}();
 #endif
 
 void dot2x2(const float* a0, const float* a1, const float* b0, const float* b1, int64_t count,

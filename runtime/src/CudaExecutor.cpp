@@ -21,8 +21,8 @@
 //
 // On sm_90+ with a plan whose kernels wait for their predecessor
 // (grid_dependency_wait), every launch after a step's first is a programmatic
-// dependent launch, scheduled while the previous kernel drains (H200: +1% on
-// an 8B decode step, +5% on a 23M one; docs/performance.md). NINFER_PDL=0
+// dependent launch, scheduled while the previous kernel drains (H200: +2% on
+// an 8B q4 decode step, +12% on a 23M one; docs/performance.md). NINFER_PDL=0
 // turns it off (A/B timing).
 #include "StepCheck.h"
 #include "ninfer/Executor.h"

@@ -13,7 +13,8 @@ namespace gemv {
 constexpr int kBlockThreads = 256; // every linear kernel: 8 warps
 constexpr int kBlockWarps = kBlockThreads / 32;
 // Warps the GPU should have in flight for a GEMV to cover the memory latency
-// (an H200 holds 132 SMs x 48 warps; half of that is plenty for a stream).
+// (an H200 holds 132 SMs x 64 warps; about half of that, measured on the fp16
+// GEMV's short layers, docs/performance.md).
 constexpr int kTargetWarps = 4096;
 
 // ---- f16/bf16/f32 weights (linear.cuh) ----
@@ -23,7 +24,7 @@ NINFER_HD constexpr int linearRowsPerWarp(int n) { return n >= 4096 ? 2 : 1; }
 
 // Warps that share a row group, each taking a slice of K (1, 2, 4 or 8), until
 // about kTargetWarps warps are busy; every lane keeps at least one 16-byte chunk
-// per row in each of two steps. elems: weights per 16 bytes.
+// of each row. elems: weights per 16 bytes.
 NINFER_HD constexpr int linearKSplit(int n, int k, int elems) {
   int split = 1;
   const int groups = (n + linearRowsPerWarp(n) - 1) / linearRowsPerWarp(n);
