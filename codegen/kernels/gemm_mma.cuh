@@ -1,35 +1,52 @@
-// Tensor-core GEMM for prefill: y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]) with W [N, K] in
-// f16 or bf16, x and y f32, f32 accumulation. sm_80 and newer (mma.sync m16n8k16, cp.async);
-// callers fall back to the CUDA-core tiled path elsewhere.
+// Tensor-core GEMM for prefill: y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]), x and y f32
+// rows, f32 accumulation, W [N, K] as f16/bf16 (linear.cuh) or group-quantized
+// (linear_quant.cuh, decoded into the tile). sm_80 and newer (mma.sync m16n8k16, ldmatrix,
+// cp.async); callers fall back to CUDA-core tiled paths elsewhere.
 //
-// Algorithm: output tiles of kMmaTM x kMmaTN = 128 x 128, K in steps of kMmaTK = 32, grid-strided
-// over tiles (the grid does not depend on the token count). 8 warps as 2 (M) x 4 (N); each warp
-// owns a 64 x 32 sub-tile = 4 x 4 mma tiles of 16 x 8 (64 f32 accumulators per thread).
-//  * W tiles go global -> shared with 16-byte cp.async (zero-filled past N or K).
-//  * x tiles are loaded as float4 into registers one k-step ahead, rounded to the weight dtype
-//    (round to nearest even) and stored to shared memory after the current step's math, so the
-//    global loads of step k+1 overlap the mma of step k. Rows past M are zeros.
-//  * Two shared stages; one barrier per k-step (see the ordering comment in gemmMmaTile).
-//  * Shared rows are kMmaLd = 40 halves (80 bytes): a multiple of 16 bytes for cp.async, and a
-//    row stride of 20 words, so the fragment loads (8 rows x 4 words per warp) hit 32 banks.
-// Rounding the activations to f16/bf16 changes results at ~1e-3 (bf16) / ~1e-4 (f16) relative
-// against the f32 CPU reference; tests bound the error accordingly.
-// Launch: block 256 threads (kMmaThreads), any grid; 40 KB of static shared memory.
+// Algorithm: output tiles of kMmaTM x kMmaTN = 128 tokens x 128 outputs, K in steps of
+// kMmaTK = 64, grid-strided over tiles with the token tiles of one weight tile adjacent
+// (the blocks that run at the same time share its weights in L2 instead of each
+// streaming it from HBM). 8 warps as 2 (M) x 4 (N); each warp owns 64 x 32 outputs =
+// 4 x 4 mma tiles of 16 x 8 (64 f32 accumulators per thread).
+//  * A stager (policy class) brings the weight tile of a k-step to shared memory as 16-bit
+//    values: cp.async copies for f16/bf16 (DenseTileStager below), register loads that
+//    are decoded after the math for quantized weights (linear_quant.cuh).
+//  * The x tile (f32) is loaded as float4 into registers one k-step ahead (16 threads per
+//    row, coalesced), rounded to 16 bits and stored after the current step's math, so the
+//    loads of step k+1 overlap the mma of step k. Rows past M and columns past K are zeros.
+//  * Two shared stages, one barrier per k-step (see the ordering comment in gemmMma).
+//  * Fragments come from shared memory with ldmatrix.x4 (4 per 16 mma for A, 2 for B).
+//    Shared rows are kMmaLd = 72 halves (144 bytes): 16-byte aligned for cp.async and
+//    vector stores, and 8 consecutive rows start 4 banks apart, so ldmatrix's 8 row reads
+//    of 16 bytes hit all 32 banks once.
+// Rounding the activations to f16/bf16 changes results at ~1e-3 (bf16) / ~1e-4 (f16)
+// relative against the f32 CPU reference; tests bound the error accordingly.
+// Launch: block 256 threads (kMmaThreads), any grid (gemm::tiles() gives every tile a
+// block), gemm::kSharedBytes of dynamic shared memory (over the 48 KB default: the executor
+// opts in; every sm_80+ GPU has it).
 #pragma once
 
+#include "GemvShapes.h"
 #include "common.cuh"
+
+// 0: prefill GEMMs on the CUDA-core tiled paths (the emitter sets it when a target lacks
+// sm_80 or for A/B runs; the launches then ask for no dynamic shared memory).
+#ifndef NINFER_LINEAR_MMA
+#define NINFER_LINEAR_MMA 1
+#endif
 
 namespace ninfer {
 namespace dev {
 
-constexpr int kMmaTM = 128;
-constexpr int kMmaTN = 128;
-constexpr int kMmaTK = 32;
-constexpr int kMmaLd = kMmaTK + 8; // halves per shared row (padding: see above)
-constexpr int kMmaThreads = 256;   // 8 warps: the thread mappings below assume it
+constexpr int kMmaTM = gemm::kTileM;
+constexpr int kMmaTN = gemm::kTileN;
+constexpr int kMmaTK = gemm::kTileK;
+constexpr int kMmaLd = gemm::kLd;          // halves per shared row (padding: see above)
+constexpr int kMmaThreads = 256;           // 8 warps: the thread mappings below assume it
+constexpr int kMmaStageHalves = gemm::kStageHalves;
+static_assert(kMmaTM == 128 && kMmaTN == 128 && kMmaTK == 64, "the mappings below assume it");
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-
+// (Templates: their PTX is emitted only where a kernel instantiates them, sm_80+.)
 // Two floats -> one 32-bit word of two halves of dtype DT; `lo` at the lower address.
 template <int DT> __device__ __forceinline__ unsigned int packPair(float lo, float hi) {
   unsigned int out;
@@ -40,6 +57,24 @@ template <int DT> __device__ __forceinline__ unsigned int packPair(float lo, flo
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
   return out;
 }
+
+// d += a * b for one m16n8k16 tile (A row-major, B column-major, f32 accumulators).
+template <int DT>
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned int (&a)[4],
+                                         unsigned int b0, unsigned int b1) {
+  if constexpr (DT == kF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 
 // 16-byte global -> shared copy that bypasses L1; bytes = 0 writes zeros and reads nothing.
 __device__ __forceinline__ void cpAsync16(void *sharedDst, const void *globalSrc, int bytes) {
@@ -53,90 +88,100 @@ __device__ __forceinline__ void cpAsyncWaitAll() {
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 }
 
-// d += a * b for one m16n8k16 tile (A row-major, B column-major, f32 accumulators).
-template <int DT>
-__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned int (&a)[4],
-                                         const unsigned int (&b)[2]) {
-  if constexpr (DT == kF16)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+// Four 8x8 matrices of 16-bit values; lane l gives the address of row l % 8 of matrix
+// l / 8 and receives, of each matrix, row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1.
+__device__ __forceinline__ void ldmatrix4(unsigned int (&r)[4], const unsigned short *p) {
+  const unsigned int a = static_cast<unsigned int>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
 }
 
-// x tile (128 x 32 f32 = 1024 float4) as 4 float4 per thread: float4 q = tid + 256 j sits at
-// row q / 8, columns 4 (q % 8) .. +3; 8 consecutive threads read one row's 128 bytes.
+// The x tile of a k-step (128 rows x 64 f32) as 8 float4 per thread: float4 q = tid + 256 j
+// is row q / 16, columns 4 (q % 16) .. +3, so 16 consecutive threads read a row's 256 bytes.
 template <int K>
 __device__ __forceinline__ void loadXTile(const float *x, int rows, int m0, int k0,
-                                          float4 (&regs)[4]) {
+                                          float4 (&v)[8]) {
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 8; ++j) {
     const int q = threadIdx.x + j * kMmaThreads;
-    const int m = m0 + q / 8;
-    const int k = k0 + (q % 8) * 4;
-    // K % 8 == 0 (the caller's condition), so a float4 is wholly inside or outside K.
-    regs[j] = (m < rows && k < K)
-                  ? __ldg(reinterpret_cast<const float4 *>(x + static_cast<long long>(m) * K + k))
-                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const int m = m0 + q / 16;
+    const int k = k0 + (q % 16) * 4;
+    // K % 4 == 0 (the caller's condition), so a float4 is wholly inside or outside K.
+    v[j] = (m < rows && k < K)
+               ? __ldg(reinterpret_cast<const float4 *>(x + static_cast<long long>(m) * K + k))
+               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 }
 
-template <int WDT>
-__device__ __forceinline__ void storeXTile(unsigned short (*as)[kMmaLd], const float4 (&regs)[4]) {
+// The x tile rounded to dtype DT, to the A stage.
+template <int DT>
+__device__ __forceinline__ void storeXTile(unsigned short (*as)[kMmaLd], const float4 (&v)[8]) {
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 8; ++j) {
     const int q = threadIdx.x + j * kMmaThreads;
-    uint2 packed;
-    packed.x = packPair<WDT>(regs[j].x, regs[j].y);
-    packed.y = packPair<WDT>(regs[j].z, regs[j].w);
-    *reinterpret_cast<uint2 *>(&as[q / 8][(q % 8) * 4]) = packed;
+    *reinterpret_cast<uint2 *>(&as[q / 16][(q % 16) * 4]) =
+        make_uint2(packPair<DT>(v[j].x, v[j].y), packPair<DT>(v[j].z, v[j].w));
   }
 }
 
-// W tile (128 rows x 32 halves = 512 chunks of 16 bytes), 2 chunks per thread: chunk
-// q = tid + 256 j is row q / 4, halves 8 (q % 4) .. +7.
-template <int K, int N>
-__device__ __forceinline__ void loadWTile(const unsigned short *w, int n0, int k0,
-                                          unsigned short (*bs)[kMmaLd]) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int q = threadIdx.x + j * kMmaThreads;
-    const int r = q / 4;
-    const int c = (q % 4) * 8;
-    const bool inside = n0 + r < N && k0 + c < K;
-    // Outside: a valid dummy address (W's start) and 0 bytes, so the chunk becomes zeros.
-    const unsigned short *src = inside ? w + static_cast<long long>(n0 + r) * K + k0 + c : w;
-    cpAsync16(&bs[r][c], src, inside ? 16 : 0);
-  }
-}
-
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
-__device__ __forceinline__ void linearMma(const float *x, int rows, const void *wRaw,
-                                          const void *bias, const float *residual,
-                                          float *y) {
-  static_assert(WDT == kF16 || WDT == kBF16, "tensor-core path takes f16 or bf16 weights");
+// Weight tiles of a dense f16/bf16 W [N, K]: 128 rows x 64 halves = 1024 chunks of 16 bytes,
+// 4 per thread (chunk q = tid + 256 j is row q / 8, halves 8 (q % 8) .. +7), copied with
+// cp.async (zeros past N or K).
+template <int WDT, int K, int N> struct DenseTileStager {
   static_assert(K % 8 == 0, "16-byte weight chunks need K % 8 == 0");
-  __shared__ __align__(16) unsigned short aS[2][kMmaTM][kMmaLd];
-  __shared__ __align__(16) unsigned short bS[2][kMmaTN][kMmaLd];
-  const unsigned short *w = static_cast<const unsigned short *>(wRaw);
+  static constexpr int kMmaDType = WDT;
+  const unsigned short *w;
+
+  __device__ __forceinline__ void fetch(int n0, int k0, unsigned short (*bs)[kMmaLd]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int q = threadIdx.x + j * kMmaThreads;
+      const int r = q / 8;
+      const int c = (q % 8) * 8;
+      const bool inside = n0 + r < N && k0 + c < K;
+      // Outside: a valid dummy address (W's start) and 0 bytes, so the chunk becomes zeros.
+      const unsigned short *src = inside ? w + static_cast<long long>(n0 + r) * K + k0 + c : w;
+      cpAsync16(&bs[r][c], src, inside ? 16 : 0);
+    }
+  }
+  // The copies land by themselves (cp.async); nothing to decode.
+  __device__ __forceinline__ void store(unsigned short (*)[kMmaLd]) {}
+};
+
+// The tile loop. STAGER: kMmaDType (the 16-bit type of both operands), fetch(n0, k0, stage) starts bringing the weight tile of a k-step (rows n0..,
+// columns k0..; rows past N may hold anything, their outputs are not stored) and
+// store(stage) completes it into the stage after the math of the previous step.
+template <class STAGER, int BDT, bool HAS_BIAS, int K, int N>
+__device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager,
+                                        const void *bias, const float *residual, float *y) {
+  static_assert(K % 4 == 0, "x rows are read as float4");
+  constexpr int DT = STAGER::kMmaDType;
+  extern __shared__ __align__(16) unsigned short gemmShared[];
+  // Stage s: the x tile (kMmaTM rows), then the weight tile (kMmaTN rows).
+  using Rows = unsigned short (*)[kMmaLd];
+  const auto aS = [&](int s) { return reinterpret_cast<Rows>(gemmShared + s * kMmaStageHalves); };
+  const auto bS = [&](int s) {
+    return reinterpret_cast<Rows>(gemmShared + s * kMmaStageHalves + kMmaTM * kMmaLd);
+  };
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
   const int g = lane / 4; // mma "groupID": row (A, C) or column (B) within the 8
-  const int t = lane % 4; // mma "threadID_in_group": k pair (A, B) or column pair (C)
+  const int t = lane % 4; // mma "threadID_in_group": column pair (C)
   const int wm = (warp / 4) * 64;
   const int wn = (warp % 4) * 32;
+  // ldmatrix row and column of this lane: A matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15)
+  // in that order give a[0..3]; B matrices (n 0-7: k 0-7 | 8-15), (n 8-15: ...) give the
+  // b pairs of two column tiles.
+  const int aRow = lane % 16, aCol = (lane / 16) * 8;
+  const int bRow = lane % 8 + (lane / 16) * 8, bCol = ((lane / 8) % 2) * 8;
   constexpr int tilesN = (N + kMmaTN - 1) / kMmaTN;
   constexpr int kSteps = (K + kMmaTK - 1) / kMmaTK;
   const int tilesM = (rows + kMmaTM - 1) / kMmaTM;
 
   for (int tile = blockIdx.x; tile < tilesN * tilesM; tile += gridDim.x) {
-    const int n0 = (tile % tilesN) * kMmaTN;
-    const int m0 = (tile / tilesN) * kMmaTM;
+    const int m0 = (tile % tilesM) * kMmaTM;
+    const int n0 = (tile / tilesM) * kMmaTN;
     float acc[4][4][4];
 #pragma unroll
     for (int i = 0; i < 4; ++i)
@@ -148,11 +193,12 @@ __device__ __forceinline__ void linearMma(const float *x, int rows, const void *
 
     // Prologue: stage 0 holds k-step 0. (Every thread passed the previous tile's last
     // barrier, so nobody still reads stage 0.)
-    float4 xRegs[4];
-    loadWTile<K, N>(w, n0, 0, bS[0]);
+    float4 xTile[8];
+    stager.fetch(n0, 0, bS(0));
     cpAsyncCommit();
-    loadXTile<K>(x, rows, m0, 0, xRegs);
-    storeXTile<WDT>(aS[0], xRegs);
+    loadXTile<K>(x, rows, m0, 0, xTile);
+    stager.store(bS(0));
+    storeXTile<DT>(aS(0), xTile);
     cpAsyncWaitAll();
     __syncthreads();
 
@@ -161,38 +207,37 @@ __device__ __forceinline__ void linearMma(const float *x, int rows, const void *
       const bool more = ks + 1 < kSteps;
       // Ordering: stage cur ^ 1 was last read by step ks - 1, which every thread finished
       // before the barrier that ended step ks - 1; so it may be refilled now. The barrier at
-      // the end of this step publishes it (cp.async waited, x stores done) for step ks + 1.
+      // the end of this step publishes it (cp.async waited, stores done) for step ks + 1.
       if (more) {
-        loadWTile<K, N>(w, n0, (ks + 1) * kMmaTK, bS[cur ^ 1]);
+        stager.fetch(n0, (ks + 1) * kMmaTK, bS(cur ^ 1));
         cpAsyncCommit();
-        loadXTile<K>(x, rows, m0, (ks + 1) * kMmaTK, xRegs);
+        loadXTile<K>(x, rows, m0, (ks + 1) * kMmaTK, xTile);
       }
 #pragma unroll
       for (int kk = 0; kk < kMmaTK; kk += 16) {
-        // B fragments for the warp's 4 column tiles, then one row tile's A fragment at a
-        // time (fewer live registers than holding all 4).
         unsigned int b[4][2];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int c = wn + j * 8 + g;
-          b[j][0] = *reinterpret_cast<const unsigned int *>(&bS[cur][c][kk + 2 * t]);
-          b[j][1] = *reinterpret_cast<const unsigned int *>(&bS[cur][c][kk + 2 * t + 8]);
+        for (int jj = 0; jj < 2; ++jj) {
+          unsigned int r[4];
+          ldmatrix4(r, &bS(cur)[wn + jj * 16 + bRow][kk + bCol]);
+          b[2 * jj][0] = r[0];
+          b[2 * jj][1] = r[1];
+          b[2 * jj + 1][0] = r[2];
+          b[2 * jj + 1][1] = r[3];
         }
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const int r = wm + i * 16 + g;
           unsigned int a[4];
-          a[0] = *reinterpret_cast<const unsigned int *>(&aS[cur][r][kk + 2 * t]);
-          a[1] = *reinterpret_cast<const unsigned int *>(&aS[cur][r + 8][kk + 2 * t]);
-          a[2] = *reinterpret_cast<const unsigned int *>(&aS[cur][r][kk + 2 * t + 8]);
-          a[3] = *reinterpret_cast<const unsigned int *>(&aS[cur][r + 8][kk + 2 * t + 8]);
+          ldmatrix4(a, &aS(cur)[wm + i * 16 + aRow][kk + aCol]);
 #pragma unroll
           for (int j = 0; j < 4; ++j)
-            mma16816<WDT>(acc[i][j], a, b[j]);
+            mma16816<DT>(acc[i][j], a, b[j][0], b[j][1]);
         }
       }
-      if (more)
-        storeXTile<WDT>(aS[cur ^ 1], xRegs);
+      if (more) {
+        stager.store(bS(cur ^ 1));
+        storeXTile<DT>(aS(cur ^ 1), xTile);
+      }
       cpAsyncWaitAll();
       __syncthreads();
     }
@@ -224,6 +269,14 @@ __device__ __forceinline__ void linearMma(const float *x, int rows, const void *
       }
     }
   }
+}
+
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
+__device__ __forceinline__ void linearMma(const float *x, int rows, const void *w,
+                                          const void *bias, const float *residual, float *y) {
+  static_assert(WDT == kF16 || WDT == kBF16, "tensor-core path takes f16 or bf16 weights");
+  DenseTileStager<WDT, K, N> stager{static_cast<const unsigned short *>(w)};
+  gemmMma<DenseTileStager<WDT, K, N>, BDT, HAS_BIAS, K, N>(x, rows, stager, bias, residual, y);
 }
 
 #endif // __CUDA_ARCH__ >= 800

@@ -35,6 +35,7 @@
 #include "GemvShapes.h"
 #include "QuantFormats.h"
 #include "common.cuh"
+#include "gemm_mma.cuh"
 
 namespace ninfer {
 namespace dev {
@@ -59,24 +60,15 @@ __device__ __forceinline__ unsigned int hmul2(unsigned int a, unsigned int b) {
   return d;
 }
 
-// f16 pair (lo, hi) from two floats.
-__device__ __forceinline__ unsigned int packHalf2(float lo, float hi) {
-  unsigned int d;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-  return d;
-}
-
-__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned int (&a)[4],
-                                         unsigned int b0, unsigned int b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+// (1024 + code offset) in both halves: (1024 + code) - this = the signed level, exact.
+template <int BITS> __device__ __forceinline__ constexpr unsigned int levelBias() {
+  return 0x00010001u * (0x6400u + static_cast<unsigned int>(quant::QuantPacking<BITS>::kCodeOffset));
 }
 
 // One run (32 values) of a row as raw words, and how it decodes: pair j of the
 // run holds run values (first(j), second(j)); decode() gives the 16 pairs as
-// (1024 + code) f16 pairs; loadX() gives x in the same pair order.
+// (1024 + code) f16 pairs; loadXPairs() gives x in the same pair order (and the
+// prefill GEMM stages x in it, linear_quant.cuh).
 template <int BITS> struct RunCodec;
 
 template <> struct RunCodec<4> { // 16 bytes: word t holds values 8t..8t+7
@@ -92,17 +84,8 @@ template <> struct RunCodec<4> { // 16 bytes: word t holds values 8t..8t+7
       for (int s = 0; s < 4; ++s)
         p[4 * t + s] = codePairToHalf2((words[t] >> (4 * s)) & 0x000F000Fu);
   }
-  __device__ __forceinline__ static void loadX(const float *x, unsigned int (&p)[16]) {
-#pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      const float4 a = __ldg(reinterpret_cast<const float4 *>(x + 8 * t));
-      const float4 b = __ldg(reinterpret_cast<const float4 *>(x + 8 * t + 4));
-      p[4 * t + 0] = packHalf2(a.x, b.x);
-      p[4 * t + 1] = packHalf2(a.y, b.y);
-      p[4 * t + 2] = packHalf2(a.z, b.z);
-      p[4 * t + 3] = packHalf2(a.w, b.w);
-    }
-  }
+  NINFER_HD static constexpr int first(int j) { return 8 * (j / 4) + j % 4; }
+  NINFER_HD static constexpr int second(int j) { return first(j) + 4; }
 };
 
 template <> struct RunCodec<8> { // 32 bytes: byte i holds value i
@@ -123,35 +106,16 @@ template <> struct RunCodec<8> { // 32 bytes: byte i holds value i
       p[2 * t + 1] = odd;
     }
   }
-  __device__ __forceinline__ static void loadX(const float *x, unsigned int (&p)[16]) {
-#pragma unroll
-    for (int t = 0; t < 8; ++t) {
-      const float4 a = __ldg(reinterpret_cast<const float4 *>(x + 4 * t));
-      p[2 * t] = packHalf2(a.x, a.z);
-      p[2 * t + 1] = packHalf2(a.y, a.w);
-    }
-  }
+  NINFER_HD static constexpr int first(int j) { return 4 * (j / 2) + j % 2; }
+  NINFER_HD static constexpr int second(int j) { return first(j) + 2; }
 };
 
 // Q2 and the low plane of Q3: word t of the run holds values 16t..16t+15,
 // pair 8t + s = values (16t + s, 16t + s + 8).
-__device__ __forceinline__ void loadX2Bit(const float *x, unsigned int (&p)[16]) {
-#pragma unroll
-  for (int t = 0; t < 2; ++t) {
-    float v[16];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const float4 a = __ldg(reinterpret_cast<const float4 *>(x + 16 * t + 4 * q));
-      v[4 * q] = a.x;
-      v[4 * q + 1] = a.y;
-      v[4 * q + 2] = a.z;
-      v[4 * q + 3] = a.w;
-    }
-#pragma unroll
-    for (int s = 0; s < 8; ++s)
-      p[8 * t + s] = packHalf2(v[s], v[s + 8]);
-  }
-}
+struct TwoBitPairs {
+  NINFER_HD static constexpr int first(int j) { return 16 * (j / 8) + j % 8; }
+  NINFER_HD static constexpr int second(int j) { return first(j) + 8; }
+};
 
 template <> struct RunCodec<2> { // 8 bytes
   uint2 raw;
@@ -166,9 +130,8 @@ template <> struct RunCodec<2> { // 8 bytes
       for (int s = 0; s < 8; ++s)
         p[8 * t + s] = codePairToHalf2((words[t] >> (2 * s)) & 0x00030003u);
   }
-  __device__ __forceinline__ static void loadX(const float *x, unsigned int (&p)[16]) {
-    loadX2Bit(x, p);
-  }
+  NINFER_HD static constexpr int first(int j) { return TwoBitPairs::first(j); }
+  NINFER_HD static constexpr int second(int j) { return TwoBitPairs::second(j); }
 };
 
 template <> struct RunCodec<3> { // 8 bytes of the 2-bit plane + 4 bytes of the 1-bit plane
@@ -190,9 +153,8 @@ template <> struct RunCodec<3> { // 8 bytes of the 2-bit plane + 4 bytes of the 
                                        (((h >> s) & 0x00010001u) << 2));
     }
   }
-  __device__ __forceinline__ static void loadX(const float *x, unsigned int (&p)[16]) {
-    loadX2Bit(x, p);
-  }
+  NINFER_HD static constexpr int first(int j) { return TwoBitPairs::first(j); }
+  NINFER_HD static constexpr int second(int j) { return TwoBitPairs::second(j); }
 };
 
 // Q6 and Q5: the low four bits as RunCodec<4> (same pair order), the high bits
@@ -218,9 +180,8 @@ template <> struct RunCodec<6> { // 16 bytes of the 4-bit plane + 8 bytes of the
         p[4 * t + s] |= ((h >> (2 * s)) & 0x00030003u) << 4;
     }
   }
-  __device__ __forceinline__ static void loadX(const float *x, unsigned int (&p)[16]) {
-    RunCodec<4>::loadX(x, p);
-  }
+  NINFER_HD static constexpr int first(int j) { return RunCodec<4>::first(j); }
+  NINFER_HD static constexpr int second(int j) { return RunCodec<4>::second(j); }
 };
 
 template <> struct RunCodec<5> { // 16 bytes of the 4-bit plane + 4 bytes of the 1-bit plane
@@ -241,10 +202,52 @@ template <> struct RunCodec<5> { // 16 bytes of the 4-bit plane + 4 bytes of the
         p[4 * t + s] |= ((h >> s) & 0x00010001u) << 4;
     }
   }
-  __device__ __forceinline__ static void loadX(const float *x, unsigned int (&p)[16]) {
-    RunCodec<4>::loadX(x, p);
-  }
+  NINFER_HD static constexpr int first(int j) { return RunCodec<4>::first(j); }
+  NINFER_HD static constexpr int second(int j) { return RunCodec<4>::second(j); }
 };
+
+// Where run value v sits in a codec's pairs (the prefill GEMM regroups them).
+template <class CODEC> NINFER_HD constexpr int pairOfValue(int v) {
+  for (int j = 0; j < 16; ++j)
+    if (CODEC::first(j) == v || CODEC::second(j) == v)
+      return j;
+  return -1;
+}
+template <class CODEC> NINFER_HD constexpr bool isSecondOfPair(int v) {
+  return CODEC::second(pairOfValue<CODEC>(v)) == v;
+}
+// Whether values 2u and 2u + 1 always sit in the same half of their pairs.
+template <class CODEC> NINFER_HD constexpr bool adjacentPairsShareHalves() {
+  for (int u = 0; u < 16; ++u)
+    if (isSecondOfPair<CODEC>(2 * u) != isSecondOfPair<CODEC>(2 * u + 1))
+      return false;
+  return true;
+}
+
+// Bytes of (a, b) picked by selector nibbles (bytes 0-3: a, 4-7: b).
+__device__ __forceinline__ unsigned int prmt(unsigned int a, unsigned int b, unsigned int sel) {
+  unsigned int d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+
+// x values 0..31 of a run (f32, through L1) as f16 pairs in the order of PAIRS (a
+// RunCodec: first(j), second(j) are the run values of pair j).
+template <class PAIRS>
+__device__ __forceinline__ void loadXPairs(const float *x, unsigned int (&p)[16]) {
+  float v[32];
+#pragma unroll
+  for (int q = 0; q < 8; ++q) {
+    const float4 a = __ldg(reinterpret_cast<const float4 *>(x + 4 * q));
+    v[4 * q] = a.x;
+    v[4 * q + 1] = a.y;
+    v[4 * q + 2] = a.z;
+    v[4 * q + 3] = a.w;
+  }
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+    p[j] = packPair<kF16>(v[PAIRS::first(j)], v[PAIRS::second(j)]);
+}
 
 // The row-tile loop of a tensor-core GEMV (format-independent): warp w of a
 // block takes K split w % kSplit of row tile w / kSplit, tiles grid-strided.
@@ -311,9 +314,7 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
   constexpr long long kRowWeightBytes = quant::quantRowWeightBytes(BITS, K);
   constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
   constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
-  // (1024 + code offset) in both halves: code - offset = signed level, exact in f16.
-  constexpr unsigned int kBias =
-      0x00010001u * (0x6400u + static_cast<unsigned int>(Packing::kCodeOffset));
+  constexpr unsigned int kBias = levelBias<BITS>();
   // Units in flight per lane: 2 keeps the kernel under 85 registers (3 blocks of
   // 256 threads per SM); more warps hide latency better than deeper unrolling.
   constexpr int kUnroll = BITS == 8 ? 1 : 2;
@@ -353,7 +354,7 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
               break;
             unsigned int xp[16];
             if (hasToken)
-              RunCodec<BITS>::loadX(xRow + static_cast<long long>(u0 + i) * quant::kQuantUnitValues,
+              loadXPairs<RunCodec<BITS>>(xRow + static_cast<long long>(u0 + i) * quant::kQuantUnitValues,
                                     xp);
             else
 #pragma unroll
@@ -369,7 +370,7 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
                                          hmul2(hsub2(p1[2 * m], kBias), scale1),
                                          hmul2(hsub2(p0[2 * m + 1], kBias), scale0),
                                          hmul2(hsub2(p1[2 * m + 1], kBias), scale1)};
-              mma16816(m % 2 ? acc2 : acc, a, xp[2 * m], xp[2 * m + 1]);
+              mma16816<kF16>(m % 2 ? acc2 : acc, a, xp[2 * m], xp[2 * m + 1]);
             }
           }
         }

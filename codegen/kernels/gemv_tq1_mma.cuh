@@ -125,10 +125,10 @@ __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsig
               if (digit < digits) {
                 const float4 v =
                     __ldg(reinterpret_cast<const float4 *>(xc + 16 * digit + 4 * word));
-                b0 = packHalf2(v.x, v.z);
-                b1 = packHalf2(v.y, v.w);
+                b0 = packPair<kF16>(v.x, v.z);
+                b1 = packPair<kF16>(v.y, v.w);
               }
-              mma16816((tq1::kDigits * word + digit) % 2 ? acc2 : acc, a, b0, b1);
+              mma16816<kF16>((tq1::kDigits * word + digit) % 2 ? acc2 : acc, a, b0, b1);
               e0 &= tq1::kLaneMask;
               o0 &= tq1::kLaneMask;
               e1 &= tq1::kLaneMask;

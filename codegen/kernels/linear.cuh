@@ -24,7 +24,8 @@
 //    CUDA cores, a TM x TN output tile per block, each thread a 4x4 register tile.
 // Tiles and row groups are grid-strided, so the grid does not depend on the token count.
 // Launch: block THREADS = 256, grid (ceil(N / gemv::linearRowsPerBlock(N, K, elems)), 1, 1)
-// (any grid is correct), no dynamic shared memory.
+// (any grid is correct), no dynamic shared memory; the tensor-core GEMM's launch as
+// gemm_mma.cuh says.
 // last_row_only: x row n-1 -> y row 0.
 #pragma once
 
@@ -34,10 +35,6 @@
 
 namespace ninfer {
 namespace dev {
-
-#ifndef NINFER_LINEAR_MMA // 0: prefill on the CUDA-core tiled path (A/B switch)
-#define NINFER_LINEAR_MMA 1
-#endif
 
 constexpr int kLinearThreads = 256;
 constexpr int kGemvMaxRows = 8;

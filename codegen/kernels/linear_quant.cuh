@@ -15,14 +15,17 @@
 //    L1 with __ldg: every warp of the block reads the same x, and K x 8 rows of
 //    f32 (up to 458 KB at K = 14336) does not fit shared memory. f32
 //    accumulation, one butterfly reduction per output and row.
-//  * more rows: tiled GEMM on CUDA cores. A block computes a 64 x 64 tile of
+//  * more rows, sm_80+: the tensor-core GEMM of gemm_mma.cuh, each 32-value run
+//    of a weight row decoded to f16 into its shared tile (QuantTileStager below).
+//  * more rows otherwise (sm_75): tiled GEMM on CUDA cores. A block computes a 64 x 64 tile of
 //    (tokens x outputs); per 64-value slice of K it dequantizes the 64 x 64
 //    weight tile once into shared memory (f32) and stages the 64 x 64 x tile,
 //    then each thread accumulates a 4 x 4 register tile. The dequantized tile
 //    is reused by all 64 tokens, so decoding costs 1/64 of a multiply-add per
 //    weight value. Tiles are grid-strided.
 // Launch: block kQuantThreads = 256, grid (ceil(N / gemv::mmaRowsPerBlock(N)), 1, 1)
-// (any grid is correct), no dynamic shared memory. last_row_only: x row n-1 -> y row 0.
+// (any grid is correct), no dynamic shared memory; the tensor-core GEMM's launch as
+// gemm_mma.cuh says. last_row_only: x row n-1 -> y row 0.
 //
 // Embedding: out[t, :] = dequantized table row tokens[t]. Launch: block
 // THREADS, grid (blocks per row, n_tokens, 1), grid-stride over the row.
@@ -175,6 +178,54 @@ __device__ __forceinline__ void linearQuantTiled(const float* x, int rows, const
   }
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// Weight tiles of the tensor-core GEMM (gemm_mma.cuh) from group-quantized rows: thread t
+// takes row n0 + t / 2 of the tile, run 2 k0 / 32 + t % 2 of it (a 32-value quarter of a
+// unit, one scale), loads it raw one k-step ahead and, after the math, decodes it to f16
+// values (level x scale, exact up to the one rounding of the product). The codec's pairs
+// are regrouped into pairs of adjacent values with one byte permute each (RunCodec's
+// pairs keep both values of an adjacent pair in the same half), so x needs no reordering.
+template <int BITS, int GROUP, int K, int N> struct QuantTileStager {
+  static constexpr int kMmaDType = kF16;
+  using Codec = RunCodec<BITS>;
+  static_assert(adjacentPairsShareHalves<Codec>(), "one prmt per adjacent pair");
+  using Packing = quant::QuantPacking<BITS>;
+  const unsigned char *w;
+  Codec run;
+  unsigned short scale;
+
+  __device__ __forceinline__ void fetch(int n0, int k0, unsigned short (*)[kMmaLd]) {
+    // Rows past N read row N - 1 (not stored); K is whole units, so k < K.
+    const long long o = min(n0 + static_cast<int>(threadIdx.x) / 2, N - 1);
+    const int k = k0 + 32 * (threadIdx.x % 2);
+    run.load(w + o * quant::quantRowWeightBytes(BITS, K) +
+                 static_cast<long long>(k / quant::kQuantUnitValues) * Packing::kUnitBytes,
+             (k % quant::kQuantUnitValues) / 32);
+    scale = __ldg(reinterpret_cast<const unsigned short *>(
+                      w + quant::quantScalePlaneOffset(BITS, N, K) +
+                      o * quant::quantRowScaleBytes(GROUP, K)) +
+                  k / GROUP);
+  }
+  __device__ __forceinline__ void store(unsigned short (*bs)[kMmaLd]) {
+    unsigned int p[16];
+    run.decode(p);
+    const unsigned int scale2 = 0x00010001u * scale;
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+      p[j] = hmul2(hsub2(p[j], levelBias<BITS>()), scale2);
+    unsigned int v[16]; // v[u] = run values (2u, 2u + 1)
+#pragma unroll
+    for (int u = 0; u < 16; ++u)
+      v[u] = prmt(p[pairOfValue<Codec>(2 * u)], p[pairOfValue<Codec>(2 * u + 1)],
+                  isSecondOfPair<Codec>(2 * u) ? 0x7632u : 0x5410u);
+    uint4 *dst = reinterpret_cast<uint4 *>(&bs[threadIdx.x / 2][32 * (threadIdx.x % 2)]);
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+      dst[q] = make_uint4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+  }
+};
+#endif
+
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int ROWS>
 __device__ __forceinline__ void linearQuant(const float* x, const void* w, const void* bias,
                                             const float* residual, float* y,
@@ -186,7 +237,13 @@ __device__ __forceinline__ void linearQuant(const float* x, const void* w, const
   static_assert(kGemvMmaMaxTokens == kLinearGemvMaxRows && kQuantGemvMaxRows == kLinearGemvMaxRows,
                 "the emitter's GEMV/GEMM split");
   if constexpr (ROWS == kRowsGemm) {
+#if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    QuantTileStager<BITS, GROUP, K, N> stager{wb};
+    gemmMma<QuantTileStager<BITS, GROUP, K, N>, BDT, HAS_BIAS, K, N>(x, n, stager, bias,
+                                                                     residual, y);
+#else
     linearQuantTiled<BITS, GROUP, BDT, HAS_BIAS, K, N>(x, n, wb, bias, residual, y);
+#endif
   } else {
     const float* rows = ROWS == kRowsLast ? x + static_cast<long long>(n - 1) * K : x;
     const int count = ROWS == kRowsLast ? 1 : n;

@@ -3,6 +3,7 @@
 // invalid ops are refused with a message naming the op.
 #include "Nvrtc.h"
 #include "TestPlan.h"
+#include "ninfer/GemvShapes.h"
 
 #include <gtest/gtest.h>
 
@@ -260,38 +261,48 @@ TEST(Nvrtc, AllQuantizedFormatsCompile) {
         << bits;
 }
 
-// The linear paths for model-sized shapes compile on the oldest target (sm_75:
-// CUDA-core GEMM) and on sm_80/sm_90 (tensor-core GEMM), with and without the
-// A/B switch that turns the tensor cores off.
+// The linear paths for model-sized shapes compile on sm_80/sm_90 (tensor-core GEMM)
+// and, with sm_75 among the targets, on the CUDA-core GEMM for all (the tensor-core one
+// needs dynamic shared memory every target has), with and without the A/B switch that
+// turns the tensor cores off. The GEMM launch asks for gemm_mma.cuh's shared memory and
+// a block per 128 x 128 tile only when the tensor-core GEMM is compiled in.
 TEST(Nvrtc, LargeLinearPathsCompile) {
-  for (const char *noMma : {"0", "1"})
-    for (DType type : {DType::F16, DType::BF16}) {
-      setenv("NINFER_NO_TENSOR_CORES", noMma, 1);
-      TestPlan t(512, 1024);
-      const uint32_t x = t.addActivation("x", 4096);
-      const uint32_t h = t.addActivation("h", 14336);
-      const uint32_t w1 = t.addDummyWeight("w1", type, {14336, 4096}, 1, 0.01f, 0.0f);
-      const uint32_t w2 = t.addDummyWeight("w2", type, {4096, 14336}, 2, 0.01f, 0.0f);
-      plan::LinearAttrsT up;
-      up.in_features = 4096;
-      up.out_features = 14336;
-      t.addOp("up", up, {x, w1}, {h});
-      plan::LinearAttrsT down;
-      down.in_features = 14336;
-      down.out_features = 4096;
-      t.addOp("down", down, {h, w2}, {x});
-      KernelOptions options;
-      options.archs = {"sm_75", "sm_80", "sm_90"};
-      options.embedPtx = false;
-      Status status = emitKernels(t.plan, options);
-      unsetenv("NINFER_NO_TENSOR_CORES");
-      ASSERT_TRUE(status.isOk()) << status.message();
-      EXPECT_EQ(t.plan.kernels->cubins.size(), 3u);
-      EXPECT_EQ(t.plan.kernels->source.find("NINFER_LINEAR_MMA 0") != std::string::npos,
-                std::string(noMma) == "1");
-      // Wide layers: two output rows per warp, 16 per block.
-      EXPECT_EQ(t.plan.ops[0]->launches[0]->grid_base[0], 14336u / 16);
-    }
+  using Archs = std::vector<std::string>;
+  for (const Archs &archs : {Archs{"sm_80", "sm_90"}, Archs{"sm_75", "sm_80", "sm_90"}})
+    for (const char *noMma : {"0", "1"})
+      for (DType type : {DType::F16, DType::BF16}) {
+        setenv("NINFER_NO_TENSOR_CORES", noMma, 1);
+        TestPlan t(512, 1024);
+        const uint32_t x = t.addActivation("x", 4096);
+        const uint32_t h = t.addActivation("h", 14336);
+        const uint32_t w1 = t.addDummyWeight("w1", type, {14336, 4096}, 1, 0.01f, 0.0f);
+        const uint32_t w2 = t.addDummyWeight("w2", type, {4096, 14336}, 2, 0.01f, 0.0f);
+        plan::LinearAttrsT up;
+        up.in_features = 4096;
+        up.out_features = 14336;
+        t.addOp("up", up, {x, w1}, {h});
+        plan::LinearAttrsT down;
+        down.in_features = 14336;
+        down.out_features = 4096;
+        t.addOp("down", down, {h, w2}, {x});
+        KernelOptions options;
+        options.archs = archs;
+        options.embedPtx = false;
+        Status status = emitKernels(t.plan, options);
+        unsetenv("NINFER_NO_TENSOR_CORES");
+        ASSERT_TRUE(status.isOk()) << status.message();
+        EXPECT_EQ(t.plan.kernels->cubins.size(), archs.size());
+        const bool mma = std::string(noMma) == "0" && archs.size() == 2;
+        EXPECT_EQ(t.plan.kernels->source.find("NINFER_LINEAR_MMA 0") == std::string::npos, mma);
+        // Wide layers: two output rows per warp, 16 per block.
+        const auto &gemv = *t.plan.ops[0]->launches[0];
+        EXPECT_EQ(gemv.grid_base[0], 14336u / 16);
+        EXPECT_EQ(gemv.max_tokens, 8u);
+        const auto &gemmLaunch = *t.plan.ops[0]->launches[1];
+        EXPECT_EQ(gemmLaunch.min_tokens, 9u);
+        EXPECT_EQ(gemmLaunch.shared_bytes, mma ? uint32_t(gemm::kSharedBytes) : 0u);
+        EXPECT_EQ(gemmLaunch.grid_base[0], mma ? (14336u / 128) * (512u / 128) : 14336u / 16);
+      }
 }
 
 // The attention kernels for every cache dtype, GQA ratio, window and head_dim

@@ -8,8 +8,8 @@
 // Linear: K in {128, 384, 1152, 4096} x N in {1, 7, 64, 1000, 4096}, bias on
 // half of them (a checkerboard over K and N, bias dtypes F32/F16/BF16 in turn),
 // every row of steps of 1..8 tokens (the fused dequant GEMV) and of 9, 33 and
-// 130 tokens (the tiled path), plus last_row_only and fused-residual cases over
-// the same steps.
+// 130 tokens (the prefill GEMM: tensor cores on sm_80+, partial tiles in M, N
+// and K), plus last_row_only and fused-residual cases over the same steps.
 //
 // Measure: nMSE = sum((gpu - cpu)^2) / sum(cpu^2) over all values of a case's
 // steps on one path (1..8 rows, 9..130 rows), not per step: a step with one
@@ -18,8 +18,9 @@
 // Bounds:
 // * Linear 1e-5. Both executors decode a weight to the same f32 (an fp16 scale
 //   times a code of at most 8 bits is exact in f32) and accumulate f32 products,
-//   so today they differ by summation order only (~K * 2^-48, 1e-11 at K 4096).
-//   A kernel that rounds activations to f16 adds a relative error of at most
+//   so they differ by summation order only (~K * 2^-48, 1e-11 at K 4096) where
+//   activations stay f32 (the sm_75 paths). The tensor-core GEMV and GEMM round
+//   activations to f16, which adds a relative error of at most
 //   2^-11 per product, independent across products: an nMSE around
 //   2^-22 / 3 = 8e-8 (emulated on the CPU over this sweep: at most 5.2e-8), and as
 //   much again if it also rounds the decoded weights. A decoding bug is orders of

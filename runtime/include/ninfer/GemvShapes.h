@@ -1,7 +1,7 @@
-// How the decode GEMV kernels split their work, shared by the kernels
+// How the linear kernels split their work, shared by the kernels
 // (codegen/kernels/linear.cuh, gemv_quant_mma.cuh, gemv_tq1_mma.cuh,
-// linear_ternary.cuh) and the kernel emitter, which sizes each launch's grid
-// with the same functions.
+// linear_ternary.cuh, gemm_mma.cuh) and the kernel emitter, which sizes each
+// launch's grid and shared memory with the same functions.
 // Compiles as host C++ and as NVRTC device code: no standard header.
 #pragma once
 
@@ -51,4 +51,21 @@ NINFER_HD constexpr int ternaryRowsPerWarp(int n) { return n >= 8192 ? 4 : n >= 
 NINFER_HD constexpr int ternaryRowsPerBlock(int n) { return kBlockWarps * ternaryRowsPerWarp(n); }
 
 } // namespace gemv
+
+// ---- tensor-core prefill GEMM (gemm_mma.cuh) ----
+namespace gemm {
+
+constexpr int kTileM = 128; // tokens per tile
+constexpr int kTileN = 128; // outputs per tile
+constexpr int kTileK = 64;  // K per step
+constexpr int kLd = kTileK + 8; // 16-bit values per shared row (bank padding)
+constexpr int kStageHalves = (kTileM + kTileN) * kLd;
+constexpr int kSharedBytes = 2 * kStageHalves * 2; // two stages of 16-bit values
+
+// Blocks that give every tile of an n-output layer at `rows` tokens its own block.
+NINFER_HD constexpr int tiles(int n, int rows) {
+  return ((n + kTileN - 1) / kTileN) * ((rows + kTileM - 1) / kTileM);
+}
+
+} // namespace gemm
 } // namespace ninfer
