@@ -369,31 +369,65 @@ private:
     const LinearGroup group = linearGroups_[opIndex_];
     if (group.size <= 1)
       return addLinearKernels(op, a, k);
-    if (group.head != opIndex_) // its GEMV runs in the head's grouped launch
+    std::vector<LinearKernel> members;
+    NINFER_RETURN_IF_ERROR(describeGroup(group, members));
+    // The GEMM is grouped too where every member runs the tensor-core GEMM (its tiles are
+    // strided over a BlockSlice); then the members have no launches of their own.
+    bool groupGemm = tensorCoreGemm_;
+    for (const LinearKernel &member : members)
+      groupGemm = groupGemm && member.mmaGemm;
+    if (group.head != opIndex_) // it runs in the head's grouped launches
+      return groupGemm ? Status::ok() : addLinearGemm(op, k);
+    // One grid per path for the group: block b runs the member whose range holds it.
+    std::vector<uint32_t> gemvBlocks, gemmBlocks;
+    for (size_t m = 0; m < members.size(); ++m) {
+      gemvBlocks.push_back(members[m].blocks);
+      const auto &ma = *plan_.ops[group.head + m]->attrs.AsLinearAttrs();
+      gemmBlocks.push_back(static_cast<uint32_t>(gemm::tiles(ma.out_features, maxRows())));
+    }
+    LaunchShape gemv{{0, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
+    gemv.minBlocksPerSm = k.gemvBlocksPerSm;
+    gemv.maxTokens = kLinearGemvRows;
+    const std::string gemvText = groupCall(members, kRowsGemv, gemvBlocks, gemv.gridBase[0]);
+    const std::string name = k.suffix + "_group" + std::to_string(group.size);
+    NINFER_RETURN_IF_ERROR(addKernel(op, name + "_gemv", gemvText, gemv));
+    if (!groupGemm)
       return addLinearGemm(op, k);
-    // One GEMV grid for the group: block b runs the member whose range holds it.
+    LaunchShape gemmShape{{0, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
+    gemmShape.sharedBytes = gemm::kSharedBytes;
+    gemmShape.minTokens = kLinearGemvRows + 1;
+    const std::string gemmText = groupCall(members, kRowsGemm, gemmBlocks, gemmShape.gridBase[0]);
+    return addKernel(op, name + "_gemm", gemmText, gemmShape);
+  }
+
+  // The members of a linear group, described.
+  Status describeGroup(const LinearGroup &group, std::vector<LinearKernel> &members) {
+    for (size_t m = group.head; m < group.head + group.size; ++m) {
+      OpT &memberOp = *plan_.ops[m];
+      members.emplace_back();
+      NINFER_RETURN_IF_ERROR(
+          describeLinear(memberOp, *memberOp.attrs.AsLinearAttrs(), members.back()));
+    }
+    return Status::ok();
+  }
+
+  // The body of a grouped launch: member m runs on blocks[m] blocks after those of the
+  // members before it (its BlockSlice); `total` gets the grid size.
+  std::string groupCall(const std::vector<LinearKernel> &members, int rows,
+                        const std::vector<uint32_t> &blocks, uint32_t &total) {
     std::ostringstream text;
     uint32_t begin = 0;
-    for (size_t m = group.head; m < group.head + group.size; ++m) {
-      LinearKernel member = k;
-      if (m != group.head) {
-        OpT &memberOp = *plan_.ops[m];
-        NINFER_RETURN_IF_ERROR(describeLinear(memberOp, *memberOp.attrs.AsLinearAttrs(), member));
-      }
+    for (size_t m = 0; m < members.size(); ++m) {
       const std::string slice = "ninfer::dev::BlockSlice{static_cast<int>(blockIdx.x) - " +
-                                std::to_string(begin) + ", " + std::to_string(member.blocks) + "}";
-      begin += member.blocks;
-      if (m + 1 < group.head + group.size)
-        text << "if (blockIdx.x < " << begin << "u) " << member.call(kRowsGemv, slice) << ";\n  else ";
+                                std::to_string(begin) + ", " + std::to_string(blocks[m]) + "}";
+      begin += blocks[m];
+      if (m + 1 < members.size())
+        text << "if (blockIdx.x < " << begin << "u) " << members[m].call(rows, slice) << ";\n  else ";
       else
-        text << member.call(kRowsGemv, slice);
+        text << members[m].call(rows, slice);
     }
-    LaunchShape shape{{begin, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
-    shape.minBlocksPerSm = k.gemvBlocksPerSm;
-    shape.maxTokens = kLinearGemvRows;
-    NINFER_RETURN_IF_ERROR(
-        addKernel(op, k.suffix + "_group" + std::to_string(group.size) + "_gemv", text.str(), shape));
-    return addLinearGemm(op, k);
+    total = begin;
+    return text.str();
   }
 
   // Checks a linear op and says how its kernels are written.

@@ -4,7 +4,8 @@
 // cp.async); callers fall back to CUDA-core tiled paths elsewhere.
 //
 // Algorithm: output tiles of kMmaTM x kMmaTN = 128 tokens x 128 outputs, K in steps of
-// kMmaTK = 64, grid-strided over tiles with the token tiles of one weight tile adjacent
+// kMmaTK = 64, strided over the blocks of the launch's BlockSlice (a grouped launch runs
+// several linear ops, common.cuh) with the token tiles of one weight tile adjacent
 // (the blocks that run at the same time share its weights in L2 instead of each
 // streaming it from HBM). 8 warps as 2 (M) x 4 (N); each warp owns 64 x 32 outputs =
 // 4 x 4 mma tiles of 16 x 8 (64 f32 accumulators per thread).
@@ -154,7 +155,8 @@ template <int WDT, int K, int N> struct DenseTileStager {
 // store(stage) completes it into the stage after the math of the previous step.
 template <class STAGER, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager,
-                                        const void *bias, const float *residual, float *y) {
+                                        const void *bias, const float *residual, float *y,
+                                        BlockSlice blocks) {
   static_assert(K % 4 == 0, "x rows are read as float4");
   constexpr int DT = STAGER::kMmaDType;
   extern __shared__ __align__(16) unsigned short gemmShared[];
@@ -179,7 +181,7 @@ __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager
   constexpr int kSteps = (K + kMmaTK - 1) / kMmaTK;
   const int tilesM = (rows + kMmaTM - 1) / kMmaTM;
 
-  for (int tile = blockIdx.x; tile < tilesN * tilesM; tile += gridDim.x) {
+  for (int tile = blocks.index; tile < tilesN * tilesM; tile += blocks.count) {
     const int m0 = (tile % tilesM) * kMmaTM;
     const int n0 = (tile / tilesM) * kMmaTN;
     float acc[4][4][4];
@@ -273,10 +275,12 @@ __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager
 
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void linearMma(const float *x, int rows, const void *w,
-                                          const void *bias, const float *residual, float *y) {
+                                          const void *bias, const float *residual, float *y,
+                                          BlockSlice blocks) {
   static_assert(WDT == kF16 || WDT == kBF16, "tensor-core path takes f16 or bf16 weights");
   DenseTileStager<WDT, K, N> stager{static_cast<const unsigned short *>(w)};
-  gemmMma<DenseTileStager<WDT, K, N>, BDT, HAS_BIAS, K, N>(x, rows, stager, bias, residual, y);
+  gemmMma<DenseTileStager<WDT, K, N>, BDT, HAS_BIAS, K, N>(x, rows, stager, bias, residual, y,
+                                                          blocks);
 }
 
 #endif // __CUDA_ARCH__ >= 800

@@ -325,7 +325,7 @@ __device__ __forceinline__ void linear(const float *x, const void *w, const void
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     // Only one GEMM path is instantiated per kernel: their static shared memory adds up.
     if constexpr (WDT != kF32 && VEC)
-      linearMma<WDT, BDT, HAS_BIAS, K, N>(x, n, w, bias, residual, y);
+      linearMma<WDT, BDT, HAS_BIAS, K, N>(x, n, w, bias, residual, y, blocks);
     else
       linearTiled<WDT, BDT, HAS_BIAS, K, N>(x, n, w, bias, residual, y);
 #else

@@ -240,7 +240,7 @@ __device__ __forceinline__ void linearQuant(const float* x, const void* w, const
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     QuantTileStager<BITS, GROUP, K, N> stager{wb};
     gemmMma<QuantTileStager<BITS, GROUP, K, N>, BDT, HAS_BIAS, K, N>(x, n, stager, bias,
-                                                                     residual, y);
+                                                                     residual, y, blocks);
 #else
     linearQuantTiled<BITS, GROUP, BDT, HAS_BIAS, K, N>(x, n, wb, bias, residual, y);
 #endif

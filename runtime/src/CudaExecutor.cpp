@@ -319,9 +319,13 @@ Status CudaExecutor::init(int ordinal) {
     const plan::Op *op = p.ops()->Get(opIndex);
     if (const auto *a = op->attrs_as_EmbeddingAttrs())
       embeddingVocab_ = embeddingVocab_ ? std::min(embeddingVocab_, a->vocab()) : a->vocab();
-    if (!op->launches() || op->launches()->size() == 0)
+    // A linear op of a group (q/k/v, gate/up) may have no launches: the first op's grouped
+    // launches do its work. Any other op without launches is a broken plan.
+    if ((!op->launches() || op->launches()->size() == 0) && !op->attrs_as_LinearAttrs())
       return Status::error(opLabel(opIndex) + " has no CUDA kernels: recompile the plan with a GPU "
                                               "target");
+    if (!op->launches())
+      continue;
     for (const plan::Launch *launch : *op->launches()) {
       LaunchInfo info{};
       if (launch->function() >= functionCount)

@@ -190,15 +190,21 @@ TEST(Nvrtc, FusesLaunchesForShortSteps) {
       EXPECT_EQ(attn[0]->min_tokens, 0u);
     }
     if (group) {
-      ASSERT_EQ(k.size(), 1u);
-      ASSERT_EQ(v.size(), 1u);
-      EXPECT_EQ(k[0]->min_tokens, 9u); // the GEMM only
-      EXPECT_EQ(v[0]->min_tokens, 9u);
+      // k and v run in q's launches: the GEMV and the tensor-core GEMM of all three.
+      EXPECT_TRUE(k.empty());
+      EXPECT_TRUE(v.empty());
       EXPECT_NE(fns[q[0]->function].find("linear_group3_gemv"), std::string::npos);
+      EXPECT_NE(fns[q[1]->function].find("linear_group3_gemm"), std::string::npos);
       // 64 rows of q (8 per block), 32 of k and of v: 8 + 4 + 4 blocks.
       EXPECT_EQ(q[0]->grid_base[0], 16u);
       EXPECT_EQ(q[0]->args.size(), 7u); // h, then weight and output of each member
       EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::BlockSlice{static_cast<int>(blockIdx.x) - 12, 4}"),
+                std::string::npos);
+      // The GEMM: one 128 x 128 tile per member at 16 tokens.
+      EXPECT_EQ(q[1]->grid_base[0], 3u);
+      EXPECT_EQ(q[1]->shared_bytes, uint32_t(gemm::kSharedBytes));
+      EXPECT_EQ(q[1]->args.size(), 7u);
+      EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::BlockSlice{static_cast<int>(blockIdx.x) - 2, 1}"),
                 std::string::npos);
     } else {
       ASSERT_EQ(k.size(), 2u);
