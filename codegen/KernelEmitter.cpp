@@ -4,6 +4,17 @@
 // in (buffer addresses are kernel arguments, so the layers of a model share
 // kernels), compiles the module with NVRTC for each requested architecture (in
 // parallel) plus PTX for the lowest one, and records the launches of every op.
+//
+// Plans of several sequences (max_batch > 1) also run batch steps: one token of
+// each of up to max_batch sequences. Every launch of such a plan says which
+// steps it runs in (Launch.steps). Row-wise kernels (embedding, norms, linears
+// and their grouped GEMVs, SwiGLU, adds) and the RoPE/KV-append kernels, which
+// read each row's position and sequence from the StepState, run in both; two
+// ops get launches of their own for batch steps: the lm_head computes every row
+// (the ROWS = GEMV kernel into a max_batch-row logits buffer) instead of the
+// last, and the decode attention runs one grid layer (z) per row. The prefill
+// attention runs in single-sequence steps only. A plan of one sequence has no
+// batch launches and every launch is marked single-sequence (the default).
 #include "KernelEmitter.h"
 
 #include "Nvrtc.h"
@@ -35,6 +46,7 @@ constexpr int kThreads = 256;     // block size of every elementwise/row kernel
 constexpr int kMaxRowBlocks = 32; // cap on blocks per row for row-stride kernels
 constexpr int kMaxHeadDim = 256;
 constexpr int kLinearGemvRows = 8; // kLinearGemvMaxRows of codegen/kernels/common.cuh
+static_assert(kMaxBatch <= kLinearGemvRows, "a batch step runs the GEMV kernels (rows <= 8)");
 // Attention (codegen/kernels/attention.cuh): decode and prefill block sizes,
 // keys per decode split at least, most splits, keys per prefill tile.
 constexpr int kDecodeThreads = 128;
@@ -72,6 +84,9 @@ struct LaunchShape {
   uint32_t minTokens = 0; // the launch runs in steps of minTokens..maxTokens tokens
   uint32_t maxTokens = 0; // 0: no limit
   uint32_t minBlocksPerSm = 0; // __launch_bounds__ occupancy hint (0: none)
+  // The steps it runs in, in plans of several sequences (plans of one have
+  // single-sequence steps only).
+  plan::LaunchSteps steps = plan::LaunchSteps::Any;
 };
 
 // Query heads per decode block and blocks per kv head (decodeHeadsPerBlock /
@@ -284,6 +299,7 @@ private:
     launch->shared_bytes = shape.sharedBytes;
     launch->min_tokens = shape.minTokens;
     launch->max_tokens = shape.maxTokens;
+    launch->steps = maxBatch() > 1 ? shape.steps : plan::LaunchSteps::Sequence;
     launch->args = std::move(args);
     op.launches.push_back(std::move(launch));
     return Status::ok();
@@ -312,6 +328,14 @@ private:
   }
 
   int64_t maxRows() const { return plan_.max_step_tokens; }
+  // Sequences of the plan: the rows of a batch step at most.
+  int maxBatch() const { return plan_.max_batch; }
+  // Bytes of a KV cache of one sequence.
+  static uint64_t slotBytes(DType kvType, const plan::AttentionAttrsT &a) {
+    return kvType == DType::Q8_KV
+               ? uint64_t(kv::q8CacheBytes(a.context, a.kv_heads, a.head_dim))
+               : uint64_t(a.context) * uint64_t(a.kv_heads) * uint64_t(a.head_dim) * 2;
+  }
 
   Status emitEmbedding(OpT &op, const plan::EmbeddingAttrsT &a) {
     NINFER_RETURN_IF_ERROR(checkArity(op, 2, 2, 1));
@@ -446,8 +470,9 @@ private:
       NINFER_RETURN_IF_ERROR(
           checkRows(op, op.inputs[arity - 1], maxRows(), a.out_features, "residual"));
     NINFER_RETURN_IF_ERROR(checkRows(op, op.inputs[0], maxRows(), a.in_features, "input"));
-    NINFER_RETURN_IF_ERROR(
-        checkRows(op, op.outputs[0], a.last_row_only ? 1 : maxRows(), a.out_features, "output"));
+    // A last-row-only output holds a row per sequence of a batch step.
+    NINFER_RETURN_IF_ERROR(checkRows(op, op.outputs[0], a.last_row_only ? maxBatch() : maxRows(),
+                                     a.out_features, "output"));
     if (ternary::isTernaryPlanDType(int(buf(op.inputs[1]).dtype)))
       return describeLinearTernary(op, a, k);
     if (quant::formatOfPlanDType(int(buf(op.inputs[1]).dtype)) >= 0)
@@ -497,12 +522,21 @@ private:
   // A linear op's launches (ROWS of codegen/kernels/common.cuh): a GEMV kernel for
   // steps of at most kLinearGemvRows tokens and a GEMM kernel for longer steps, so
   // neither carries the other's registers and shared memory; the lm_head (last row
-  // only) has the one-row GEMV alone.
+  // only) has the one-row GEMV in single-sequence steps and, in a plan of several
+  // sequences, the GEMV of every row in batch steps (a row per sequence).
   Status addLinearKernels(OpT &op, const plan::LinearAttrsT &a, const LinearKernel &k) {
     LaunchShape shape{{k.blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
     shape.minBlocksPerSm = k.gemvBlocksPerSm;
-    if (a.last_row_only)
-      return addKernel(op, k.suffix, k.call(kRowsLast, ""), shape);
+    if (a.last_row_only) {
+      LaunchShape last = shape;
+      last.steps = plan::LaunchSteps::Sequence;
+      NINFER_RETURN_IF_ERROR(addKernel(op, k.suffix, k.call(kRowsLast, ""), last));
+      if (maxBatch() == 1)
+        return Status::ok();
+      shape.steps = plan::LaunchSteps::Batch;
+      shape.maxTokens = static_cast<uint32_t>(maxBatch());
+      return addKernel(op, k.suffix + "_gemv", k.call(kRowsGemv, ""), shape);
+    }
     shape.maxTokens = kLinearGemvRows;
     NINFER_RETURN_IF_ERROR(addKernel(op, k.suffix + "_gemv", k.call(kRowsGemv, ""), shape));
     return addLinearGemm(op, k);
@@ -700,14 +734,15 @@ private:
           !aligned16(op.inputs[i]))
         return fail(op, "cache buffer '" + cache.name +
                             "' must be a 16-byte aligned F16 or Q8_KV KvCache like the other");
-      if (kvType == DType::Q8_KV &&
-          cache.shape != std::vector<int64_t>{a.context, a.kv_heads, a.head_dim})
-        return fail(op, "Q8_KV cache '" + cache.name + "' must have shape [context, kv_heads, " +
-                            "head_dim]");
-      const uint64_t need =
-          kvType == DType::Q8_KV
-              ? uint64_t(kv::q8CacheBytes(a.context, a.kv_heads, a.head_dim))
-              : uint64_t(a.context) * kvWidth * 2;
+      const std::vector<int64_t> slotShape{a.context, a.kv_heads, a.head_dim};
+      std::vector<int64_t> shape = slotShape;
+      if (maxBatch() > 1)
+        shape.insert(shape.begin(), maxBatch());
+      if (kvType == DType::Q8_KV && cache.shape != shape)
+        return fail(op, "Q8_KV cache '" + cache.name + "' must have shape [" +
+                            (maxBatch() > 1 ? "max_batch, " : "") +
+                            "context, kv_heads, head_dim]");
+      const uint64_t need = uint64_t(maxBatch()) * slotBytes(kvType, a);
       if (cache.size_bytes < need)
         return fail(op, "cache buffer '" + cache.name + "' holds " +
                             std::to_string(cache.size_bytes) + " bytes, needs " +
@@ -717,7 +752,9 @@ private:
     int splits = 1;
     if (op.inputs.size() == 6) {
       const BufferT &workspace = buf(op.inputs[5]);
-      const uint64_t need = attentionWorkspaceBytes(a.heads, a.kv_heads, a.head_dim, a.context);
+      // One decode workspace per row of a batch step.
+      const uint64_t need = uint64_t(maxBatch()) *
+                            attentionWorkspaceBytes(a.heads, a.kv_heads, a.head_dim, a.context);
       if (workspace.kind != BufferKind::Workspace || workspace.size_bytes < need ||
           workspace.offset % 16 != 0)
         return fail(op, "workspace buffer '" + workspace.name + "' must be a 16-byte aligned " +
@@ -748,14 +785,21 @@ private:
            << (op.inputs.size() == 6 ? raw(op.inputs[5]) : std::string("nullptr")) << ", "
            << floatLiteral(a.scale) << ", state)";
     const uint32_t decodeBlocks = static_cast<uint32_t>(a.kv_heads * decodeHeadChunks(group));
-    NINFER_RETURN_IF_ERROR(addKernel(
-        op, "attention_decode", decode.str(),
-        {{decodeBlocks, static_cast<uint32_t>(splits), 1},
-         {0, 0, 0},
-         {kDecodeThreads, 1, 1},
-         0,
-         1,
-         1}));
+    LaunchShape decodeShape{{decodeBlocks, static_cast<uint32_t>(splits), 1},
+                            {0, 0, 0},
+                            {kDecodeThreads, 1, 1},
+                            0,
+                            1,
+                            1};
+    decodeShape.steps = plan::LaunchSteps::Sequence;
+    NINFER_RETURN_IF_ERROR(addKernel(op, "attention_decode", decode.str(), decodeShape));
+    if (maxBatch() > 1) { // the same kernel, a grid layer per row of a batch step
+      decodeShape.gridBase[2] = 0;
+      decodeShape.gridPerToken[2] = 1;
+      decodeShape.maxTokens = static_cast<uint32_t>(maxBatch());
+      decodeShape.steps = plan::LaunchSteps::Batch;
+      NINFER_RETURN_IF_ERROR(addKernel(op, "attention_decode", decode.str(), decodeShape));
+    }
 
     std::ostringstream prefill;
     prefill << "ninfer::dev::attentionPrefill<" << a.heads << ", " << a.kv_heads << ", "
@@ -764,12 +808,13 @@ private:
             << ", " << raw(op.inputs[3]) << ", " << raw(op.inputs[4]) << ", "
             << ptr("float*", op.outputs[0]) << ", " << floatLiteral(a.scale) << ", state)";
     // One block per (head, query tile); blocks past the step's tiles return.
-    return addKernel(op, "attention_prefill", prefill.str(),
-                     {{static_cast<uint32_t>(a.heads), 0, 1},
-                      {0, 1, 0},
-                      {kPrefillThreads, 1, 1},
-                      prefillSharedBytes(a.head_dim),
-                      2}); // decode steps (1 token) only launch the decode kernel
+    LaunchShape prefillShape{{static_cast<uint32_t>(a.heads), 0, 1},
+                             {0, 1, 0},
+                             {kPrefillThreads, 1, 1},
+                             prefillSharedBytes(a.head_dim),
+                             2}; // decode steps (1 token) only launch the decode kernel
+    prefillShape.steps = plan::LaunchSteps::Sequence;
+    return addKernel(op, "attention_prefill", prefill.str(), prefillShape);
   }
 
   Status emitElementwise(OpT &op, int dim, const char *fn, const char *suffix) {
@@ -876,7 +921,7 @@ private:
       for (int c = 3; ok && c <= 4; ++c) {
         const BufferT &cache = buf(attention.inputs[c]);
         ok = cache.kind == BufferKind::KvCache && cache.dtype == DType::F16 &&
-             cache.size_bytes >= uint64_t(att->context) * att->kv_heads * att->head_dim * 2;
+             cache.size_bytes >= uint64_t(maxBatch()) * slotBytes(DType::F16, *att);
       }
       if (!ok)
         continue;
@@ -954,6 +999,10 @@ Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {
   if (plan.max_step_tokens <= 0)
     return Status::error("plan has max_step_tokens " + std::to_string(plan.max_step_tokens) +
                          ", expected > 0");
+  if (plan.max_batch < 1 || plan.max_batch > kMaxBatch || plan.max_batch > plan.max_step_tokens)
+    return Status::error("plan has max_batch " + std::to_string(plan.max_batch) +
+                         ", expected 1 to " + std::to_string(kMaxBatch) +
+                         " and at most max_step_tokens");
   int lowest = -1;
   std::string lowestArch;
   for (const std::string &arch : options.archs) {

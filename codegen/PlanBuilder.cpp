@@ -10,6 +10,9 @@
 //    are disjoint; every op is checked to never write over a live input.
 //  - one Workspace buffer, shared by the attention ops (they run one at a
 //    time), holds the CUDA decode kernel's split partials;
+//  - a plan of several sequences (maxBatch > 1) gives every KV cache a slot
+//    per sequence ([maxBatch, context, kv_heads, head_dim]), the logits a row
+//    per sequence and the workspace a region per row of a batch step;
 //  - weight segments are laid out in buffer order, each 4096-aligned; the
 //    weight area size is the end of the last segment rounded up to 4096.
 #include "PlanBuilder.h"
@@ -24,6 +27,7 @@
 #include "ninfer/Format.h"
 #include "ninfer/KvFormat.h"
 #include "ninfer/QuantDType.h"
+#include "ninfer/StepAbi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -326,8 +330,10 @@ llvm::Error Lowering::lowerOp(Operation* op) {
       return opError(op, "a program has exactly one lm_head");
     auto logitsType = lmHead.getLogits().getType();
     int64_t vocab = logitsType.getDimSize(1);
-    logitsBuffer_ = addBuffer("logits", plan::BufferKind::Logits, plan::DType::F32, {1, vocab},
-                              static_cast<uint64_t>(vocab) * 4, 0);
+    // A row per sequence: a batch step returns the logits of each.
+    logitsBuffer_ =
+        addBuffer("logits", plan::BufferKind::Logits, plan::DType::F32, {options_.maxBatch, vocab},
+                  static_cast<uint64_t>(options_.maxBatch) * vocab * 4, 0);
     haveLogits_ = true;
     logitsValue_ = lmHead.getLogits();
     bufferOfValue_[logitsValue_] = logitsBuffer_;
@@ -386,20 +392,25 @@ llvm::Error Lowering::lowerOp(Operation* op) {
     int64_t kvHeads = attention.getKvHeadsAttr().getInt();
     int64_t headDim = attention.getHeadDimAttr().getInt();
     const bool q8 = options_.kvDType == plan::DType::Q8_KV;
-    uint64_t cacheBytes =
+    const uint64_t slotBytes =
         q8 ? static_cast<uint64_t>(kv::q8CacheBytes(options_.context, kvHeads, headDim))
            : static_cast<uint64_t>(options_.context) * static_cast<uint64_t>(kvHeads * headDim) * 2;
+    const uint64_t cacheBytes = static_cast<uint64_t>(options_.maxBatch) * slotBytes;
+    std::vector<int64_t> cacheShape{options_.context, kvHeads, headDim};
+    if (options_.maxBatch > 1)
+      cacheShape.insert(cacheShape.begin(), options_.maxBatch);
     std::string prefix = "model.layers." + std::to_string(layer);
     for (const char* which : {".k_cache", ".v_cache"}) {
       uint64_t offset = alignUp(kvCursor_, kKvAlignment);
       kvCursor_ = offset + cacheBytes;
       inputs.push_back(addBuffer(prefix + which, plan::BufferKind::KvCache, options_.kvDType,
-                                 {options_.context, kvHeads, headDim}, cacheBytes, offset));
+                                 cacheShape, cacheBytes, offset));
     }
     const int64_t heads = attention.getHeadsAttr().getInt();
-    const uint64_t workspaceBytes = attentionWorkspaceBytes(
-        static_cast<int>(heads), static_cast<int>(kvHeads), static_cast<int>(headDim),
-        options_.context);
+    const uint64_t workspaceBytes =
+        static_cast<uint64_t>(options_.maxBatch) *
+        attentionWorkspaceBytes(static_cast<int>(heads), static_cast<int>(kvHeads),
+                                static_cast<int>(headDim), options_.context);
     if (!haveWorkspace_) {
       workspaceBuffer_ = addBuffer("attention.workspace", plan::BufferKind::Workspace,
                                    plan::DType::F32, {static_cast<int64_t>(workspaceBytes / 4)},
@@ -449,6 +460,11 @@ llvm::Expected<std::unique_ptr<plan::PlanT>> Lowering::run(ModuleOp module) {
     return planError("context and max step tokens must be positive, got context " +
                      llvm::Twine(options_.context) + " and max step tokens " +
                      llvm::Twine(options_.maxStepTokens));
+  if (options_.maxBatch < 1 || options_.maxBatch > kMaxBatch ||
+      options_.maxBatch > options_.maxStepTokens)
+    return planError("batch " + llvm::Twine(options_.maxBatch) + " is not supported: 1 to " +
+                     llvm::Twine(kMaxBatch) + " sequences, and at most the step tokens (" +
+                     llvm::Twine(options_.maxStepTokens) + ")");
   auto stepTokens = module->getAttrOfType<IntegerAttr>(kMaxStepTokensAttr);
   auto arenaBytes = module->getAttrOfType<IntegerAttr>(kActivationBytesAttr);
   if (!stepTokens || !arenaBytes)
@@ -477,7 +493,8 @@ llvm::Expected<std::unique_ptr<plan::PlanT>> Lowering::run(ModuleOp module) {
   if (!haveLogits_)
     return planError("@forward has no ninfer.lm_head: nothing produces logits");
 
-  plan_->format_version = kFormatVersion;
+  plan_->format_version = formatVersionFor(options_.maxBatch);
+  plan_->max_batch = options_.maxBatch;
   plan_->context = options_.context;
   plan_->max_step_tokens = options_.maxStepTokens;
   plan_->dummy_weights = weights_.isDummy();

@@ -21,6 +21,9 @@ struct PlanOptions {
   int maxStepTokens = 512;
   bool fuse = true; // PlanFusion.h: residual adds into the linear before them
   plan::DType kvDType = plan::DType::F16; // F16 or Q8_KV (ninfer/KvFormat.h)
+  // Sequences the KV cache holds and a batch step decodes at most (1..kMaxBatch):
+  // a cache slot each, a logits row each, a decode-attention workspace each.
+  int maxBatch = 1;
 };
 
 llvm::Expected<std::unique_ptr<plan::PlanT>> buildPlan(mlir::ModuleOp module, const ModelConfig& config,

@@ -100,7 +100,7 @@ Status writePlan(const std::string &path, plan::PlanT &plan, const WeightSource 
     weightsEnd = segment.offset + segment.size;
   }
 
-  plan.format_version = kFormatVersion;
+  plan.format_version = formatVersionFor(plan.max_batch);
   plan.weights_size = alignUp(weightsEnd, kWeightAlignment);
   // weights_file_offset depends on the flatbuffer's size; a non-zero value
   // always occupies the same 8 bytes, so the size is stable after one pass.

@@ -16,7 +16,8 @@ namespace ninfer {
 // dummy weight. Lets the compiler's weight store and tests feed the writer.
 using WeightSource = std::function<const uint8_t*(const plan::BufferT& buffer)>;
 
-// Sets format_version, weights_file_offset and weights_size, then writes.
+// Sets format_version (the oldest that describes the plan, ninfer/Format.h),
+// weights_file_offset and weights_size, then writes.
 Status writePlan(const std::string& path, plan::PlanT& plan, const WeightSource& weights);
 
 } // namespace ninfer

@@ -80,6 +80,7 @@ llvm::Expected<std::unique_ptr<plan::PlanT>> lowerToPlan(mlir::ModuleOp module,
   planOptions.maxStepTokens = options.maxStepTokens;
   planOptions.fuse = options.fuse;
   planOptions.kvDType = options.kvDType;
+  planOptions.maxBatch = options.maxBatch;
   auto plan = buildPlan(module, config, weights, planOptions);
   if (!plan)
     return plan.takeError();
@@ -141,6 +142,7 @@ llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
   lower.maxStepTokens = options.maxStepTokens;
   lower.fuse = options.fuse;
   lower.kvDType = options.kvDType;
+  lower.maxBatch = options.maxBatch;
   lower.modelDir = modelDir;
   lower.emitMlir = options.emitMlir;
   auto plan = lowerToPlan(**module, *config, **weights, lower);

@@ -34,6 +34,7 @@ struct LowerOptions {
   int maxStepTokens = 512;  // tokens per step (pipeline and plan)
   bool fuse = true;         // PlanOptions::fuse
   plan::DType kvDType = plan::DType::F16; // PlanOptions::kvDType: F16 or Q8_KV
+  int maxBatch = 1;                       // PlanOptions::maxBatch: sequences (KV-cache slots)
   std::string modelDir;     // tokenizer files
   std::string emitMlir;     // when set, the module after the pipeline is written there
 };
@@ -57,6 +58,7 @@ struct CompileOptions {
   int maxStepTokens = 512;
   bool fuse = true;
   plan::DType kvDType = plan::DType::F16; // KV cache dtype (--kv-dtype)
+  int maxBatch = 1;                       // sequences decoded together at most (--batch)
   std::string emitMlir;      // see LowerOptions
   std::string compiler;      // plan metadata: the compiler's name and version
   std::string target;        // plan metadata: the targets as given

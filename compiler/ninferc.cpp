@@ -7,6 +7,7 @@
 #include "Targets.h"
 
 #include "ninfer/Progress.h"
+#include "ninfer/StepAbi.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -32,6 +33,7 @@ struct Options {
   int context = 4096;
   int maxStepTokens = 512;
   plan::DType kvDType = plan::DType::F16;
+  int maxBatch = 1;
   bool dummyWeights = false;
   bool embedPtx = true;
   bool fuse = true;
@@ -55,6 +57,9 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
   --max-step-tokens N    tokens per prefill step (default 512)
   --kv-dtype T           KV cache element type: f16 (default) or int8 (one f32 scale per
                          position and KV head; about half the bytes)
+  --batch N              sequences the plan holds, 1 (default) to 8: a KV cache of --ctx
+                         positions each, and decode steps of up to N sequences at once that read
+                         the weights once for all of them (ninfer bench --batch)
   --dummy-weights        no weights needed: the runtime fills deterministic pseudo-random weights
                          (fp16; ternary with --quant ternary; q8..q2 with --quant qN [--group N])
                          on the device; for checking fit and speed before downloading
@@ -136,6 +141,8 @@ Options parseArgs(int argc, char** argv) {
       options.context = parseInt(arg, next(i, arg), 1, 1 << 22);
     } else if (arg == "--max-step-tokens") {
       options.maxStepTokens = parseInt(arg, next(i, arg), 1, 65536);
+    } else if (arg == "--batch") {
+      options.maxBatch = parseInt(arg, next(i, arg), 1, kMaxBatch);
     } else if (arg == "--kv-dtype") {
       const std::string value = next(i, arg);
       if (value == "f16")
@@ -180,6 +187,12 @@ Options parseArgs(int argc, char** argv) {
   if (options.quant.mode == "ternary" && options.quant.bpw > 0)
     fail("--quant ternary and --bpw exclude each other", 2);
   options.maxStepTokens = std::min(options.maxStepTokens, options.context);
+  if (options.maxBatch > options.maxStepTokens)
+    fail(llvm::formatv("--batch {0} needs steps of at least {0} tokens (--max-step-tokens, "
+                       "capped at --ctx), got {1}",
+                       options.maxBatch, options.maxStepTokens)
+             .str(),
+         2);
   return options;
 }
 
@@ -194,8 +207,9 @@ void checkMemory(const plan::PlanT& plan, const std::vector<Target>& targets, bo
                    memory.workspace_bytes + kRuntimeReserveBytes;
   const plan::ModelInfoT& model = *plan.model;
   if (!quiet) {
-    std::fprintf(stderr, "memory plan (context %d, %d-token steps):\n", plan.context,
-                 plan.max_step_tokens);
+    std::fprintf(
+        stderr, "memory plan (context %d, %d-token steps%s):\n", plan.context, plan.max_step_tokens,
+        plan.max_batch > 1 ? llvm::formatv(", {0} sequences", plan.max_batch).str().c_str() : "");
     double params = static_cast<double>(model.parameters);
     std::fprintf(stderr, "  weights     %s  (%.2f%s parameters%s)\n", mib(memory.weight_bytes).c_str(),
                  params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M",
@@ -204,9 +218,11 @@ void checkMemory(const plan::PlanT& plan, const std::vector<Target>& targets, bo
     for (const auto& buffer : plan.buffers)
       int8Kv = int8Kv || (buffer->kind == plan::BufferKind::KvCache &&
                           buffer->dtype == plan::DType::Q8_KV);
-    std::fprintf(stderr, "  KV cache    %s  (%s, %d layers x %d KV heads x %d x %d positions)\n",
-                 mib(memory.kv_bytes).c_str(), int8Kv ? "int8 + f32 scales" : "fp16",
-                 model.layers, model.kv_heads, model.head_dim, plan.context);
+    const std::string sequences =
+        plan.max_batch > 1 ? llvm::formatv(" x {0} sequences", plan.max_batch).str() : "";
+    std::fprintf(stderr, "  KV cache    %s  (%s, %d layers x %d KV heads x %d x %d positions%s)\n",
+                 mib(memory.kv_bytes).c_str(), int8Kv ? "int8 + f32 scales" : "fp16", model.layers,
+                 model.kv_heads, model.head_dim, plan.context, sequences.c_str());
     std::fprintf(stderr, "  activations %s\n", mib(memory.activation_bytes).c_str());
     std::fprintf(stderr, "  workspace   %s\n", mib(memory.workspace_bytes).c_str());
     std::fprintf(stderr, "  runtime     %s  (CUDA context and module reserve)\n",
@@ -251,6 +267,7 @@ int main(int argc, char** argv) {
   compile.maxStepTokens = options.maxStepTokens;
   compile.fuse = options.fuse;
   compile.kvDType = options.kvDType;
+  compile.maxBatch = options.maxBatch;
   compile.emitMlir = options.emitMlir;
   compile.compiler = std::string("ninferc ") + kVersion;
   compile.target = llvm::join(options.targetSpecs, ",");

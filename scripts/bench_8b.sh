@@ -6,19 +6,22 @@
 #       bench-8b-f16.nplan        fp16
 #       bench-8b-q4.nplan         --quant q4 (q4_g64, 4.25 bpw)
 #       bench-8b-q4-kv8.nplan     the same with --kv-dtype int8
+#       bench-8b-q4-b8.nplan      --quant q4 --batch 8 (8 sequences), context 4096
 #       bench-8b-tq1.nplan        --quant ternary (TQ1 linears), context 4096
 #       bench-23m.nplan           shared/models/pycode-llama-23m's shape, dummy weights
 #   scripts/bench_8b.sh run PLAN_DIR [NINFER]       (on the GPU machine) runs `ninfer bench` on
 #       each plan: prompt 512 + 128 decode steps, 3 warm-ups, 5 measured runs, with --profile
 #       (kernel by kernel), then NINFER_PDL=0 as an A/B, then decode at 8K context (f16, q4,
-#       q4 with int8 KV) and one run at 32K (q4). Writes <plan>.bench, <plan>.json and
-#       <plan>.<ctx>.txt to $OUT (or PLAN_DIR) and prints the summary lines.
+#       q4 with int8 KV) and one run at 32K (q4), then batched decode of the --batch 8 plan
+#       (batch 1, 2, 4, 8; prompt 512, 128 steps). Writes <plan>.bench, <plan>.json,
+#       <plan>.<ctx>.txt and bench-8b-q4-b8.batch.{txt,json,png} to $OUT (or PLAN_DIR)
+#       and prints the summary lines.
 # Method and the table: docs/performance.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
 dir=${2:-}
-[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,16p' "$0"; exit 2; }
+[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,19p' "$0"; exit 2; }
 
 case "$mode" in
 compile)
@@ -30,6 +33,7 @@ compile)
   "$ninferc" "$config" "${common[@]}" --ctx 33000 --quant q4 -o "$dir/bench-8b-q4.nplan"
   "$ninferc" "$config" "${common[@]}" --ctx 33000 --quant q4 --kv-dtype int8 \
     -o "$dir/bench-8b-q4-kv8.nplan"
+  "$ninferc" "$config" "${common[@]}" --ctx 4096 --quant q4 --batch 8 -o "$dir/bench-8b-q4-b8.nplan"
   "$ninferc" "$config" "${common[@]}" --ctx 4096 --quant ternary -o "$dir/bench-8b-tq1.nplan"
   model="$root/../shared/models/pycode-llama-23m"
   "$ninferc" "$model" "${common[@]}" --ctx 4096 -o "$dir/bench-23m.nplan"
@@ -61,9 +65,18 @@ run)
       --reps 1 >"$out/bench-8b-q4.32768.txt"
     echo "== bench-8b-q4 at 32K: $(tail -1 "$out/bench-8b-q4.32768.txt")"
   fi
+  if [ -f "$dir/bench-8b-q4-b8.nplan" ]; then
+    plan="$dir/bench-8b-q4-b8.nplan"
+    batch=(--device cuda --prompt 512 --gen 128 --batch 1,2,4,8 --warmup 2 --reps 5)
+    "$ninfer" bench "$plan" "${batch[@]}" --plot "$out/bench-8b-q4-b8.batch.png" \
+      >"$out/bench-8b-q4-b8.batch.txt"
+    "$ninfer" bench "$plan" "${batch[@]}" --json >"$out/bench-8b-q4-b8.batch.json"
+    echo "== bench-8b-q4-b8 batched decode:"
+    tail -4 "$out/bench-8b-q4-b8.batch.txt"
+  fi
   ;;
 *)
-  sed -n '2,16p' "$0"
+  sed -n '2,19p' "$0"
   exit 2
   ;;
 esac

@@ -5,7 +5,11 @@
 // head h / (HEADS / KVH). Three launches per op with static grids; the plan
 // runs the decode launch in 1-token steps only and the prefill launch in
 // longer ones (Launch min/max_tokens), and each kernel also returns at once
-// when the step is not its kind:
+// when the step is not its kind. A plan of several sequences holds one cache
+// per sequence (slotCache), each laid out as above; a token reads and writes
+// its own sequence's slot at its own position (StepAbi.h), and a batch step
+// (one token of each of n sequences) runs the decode kernel with grid z = n,
+// one row per z (the prefill kernel never runs in batch steps):
 //
 // kvAppend: writes the step's k, v rows at positions pos..pos+n-1. f16: f32 ->
 //   f16 elementwise, block THREADS, grid (ceil(KVH*HD/THREADS) capped, n, 1).
@@ -29,7 +33,8 @@
 //   timing, then resets its counter to 0 for the next op.
 //   Workspace (f32 units): acc [HEADS][SPLITS][HD], max [HEADS][SPLITS],
 //   sum [HEADS][SPLITS], then KVH * HCH u32 counters (zeroed at load);
-//   attentionWorkspaceBytes in KernelEmitter.cpp sizes it the same way.
+//   attentionWorkspaceBytes in KernelEmitter.cpp sizes it the same way. A batch
+//   step's row z uses the z-th such block (decodeWorkspaceFloats apart).
 //
 // attentionPrefill (n > 1; tiled flash attention on CUDA cores): grid (HEADS,
 //   n, 1), block kPrefillThreads (8 warps); block (h, y) takes queries
@@ -71,6 +76,19 @@ template <int CONTEXT, int KVH, int HD>
 __device__ __forceinline__ const float *q8Scales(const void *cache) {
   return reinterpret_cast<const float *>(static_cast<const char *>(cache) +
                                          kv::q8ScaleOffset(CONTEXT, KVH, HD));
+}
+
+// Sequence `slot`'s cache: the slots of a plan of several sequences follow each
+// other, each a whole cache of one sequence (f16, or KvFormat.h's int8 layout).
+template <int KVT, int CONTEXT, int KVH, int HD>
+__device__ __forceinline__ void *slotCache(void *cache, int slot) {
+  constexpr long long kSlotBytes = KVT == kKvQ8 ? kv::q8CacheBytes(CONTEXT, KVH, HD)
+                                                : 2ll * CONTEXT * KVH * HD;
+  return static_cast<char *>(cache) + slot * kSlotBytes;
+}
+template <int KVT, int CONTEXT, int KVH, int HD>
+__device__ __forceinline__ const void *slotCache(const void *cache, int slot) {
+  return slotCache<KVT, CONTEXT, KVH, HD>(const_cast<void *>(cache), slot);
 }
 
 // Sign-extends byte i of w.
@@ -126,9 +144,11 @@ __device__ __forceinline__ void kvAppend(const float *k, const float *v, void *k
   const int t = blockIdx.y;
   if (t >= state->nTokens)
     return;
-  const int row = state->pos + t;
+  const int row = stepPosition(state, t);
   if (row < 0 || row >= CONTEXT)
     return;
+  kCache = slotCache<KVT, CONTEXT, KVH, HD>(kCache, stepSequence(state, t));
+  vCache = slotCache<KVT, CONTEXT, KVH, HD>(vCache, stepSequence(state, t));
   const long long src = static_cast<long long>(t) * kWidth;
   const long long dst = static_cast<long long>(row) * kWidth;
   if constexpr (KVT == kKvQ8) {
@@ -165,6 +185,13 @@ __device__ __forceinline__ void mergeSoftmax(float &m, float &l, float *a, float
   m = mNew;
 }
 
+// f32 units of one row's decode workspace (layout above).
+template <int HEADS, int KVH, int HD, int SPLITS>
+__host__ __device__ constexpr long long decodeWorkspaceFloats() {
+  return static_cast<long long>(HEADS) * SPLITS * (HD + 2) +
+         static_cast<long long>(KVH) * decodeHeadChunks<HEADS / KVH>();
+}
+
 template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int KVT, int SPLITS>
 __device__ __forceinline__ void attentionDecode(const float *q, const void *kCache,
                                                 const void *vCache, float *out, void *workspace,
@@ -186,9 +213,19 @@ __device__ __forceinline__ void attentionDecode(const float *q, const void *kCac
   __shared__ float sW[kHpb][SPLITS];
   __shared__ bool sLast;
 
-  if (state->nTokens != 1)
+  // Single-sequence steps decode one token (grid z = 1); batch steps one token
+  // of each sequence, row z.
+  const int row = blockIdx.z;
+  if ((state->batch == 0 && state->nTokens != 1) || row >= state->nTokens)
     return;
-  const int p = min(state->pos, CONTEXT - 1);
+  kCache = slotCache<KVT, CONTEXT, KVH, HD>(kCache, stepSequence(state, row));
+  vCache = slotCache<KVT, CONTEXT, KVH, HD>(vCache, stepSequence(state, row));
+  q += static_cast<long long>(row) * HEADS * HD;
+  out += static_cast<long long>(row) * HEADS * HD;
+  if (workspace)
+    workspace = static_cast<float *>(workspace) +
+                row * decodeWorkspaceFloats<HEADS, KVH, HD, SPLITS>();
+  const int p = min(stepPosition(state, row), CONTEXT - 1);
   const int lo = WINDOW > 0 ? max(0, p - WINDOW + 1) : 0;
   const int len = p - lo + 1;
   int splits = min(SPLITS, (len + kDecodeMinKeys - 1) / kDecodeMinKeys);
@@ -387,8 +424,10 @@ __device__ __forceinline__ void attentionPrefill(const float *q, const void *kCa
 
   const int n = state->nTokens;
   const int t0 = blockIdx.y * kBq;
-  if (n <= 1 || t0 >= n)
+  if (n <= 1 || t0 >= n || state->batch)
     return; // uniform for the whole block
+  kCache = slotCache<KVT, CONTEXT, KVH, HD>(kCache, state->seq);
+  vCache = slotCache<KVT, CONTEXT, KVH, HD>(vCache, state->seq);
   const int h = blockIdx.x;
   const int kvh = h / kGroup;
   const int pos = state->pos;

@@ -1,7 +1,8 @@
-// Rotate-half RoPE on rows of [HEADS, HD] at positions pos + t:
+// Rotate-half RoPE on rows of [HEADS, HD] at row t's position (pos + t, or in a
+// batch step the row's own position, StepAbi.h):
 //   y[i] = x[i] cos - x[i + HD/2] sin,  y[i + HD/2] = x[i + HD/2] cos + x[i] sin,
 // angle = position * inv_freq[i], cos/sin scaled by attention_factor.
-// Dynamic NTK (DYNAMIC): when seq_len = pos + n_tokens exceeds the original
+// Dynamic NTK (DYNAMIC): when seq_len (pos + n_tokens; a batch row's position + 1) exceeds the original
 // context, base = theta * (factor * seq_len / orig - (factor - 1))^(HD / (HD - 2)) and
 // inv_freq[i] = 1 / base^(2i / HD), as transformers' dynamic rope update does.
 // Launch: block THREADS, grid (ceil(HEADS*HD/2 / THREADS) capped, n_tokens, 1); one
@@ -25,9 +26,9 @@ struct RopeStep {
 template <int HD, bool DYNAMIC>
 __device__ __forceinline__ RopeStep ropeStep(int t, float theta, float dynamicFactor,
                                              int originalMaxPositions, const StepState *state) {
-  RopeStep r{static_cast<float>(state->pos + t), false, theta};
+  RopeStep r{static_cast<float>(stepPosition(state, t)), false, theta};
   if constexpr (DYNAMIC) {
-    const int seqLen = state->pos + state->nTokens;
+    const int seqLen = stepSequenceEnd(state, t);
     if (seqLen > originalMaxPositions) {
       r.rescaled = true;
       const float ratio =
@@ -78,9 +79,9 @@ __device__ __forceinline__ void rope(const float *x, const float *invFreq, float
 // RoPE of q and k and the f16 KV-cache append of k and v in one launch (the
 // emitter fuses the two Rope ops and the Attention op's append this way for
 // short steps): blocks [0, QB) rotate q in place, [QB, QB + KB) rotate k in
-// place and store it in the cache row pos + t, the rest copy v to its cache row.
-// Launch: block THREADS, grid (QB + KB + VB, n_tokens, 1) with QB, KB, VB the
-// rope / append grids of the separate kernels.
+// place and store it in cache row (position of t) of the row's sequence slot,
+// the rest copy v to its cache row. Launch: block THREADS, grid (QB + KB + VB,
+// n_tokens, 1) with QB, KB, VB the rope / append grids of the separate kernels.
 template <int HQ, int HK, int HD, bool DYNAMIC, int CONTEXT, int QB, int KB, int THREADS>
 __device__ __forceinline__ void ropeAppend(float *q, float *k, const float *v,
                                            const float *invFreq, void *kCache, void *vCache,
@@ -91,9 +92,11 @@ __device__ __forceinline__ void ropeAppend(float *q, float *k, const float *v,
   const int t = blockIdx.y;
   if (t >= state->nTokens)
     return;
-  const int row = state->pos + t; // cache row
+  const int row = stepPosition(state, t); // cache row
   const long long kvBase = static_cast<long long>(t) * HK * HD;
-  const long long cacheBase = static_cast<long long>(row) * HK * HD;
+  // Slots of CONTEXT rows follow each other (f16 caches).
+  const long long cacheBase =
+      (static_cast<long long>(stepSequence(state, t)) * CONTEXT + row) * HK * HD;
   unsigned short *kc = static_cast<unsigned short *>(kCache);
   unsigned short *vc = static_cast<unsigned short *>(vCache);
   if (blockIdx.x >= QB + KB) { // v -> cache

@@ -426,6 +426,39 @@ struct OpAttrsUnion {
 bool VerifyOpAttrs(flatbuffers::Verifier &verifier, const void *obj, OpAttrs type);
 bool VerifyOpAttrsVector(flatbuffers::Verifier &verifier, const flatbuffers::Vector<flatbuffers::Offset<void>> *values, const flatbuffers::Vector<OpAttrs> *types);
 
+enum class LaunchSteps : uint8_t {
+  Sequence = 0,
+  Batch = 1,
+  Any = 2,
+  MIN = Sequence,
+  MAX = Any
+};
+
+inline const LaunchSteps (&EnumValuesLaunchSteps())[3] {
+  static const LaunchSteps values[] = {
+    LaunchSteps::Sequence,
+    LaunchSteps::Batch,
+    LaunchSteps::Any
+  };
+  return values;
+}
+
+inline const char * const *EnumNamesLaunchSteps() {
+  static const char * const names[4] = {
+    "Sequence",
+    "Batch",
+    "Any",
+    nullptr
+  };
+  return names;
+}
+
+inline const char *EnumNameLaunchSteps(LaunchSteps e) {
+  if (flatbuffers::IsOutRange(e, LaunchSteps::Sequence, LaunchSteps::Any)) return "";
+  const size_t index = static_cast<size_t>(e);
+  return EnumNamesLaunchSteps()[index];
+}
+
 enum class TokenizerKind : uint8_t {
   None = 0,
   ByteLevelBpe = 1,
@@ -1372,6 +1405,7 @@ struct LaunchT : public flatbuffers::NativeTable {
   std::vector<uint32_t> args{};
   uint32_t min_tokens = 0;
   uint32_t max_tokens = 0;
+  ninfer::plan::LaunchSteps steps = ninfer::plan::LaunchSteps::Sequence;
 };
 
 struct Launch FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
@@ -1385,7 +1419,8 @@ struct Launch FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_SHARED_BYTES = 12,
     VT_ARGS = 14,
     VT_MIN_TOKENS = 16,
-    VT_MAX_TOKENS = 18
+    VT_MAX_TOKENS = 18,
+    VT_STEPS = 20
   };
   uint32_t function() const {
     return GetField<uint32_t>(VT_FUNCTION, 0);
@@ -1411,6 +1446,9 @@ struct Launch FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   uint32_t max_tokens() const {
     return GetField<uint32_t>(VT_MAX_TOKENS, 0);
   }
+  ninfer::plan::LaunchSteps steps() const {
+    return static_cast<ninfer::plan::LaunchSteps>(GetField<uint8_t>(VT_STEPS, 0));
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<uint32_t>(verifier, VT_FUNCTION, 4) &&
@@ -1425,6 +1463,7 @@ struct Launch FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            verifier.VerifyVector(args()) &&
            VerifyField<uint32_t>(verifier, VT_MIN_TOKENS, 4) &&
            VerifyField<uint32_t>(verifier, VT_MAX_TOKENS, 4) &&
+           VerifyField<uint8_t>(verifier, VT_STEPS, 1) &&
            verifier.EndTable();
   }
   LaunchT *UnPack(const flatbuffers::resolver_function_t *_resolver = nullptr) const;
@@ -1460,6 +1499,9 @@ struct LaunchBuilder {
   void add_max_tokens(uint32_t max_tokens) {
     fbb_.AddElement<uint32_t>(Launch::VT_MAX_TOKENS, max_tokens, 0);
   }
+  void add_steps(ninfer::plan::LaunchSteps steps) {
+    fbb_.AddElement<uint8_t>(Launch::VT_STEPS, static_cast<uint8_t>(steps), 0);
+  }
   explicit LaunchBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -1480,7 +1522,8 @@ inline flatbuffers::Offset<Launch> CreateLaunch(
     uint32_t shared_bytes = 0,
     flatbuffers::Offset<flatbuffers::Vector<uint32_t>> args = 0,
     uint32_t min_tokens = 0,
-    uint32_t max_tokens = 0) {
+    uint32_t max_tokens = 0,
+    ninfer::plan::LaunchSteps steps = ninfer::plan::LaunchSteps::Sequence) {
   LaunchBuilder builder_(_fbb);
   builder_.add_max_tokens(max_tokens);
   builder_.add_min_tokens(min_tokens);
@@ -1490,6 +1533,7 @@ inline flatbuffers::Offset<Launch> CreateLaunch(
   builder_.add_grid_per_token(grid_per_token);
   builder_.add_grid_base(grid_base);
   builder_.add_function(function);
+  builder_.add_steps(steps);
   return builder_.Finish();
 }
 
@@ -1502,7 +1546,8 @@ inline flatbuffers::Offset<Launch> CreateLaunchDirect(
     uint32_t shared_bytes = 0,
     const std::vector<uint32_t> *args = nullptr,
     uint32_t min_tokens = 0,
-    uint32_t max_tokens = 0) {
+    uint32_t max_tokens = 0,
+    ninfer::plan::LaunchSteps steps = ninfer::plan::LaunchSteps::Sequence) {
   auto grid_base__ = grid_base ? _fbb.CreateVector<uint32_t>(*grid_base) : 0;
   auto grid_per_token__ = grid_per_token ? _fbb.CreateVector<uint32_t>(*grid_per_token) : 0;
   auto block__ = block ? _fbb.CreateVector<uint32_t>(*block) : 0;
@@ -1516,7 +1561,8 @@ inline flatbuffers::Offset<Launch> CreateLaunchDirect(
       shared_bytes,
       args__,
       min_tokens,
-      max_tokens);
+      max_tokens,
+      steps);
 }
 
 flatbuffers::Offset<Launch> CreateLaunch(flatbuffers::FlatBufferBuilder &_fbb, const LaunchT *_o, const flatbuffers::rehasher_function_t *_rehasher = nullptr);
@@ -2312,6 +2358,7 @@ struct PlanT : public flatbuffers::NativeTable {
   std::unique_ptr<ninfer::plan::MemoryPlanT> memory{};
   uint64_t weights_file_offset = 0;
   uint64_t weights_size = 0;
+  int32_t max_batch = 1;
   PlanT() = default;
   PlanT(const PlanT &o);
   PlanT(PlanT&&) FLATBUFFERS_NOEXCEPT = default;
@@ -2337,7 +2384,8 @@ struct Plan FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_TOKENIZER = 28,
     VT_MEMORY = 30,
     VT_WEIGHTS_FILE_OFFSET = 32,
-    VT_WEIGHTS_SIZE = 34
+    VT_WEIGHTS_SIZE = 34,
+    VT_MAX_BATCH = 36
   };
   uint32_t format_version() const {
     return GetField<uint32_t>(VT_FORMAT_VERSION, 0);
@@ -2387,6 +2435,9 @@ struct Plan FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   uint64_t weights_size() const {
     return GetField<uint64_t>(VT_WEIGHTS_SIZE, 0);
   }
+  int32_t max_batch() const {
+    return GetField<int32_t>(VT_MAX_BATCH, 1);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<uint32_t>(verifier, VT_FORMAT_VERSION, 4) &&
@@ -2415,6 +2466,7 @@ struct Plan FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            verifier.VerifyTable(memory()) &&
            VerifyField<uint64_t>(verifier, VT_WEIGHTS_FILE_OFFSET, 8) &&
            VerifyField<uint64_t>(verifier, VT_WEIGHTS_SIZE, 8) &&
+           VerifyField<int32_t>(verifier, VT_MAX_BATCH, 4) &&
            verifier.EndTable();
   }
   PlanT *UnPack(const flatbuffers::resolver_function_t *_resolver = nullptr) const;
@@ -2474,6 +2526,9 @@ struct PlanBuilder {
   void add_weights_size(uint64_t weights_size) {
     fbb_.AddElement<uint64_t>(Plan::VT_WEIGHTS_SIZE, weights_size, 0);
   }
+  void add_max_batch(int32_t max_batch) {
+    fbb_.AddElement<int32_t>(Plan::VT_MAX_BATCH, max_batch, 1);
+  }
   explicit PlanBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -2502,10 +2557,12 @@ inline flatbuffers::Offset<Plan> CreatePlan(
     flatbuffers::Offset<ninfer::plan::Tokenizer> tokenizer = 0,
     flatbuffers::Offset<ninfer::plan::MemoryPlan> memory = 0,
     uint64_t weights_file_offset = 0,
-    uint64_t weights_size = 0) {
+    uint64_t weights_size = 0,
+    int32_t max_batch = 1) {
   PlanBuilder builder_(_fbb);
   builder_.add_weights_size(weights_size);
   builder_.add_weights_file_offset(weights_file_offset);
+  builder_.add_max_batch(max_batch);
   builder_.add_memory(memory);
   builder_.add_tokenizer(tokenizer);
   builder_.add_kernels(kernels);
@@ -2540,7 +2597,8 @@ inline flatbuffers::Offset<Plan> CreatePlanDirect(
     flatbuffers::Offset<ninfer::plan::Tokenizer> tokenizer = 0,
     flatbuffers::Offset<ninfer::plan::MemoryPlan> memory = 0,
     uint64_t weights_file_offset = 0,
-    uint64_t weights_size = 0) {
+    uint64_t weights_size = 0,
+    int32_t max_batch = 1) {
   auto compiler__ = compiler ? _fbb.CreateString(compiler) : 0;
   auto target__ = target ? _fbb.CreateString(target) : 0;
   auto buffers__ = buffers ? _fbb.CreateVector<flatbuffers::Offset<ninfer::plan::Buffer>>(*buffers) : 0;
@@ -2562,7 +2620,8 @@ inline flatbuffers::Offset<Plan> CreatePlanDirect(
       tokenizer,
       memory,
       weights_file_offset,
-      weights_size);
+      weights_size,
+      max_batch);
 }
 
 flatbuffers::Offset<Plan> CreatePlan(flatbuffers::FlatBufferBuilder &_fbb, const PlanT *_o, const flatbuffers::rehasher_function_t *_rehasher = nullptr);
@@ -2938,6 +2997,7 @@ inline void Launch::UnPackTo(LaunchT *_o, const flatbuffers::resolver_function_t
   { auto _e = args(); if (_e) { _o->args.resize(_e->size()); for (flatbuffers::uoffset_t _i = 0; _i < _e->size(); _i++) { _o->args[_i] = _e->Get(_i); } } }
   { auto _e = min_tokens(); _o->min_tokens = _e; }
   { auto _e = max_tokens(); _o->max_tokens = _e; }
+  { auto _e = steps(); _o->steps = _e; }
 }
 
 inline flatbuffers::Offset<Launch> Launch::Pack(flatbuffers::FlatBufferBuilder &_fbb, const LaunchT* _o, const flatbuffers::rehasher_function_t *_rehasher) {
@@ -2956,6 +3016,7 @@ inline flatbuffers::Offset<Launch> CreateLaunch(flatbuffers::FlatBufferBuilder &
   auto _args = _o->args.size() ? _fbb.CreateVector(_o->args) : 0;
   auto _min_tokens = _o->min_tokens;
   auto _max_tokens = _o->max_tokens;
+  auto _steps = _o->steps;
   return ninfer::plan::CreateLaunch(
       _fbb,
       _function,
@@ -2965,7 +3026,8 @@ inline flatbuffers::Offset<Launch> CreateLaunch(flatbuffers::FlatBufferBuilder &
       _shared_bytes,
       _args,
       _min_tokens,
-      _max_tokens);
+      _max_tokens,
+      _steps);
 }
 
 inline CodeObjectT *CodeObject::UnPack(const flatbuffers::resolver_function_t *_resolver) const {
@@ -3234,7 +3296,8 @@ inline PlanT::PlanT(const PlanT &o)
         tokenizer((o.tokenizer) ? new ninfer::plan::TokenizerT(*o.tokenizer) : nullptr),
         memory((o.memory) ? new ninfer::plan::MemoryPlanT(*o.memory) : nullptr),
         weights_file_offset(o.weights_file_offset),
-        weights_size(o.weights_size) {
+        weights_size(o.weights_size),
+        max_batch(o.max_batch) {
   buffers.reserve(o.buffers.size());
   for (const auto &buffers_ : o.buffers) { buffers.emplace_back((buffers_) ? new ninfer::plan::BufferT(*buffers_) : nullptr); }
   ops.reserve(o.ops.size());
@@ -3258,6 +3321,7 @@ inline PlanT &PlanT::operator=(PlanT o) FLATBUFFERS_NOEXCEPT {
   std::swap(memory, o.memory);
   std::swap(weights_file_offset, o.weights_file_offset);
   std::swap(weights_size, o.weights_size);
+  std::swap(max_batch, o.max_batch);
   return *this;
 }
 
@@ -3286,6 +3350,7 @@ inline void Plan::UnPackTo(PlanT *_o, const flatbuffers::resolver_function_t *_r
   { auto _e = memory(); if (_e) _o->memory = std::unique_ptr<ninfer::plan::MemoryPlanT>(_e->UnPack(_resolver)); }
   { auto _e = weights_file_offset(); _o->weights_file_offset = _e; }
   { auto _e = weights_size(); _o->weights_size = _e; }
+  { auto _e = max_batch(); _o->max_batch = _e; }
 }
 
 inline flatbuffers::Offset<Plan> Plan::Pack(flatbuffers::FlatBufferBuilder &_fbb, const PlanT* _o, const flatbuffers::rehasher_function_t *_rehasher) {
@@ -3312,6 +3377,7 @@ inline flatbuffers::Offset<Plan> CreatePlan(flatbuffers::FlatBufferBuilder &_fbb
   auto _memory = _o->memory ? CreateMemoryPlan(_fbb, _o->memory.get(), _rehasher) : 0;
   auto _weights_file_offset = _o->weights_file_offset;
   auto _weights_size = _o->weights_size;
+  auto _max_batch = _o->max_batch;
   return ninfer::plan::CreatePlan(
       _fbb,
       _format_version,
@@ -3329,7 +3395,8 @@ inline flatbuffers::Offset<Plan> CreatePlan(flatbuffers::FlatBufferBuilder &_fbb
       _tokenizer,
       _memory,
       _weights_file_offset,
-      _weights_size);
+      _weights_size,
+      _max_batch);
 }
 
 inline bool VerifyOpAttrs(flatbuffers::Verifier &verifier, const void *obj, OpAttrs type) {

@@ -2,6 +2,11 @@
 // once at load (dummy weights are generated and rounded through their dtype, as
 // the GPU fill does); arenas, scratch and the thread pool are allocated once,
 // so a step allocates nothing. Ops run in plan order through cpu:: kernels.
+// A batch step runs every row-wise op (embedding, norms, linears, SwiGLU, adds)
+// on all its rows at once, and RoPE, the KV append and attention row by row at
+// that row's position in that row's sequence slot, with the same kernels a
+// one-token step uses: each row's logits equal a single-sequence step's bit for
+// bit (cpu::linear's result for a row does not depend on the other rows).
 #include "CpuOps.h"
 #include "CpuThreadPool.h"
 #include "Half.h"
@@ -9,8 +14,10 @@
 #include "StepCheck.h"
 #include "ninfer/DummyFill.h"
 #include "ninfer/Executor.h"
+#include "ninfer/KvFormat.h"
 #include "ninfer/Plan.h"
 #include "ninfer/QuantDType.h"
+#include "ninfer/StepAbi.h"
 #include "ninfer/TernaryDType.h"
 #include "plan_generated.h"
 
@@ -46,7 +53,14 @@ public:
       : file_(file), pool_(threads), observer_(observer) {}
 
   Status init();
-  Status forward(const int32_t* tokens, int n, int pos, float* logits) override;
+  Status forward(const int32_t* tokens, int n, int pos, float* logits) override {
+    return forwardSequence(0, tokens, n, pos, logits);
+  }
+  Status forwardSequence(int sequence, const int32_t* tokens, int n, int pos,
+                         float* logits) override;
+  Status forwardBatch(const int32_t* tokens, const int32_t* positions, const int32_t* sequences,
+                      int batch, float* logits) override;
+  int maxBatch() const override { return file_.plan().max_batch(); }
   std::string name() const override { return "cpu (" + std::to_string(pool_.size()) + " threads)"; }
   bool hasAllRowsLogits() const override { return logitsOp_ >= 0; }
   Status forwardAllRows(const int32_t* tokens, int n, int pos, float* logits) override;
@@ -59,8 +73,11 @@ private:
   const uint8_t* packedWeightBytes(uint32_t index, const plan::Buffer& buffer,
                                    std::vector<uint8_t>& generated, const Unit& unit);
   void* bufferPointer(uint32_t index);
-  Status runOp(const PreparedOp& p, int n, int pos);
-  Status runStep(const int32_t* tokens, int n, int pos, const float* logitsCheck);
+  Status runOp(const PreparedOp& p, const StepState& step);
+  void runRope(const PreparedOp& p, const StepState& step);
+  void runAttention(const PreparedOp& p, const StepState& step);
+  // Runs the ops of a step whose checks passed.
+  Status runStep(const int32_t* tokens, const StepState& step);
 
   const PlanFile& file_;
   CpuThreadPool pool_;
@@ -254,7 +271,7 @@ Status CpuExecutor::init() {
   activations_.assign((activationEnd + 3) / 4, 0.0f);
   kv_.assign((kvEnd + 1) / 2, 0);
   tokens_.assign(size_t(p.max_step_tokens()), 0);
-  logits_.assign(size_t(p.model()->vocab_size()), 0.0f);
+  logits_.assign(size_t(p.max_batch()) * size_t(p.model()->vocab_size()), 0.0f);
   ownedWeights_.resize(buffers.size());
   weights_.assign(buffers.size(), nullptr);
   for (uint32_t i = 0; i < buffers.size(); ++i)
@@ -304,8 +321,9 @@ Status CpuExecutor::init() {
   return Status::ok();
 }
 
-Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
+Status CpuExecutor::runOp(const PreparedOp& p, const StepState& step) {
   const plan::Op& op = *p.op;
+  const int n = step.nTokens;
   switch (p.kind) {
   case OpAttrs::EmbeddingAttrs: {
     const auto* a = op.attrs_as_EmbeddingAttrs();
@@ -324,11 +342,13 @@ Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
   }
   case OpAttrs::LinearAttrs: {
     const auto* a = op.attrs_as_LinearAttrs();
-    // forwardAllRows(): the logits op computes every row, into the caller's buffer.
-    const bool lastRow = a->last_row_only() && !(allRowsLogits_ && p.index == logitsOp_);
+    // forwardAllRows(): the logits op computes every row, into the caller's buffer;
+    // batch steps: every row (each is the last of its sequence), into the logits buffer.
+    const bool lastRow =
+        a->last_row_only() && !(allRowsLogits_ && p.index == logitsOp_) && step.batch == 0;
     const int rows = lastRow ? 1 : n;
     const float* x = asF32(p.in[0]) + (lastRow ? int64_t(n - 1) * a->in_features() : 0);
-    float* out = lastRow || !a->last_row_only() ? asF32(p.out) : allRowsLogits_;
+    float* out = lastRow || !a->last_row_only() || step.batch ? asF32(p.out) : allRowsLogits_;
     const float* w = asF32(p.in[1]);
     if (observer_) {
       observer_->linearInput(p.index, asF32(p.in[0]), n, a->in_features());
@@ -339,32 +359,12 @@ Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
                 a->residual() ? asF32(p.in[a->has_bias() ? 3 : 2]) : nullptr);
     return Status::ok();
   }
-  case OpAttrs::RopeAttrs: {
-    const auto* a = op.attrs_as_RopeAttrs();
-    const float* invFreq = asF32(p.in[1]);
-    float* cosSin = ropeScratch_.data() + maxHeadDim_;
-    if (a->dynamic_factor() > 0 && pos + n > a->original_max_positions()) {
-      cpu::dynamicNtkInvFreq(a->theta(), a->dynamic_factor(), a->original_max_positions(),
-                             a->head_dim(), pos + n, ropeScratch_.data());
-      invFreq = ropeScratch_.data();
-    }
-    cpu::rope(asF32(p.in[0]), asF32(p.out), n, pos, a->heads(), a->head_dim(), invFreq,
-              a->attention_factor(), cosSin);
+  case OpAttrs::RopeAttrs:
+    runRope(p, step);
     return Status::ok();
-  }
-  case OpAttrs::AttentionAttrs: {
-    const auto* a = op.attrs_as_AttentionAttrs();
-    const bool q8 = file_.plan().buffers()->Get(op.inputs()->Get(3))->dtype() == DType::Q8_KV;
-    const cpu::KvCache kCache{p.in[3], q8, a->context()};
-    const cpu::KvCache vCache{p.in[4], q8, a->context()};
-    cpu::appendKv(asF32(p.in[1]), asF32(p.in[2]), n, pos, a->kv_heads(), a->head_dim(), kCache,
-                  vCache);
-    const cpu::AttentionShape shape{a->heads(), a->kv_heads(), a->head_dim(), a->window(),
-                                    a->scale()};
-    cpu::attention(pool_, asF32(p.in[0]), n, pos, kCache, vCache, shape, attentionScratch_.data(),
-                   attentionStride_, asF32(p.out), kvDecoded_.empty() ? nullptr : kvDecoded_.data());
+  case OpAttrs::AttentionAttrs:
+    runAttention(p, step);
     return Status::ok();
-  }
   case OpAttrs::SwiGluAttrs:
     cpu::swiGlu(asF32(p.in[0]), asF32(p.in[1]), asF32(p.out),
                 int64_t(n) * op.attrs_as_SwiGluAttrs()->dim());
@@ -379,29 +379,112 @@ Status CpuExecutor::runOp(const PreparedOp& p, int n, int pos) {
   return Status::error("op kind not supported by the CPU executor");
 }
 
-Status CpuExecutor::forward(const int32_t* tokens, int n, int pos, float* logits) {
-  NINFER_RETURN_IF_ERROR(runStep(tokens, n, pos, logits));
-  std::copy(logits_.begin(), logits_.end(), logits);
+// Rows [first, first + count) of the step, all at consecutive positions of one
+// sequence: the whole of a single-sequence step, one row of a batch step.
+struct RowRange {
+  int first, count, pos, sequence, sequenceEnd;
+};
+
+template <class Body> void forEachRowRange(const StepState& step, const Body& body) {
+  if (step.batch == 0) {
+    body(RowRange{0, step.nTokens, step.pos, step.seq, stepSequenceEnd(&step, 0)});
+    return;
+  }
+  for (int t = 0; t < step.nTokens; ++t)
+    body(RowRange{t, 1, stepPosition(&step, t), stepSequence(&step, t), stepSequenceEnd(&step, t)});
+}
+
+void CpuExecutor::runRope(const PreparedOp& p, const StepState& step) {
+  const auto* a = p.op->attrs_as_RopeAttrs();
+  const int64_t width = int64_t(a->heads()) * a->head_dim();
+  float* cosSin = ropeScratch_.data() + maxHeadDim_;
+  forEachRowRange(step, [&](const RowRange& r) {
+    const float* invFreq = asF32(p.in[1]);
+    if (a->dynamic_factor() > 0 && r.sequenceEnd > a->original_max_positions()) {
+      cpu::dynamicNtkInvFreq(a->theta(), a->dynamic_factor(), a->original_max_positions(),
+                             a->head_dim(), r.sequenceEnd, ropeScratch_.data());
+      invFreq = ropeScratch_.data();
+    }
+    cpu::rope(asF32(p.in[0]) + r.first * width, asF32(p.out) + r.first * width, r.count, r.pos,
+              a->heads(), a->head_dim(), invFreq, a->attention_factor(), cosSin);
+  });
+}
+
+void CpuExecutor::runAttention(const PreparedOp& p, const StepState& step) {
+  const plan::Op& op = *p.op;
+  const auto* a = op.attrs_as_AttentionAttrs();
+  const bool q8 = file_.plan().buffers()->Get(op.inputs()->Get(3))->dtype() == DType::Q8_KV;
+  // One sequence's cache; the slots of a plan of several sequences follow each other.
+  const uint64_t slotBytes =
+      q8 ? uint64_t(kv::q8CacheBytes(a->context(), a->kv_heads(), a->head_dim()))
+         : uint64_t(a->context()) * uint64_t(a->kv_heads()) * uint64_t(a->head_dim()) * 2;
+  const int64_t qWidth = int64_t(a->heads()) * a->head_dim();
+  const int64_t kvWidth = int64_t(a->kv_heads()) * a->head_dim();
+  const cpu::AttentionShape shape{a->heads(), a->kv_heads(), a->head_dim(), a->window(),
+                                  a->scale()};
+  forEachRowRange(step, [&](const RowRange& r) {
+    const cpu::KvCache kCache{static_cast<uint8_t*>(p.in[3]) + r.sequence * slotBytes, q8,
+                              a->context()};
+    const cpu::KvCache vCache{static_cast<uint8_t*>(p.in[4]) + r.sequence * slotBytes, q8,
+                              a->context()};
+    cpu::appendKv(asF32(p.in[1]) + r.first * kvWidth, asF32(p.in[2]) + r.first * kvWidth, r.count,
+                  r.pos, a->kv_heads(), a->head_dim(), kCache, vCache);
+    cpu::attention(pool_, asF32(p.in[0]) + r.first * qWidth, r.count, r.pos, kCache, vCache, shape,
+                   attentionScratch_.data(), attentionStride_, asF32(p.out) + r.first * qWidth,
+                   kvDecoded_.empty() ? nullptr : kvDecoded_.data());
+  });
+}
+
+Status CpuExecutor::forwardSequence(int sequence, const int32_t* tokens, int n, int pos,
+                                    float* logits) {
+  NINFER_RETURN_IF_ERROR(
+      checkStep(file_.plan(), tokens, n, pos, logits, embeddingVocab_, sequence));
+  StepState step{};
+  step.pos = pos;
+  step.nTokens = n;
+  step.seq = sequence;
+  NINFER_RETURN_IF_ERROR(runStep(tokens, step));
+  const size_t vocab = size_t(file_.plan().model()->vocab_size());
+  std::copy(logits_.begin(), logits_.begin() + vocab, logits);
+  return Status::ok();
+}
+
+Status CpuExecutor::forwardBatch(const int32_t* tokens, const int32_t* positions,
+                                 const int32_t* sequences, int batch, float* logits) {
+  NINFER_RETURN_IF_ERROR(
+      checkBatchStep(file_.plan(), tokens, positions, sequences, batch, logits, embeddingVocab_));
+  StepState step{};
+  step.nTokens = batch;
+  step.batch = batch;
+  for (int t = 0; t < batch; ++t) {
+    step.rowPos[t] = positions[t];
+    step.rowSeq[t] = sequences[t];
+  }
+  NINFER_RETURN_IF_ERROR(runStep(tokens, step));
+  const size_t vocab = size_t(file_.plan().model()->vocab_size());
+  std::copy(logits_.begin(), logits_.begin() + size_t(batch) * vocab, logits);
   return Status::ok();
 }
 
 Status CpuExecutor::forwardAllRows(const int32_t* tokens, int n, int pos, float* logits) {
   if (logitsOp_ < 0)
     return Executor::forwardAllRows(tokens, n, pos, logits);
+  NINFER_RETURN_IF_ERROR(checkStep(file_.plan(), tokens, n, pos, logits, embeddingVocab_));
+  StepState step{};
+  step.pos = pos;
+  step.nTokens = n;
   allRowsLogits_ = logits;
-  Status status = runStep(tokens, n, pos, logits);
+  Status status = runStep(tokens, step);
   allRowsLogits_ = nullptr;
   return status;
 }
 
-Status CpuExecutor::runStep(const int32_t* tokens, int n, int pos, const float* logitsCheck) {
-  const plan::Plan& p = file_.plan();
-  NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logitsCheck, embeddingVocab_));
-  std::copy(tokens, tokens + n, tokens_.begin());
+Status CpuExecutor::runStep(const int32_t* tokens, const StepState& step) {
+  std::copy(tokens, tokens + step.nTokens, tokens_.begin());
   for (const PreparedOp& op : ops_) {
     if (observer_ && !observer_->beforeOp(op.index, activations_.data(), activations_.size()))
       continue;
-    Status status = runOp(op, n, pos);
+    Status status = runOp(op, step);
     if (!status.isOk()) {
       const std::string opName = op.op->name() ? op.op->name()->str() : std::string();
       return Status::error("op " + opName + ": " + status.message());

@@ -14,7 +14,10 @@
 // correct for any position because the graph's kernels read pos from the
 // device StepState, and buffer addresses never change after init. It turns
 // ~100 cuLaunchKernel calls (several microseconds of host time each) into one
-// cuGraphLaunch. Prefill steps launch kernels one by one (one step per prompt,
+// cuGraphLaunch. Batch steps (several sequences, one token each) replay a
+// graph per batch size, captured the same way at the first step of that size:
+// rows' positions and sequences are in the device StepState too. Prefill
+// steps launch kernels one by one (one step per prompt,
 // so a graph would not be replayed). NINFER_CUDA_GRAPHS=0 disables graphs (A/B
 // timing); a driver without the graph entry points, or a failed capture, falls
 // back to plain launches with one note on stderr.
@@ -26,6 +29,7 @@
 // turns it off (A/B timing).
 #include "StepCheck.h"
 #include "ninfer/Executor.h"
+#include "ninfer/Format.h"
 #include "ninfer/Plan.h"
 #include "ninfer/StepAbi.h"
 
@@ -71,7 +75,14 @@ public:
   ~CudaExecutor() override;
 
   Status init(int ordinal);
-  Status forward(const int32_t *tokens, int n, int pos, float *logits) override;
+  Status forward(const int32_t *tokens, int n, int pos, float *logits) override {
+    return forwardSequence(0, tokens, n, pos, logits);
+  }
+  Status forwardSequence(int sequence, const int32_t *tokens, int n, int pos,
+                         float *logits) override;
+  Status forwardBatch(const int32_t *tokens, const int32_t *positions, const int32_t *sequences,
+                      int batch, float *logits) override;
+  int maxBatch() const override { return file_.plan().max_batch(); }
   std::string name() const override {
     return "CUDA (" + deviceName_ + ", " + codeArch_ + (decodeGraph_ ? ", graphs" : "") +
            (dependentLaunch_ ? ", pdl" : "") + ")";
@@ -87,25 +98,33 @@ private:
     uint32_t block[3];
     uint32_t sharedBytes;
     uint32_t minTokens, maxTokens; // steps the launch runs in (maxTokens 0: no limit)
+    plan::LaunchSteps steps;       // single-sequence steps, batch steps or both
     uint32_t op;
     uint32_t functionIndex;
     std::vector<uint32_t> bufferIndices; // the launch's KernelArgs, as plan buffer indices
     KernelArgs args;                     // resolved once the arenas exist
   };
 
-  // Whether launch l runs in a step of n tokens (non-empty grid, n in its token range).
-  static bool runsAt(const LaunchInfo &l, int n);
+  // Whether launch l runs in a step of n rows, a batch step or not (non-empty
+  // grid, n in its token range, the step's kind among its steps).
+  static bool runsAt(const LaunchInfo &l, int n, bool batch);
   Status selectCode(int ccMajor, int ccMinor, std::vector<char> &image, bool &isPtx);
   Status loadModule(const std::vector<char> &image, bool isPtx);
   Status allocate(CUdeviceptr &ptr, uint64_t bytes, const char *what);
   Status uploadWeights();
-  // Puts one step on stream_: tokens and StepState copies, the launches, the
-  // logits copy (no synchronize). Also what the decode graph captures.
+  // Puts one step of n rows (a batch step when batch) on stream_: tokens and
+  // StepState copies, the launches, the logits copy (no synchronize). Also what
+  // the decode graphs capture.
   // timers: null, or launches_.size() + 1 events recorded around the launches.
-  Status enqueueStep(int n, const std::string &step, const std::vector<CUevent> *timers = nullptr);
-  // Captures and instantiates the one-token step; on failure leaves
-  // decodeGraph_ null, turns graphs off and says why on stderr once.
-  void captureDecodeGraph();
+  Status enqueueStep(int n, bool batch, const std::string &step,
+                     const std::vector<CUevent> *timers = nullptr);
+  // Captures and instantiates a step of n rows into `graph`; on failure leaves
+  // it null, turns graphs off and says why on stderr once.
+  void captureGraph(int n, bool batch, CUgraphExec &graph);
+  // Runs the step whose state and tokens are in the pinned staging: the
+  // graph when there is one (captured at the first step of its shape), else
+  // launch by launch; then synchronizes.
+  Status runStaged(int n, bool batch, CUgraphExec *graph, const std::string &step);
   std::string opLabel(uint32_t op) const;
   std::string kernelName(uint32_t function) const;
 
@@ -131,6 +150,7 @@ private:
   bool graphsEnabled_ = false;
   bool dependentLaunch_ = false;
   CUgraphExec decodeGraph_ = nullptr;
+  CUgraphExec batchGraphs_[kMaxBatch + 1] = {}; // by batch size
   uint64_t allocatedBytes_ = 0;
   std::string deviceName_;
   std::string codeArch_;
@@ -143,6 +163,9 @@ CudaExecutor::~CudaExecutor() {
     cu_.streamSynchronize(stream_);
   if (decodeGraph_)
     cu_.graphExecDestroy(decodeGraph_);
+  for (CUgraphExec graph : batchGraphs_)
+    if (graph)
+      cu_.graphExecDestroy(graph);
   if (stream_)
     cu_.streamDestroy(stream_);
   for (CUdeviceptr ptr : allocations_)
@@ -340,6 +363,7 @@ Status CudaExecutor::init(int ordinal) {
       info.sharedBytes = launch->shared_bytes();
       info.minTokens = launch->min_tokens();
       info.maxTokens = launch->max_tokens();
+      info.steps = launch->steps();
       info.op = opIndex;
       if (launch->args()) {
         if (launch->args()->size() > static_cast<uint32_t>(kMaxKernelArgs))
@@ -388,7 +412,8 @@ Status CudaExecutor::init(int ordinal) {
       break;
     }
   }
-  logitsBytes_ = std::max(logitsBytes_, uint64_t(p.model()->vocab_size()) * 4);
+  logitsBytes_ =
+      std::max(logitsBytes_, uint64_t(p.max_batch()) * uint64_t(p.model()->vocab_size()) * 4);
   if (anyDummy) {
     CUresult rc = cu_.moduleGetFunction(&fill_, module_, "ninfer_fill_dummy");
     if (rc != CUDA_SUCCESS)
@@ -449,48 +474,84 @@ Status CudaExecutor::init(int ordinal) {
       launch.args.buffers[k] = reinterpret_cast<void*>(table[launch.bufferIndices[k]]);
   }
 
-  const size_t stagingBytes = 64 + tokenBytes + logitsBytes_;
+  const size_t stateBytes = alignUp(sizeof(StepState), 64);
+  const size_t stagingBytes = stateBytes + tokenBytes + logitsBytes_;
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memAllocHost(&hostStaging_, stagingBytes),
                                    "cannot allocate " + gib(stagingBytes) + " of pinned memory"));
   hostState_ = static_cast<StepState *>(hostStaging_);
-  hostTokens_ = reinterpret_cast<int32_t *>(static_cast<char *>(hostStaging_) + 64);
-  hostLogits_ = reinterpret_cast<float *>(static_cast<char *>(hostStaging_) + 64 + tokenBytes);
+  *hostState_ = StepState{};
+  hostTokens_ = reinterpret_cast<int32_t *>(static_cast<char *>(hostStaging_) + stateBytes);
+  hostLogits_ =
+      reinterpret_cast<float *>(static_cast<char *>(hostStaging_) + stateBytes + tokenBytes);
   allocatedBytes_ += stagingBytes; // pinned host memory the device maps, counted for the report
   return uploadWeights();
 }
 
-Status CudaExecutor::forward(const int32_t *tokens, int n, int pos, float *logits) {
+Status CudaExecutor::forwardSequence(int sequence, const int32_t *tokens, int n, int pos,
+                                     float *logits) {
   const plan::Plan &p = file_.plan();
-  NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logits, embeddingVocab_));
+  NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logits, embeddingVocab_, sequence));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
-  const std::string step =
-      " (step at position " + std::to_string(pos) + ", " + std::to_string(n) + " tokens)";
   // The graph's copies read these pinned slots when it runs, so they are
   // written first on both paths.
+  *hostState_ = StepState{};
   hostState_->pos = pos;
   hostState_->nTokens = n;
+  hostState_->seq = sequence;
   std::memcpy(hostTokens_, tokens, size_t(n) * sizeof(int32_t));
-  if (n == 1 && graphsEnabled_ && !decodeGraph_)
-    captureDecodeGraph();
-  if (n == 1 && decodeGraph_) {
-    NINFER_RETURN_IF_ERROR(cu_.check(cu_.graphLaunch(decodeGraph_, stream_),
+  NINFER_RETURN_IF_ERROR(runStaged(n, false, n == 1 ? &decodeGraph_ : nullptr,
+                                   " (step at position " + std::to_string(pos) + ", " +
+                                       std::to_string(n) + " tokens)"));
+  std::memcpy(logits, hostLogits_, size_t(p.model()->vocab_size()) * 4);
+  return Status::ok();
+}
+
+Status CudaExecutor::forwardBatch(const int32_t *tokens, const int32_t *positions,
+                                  const int32_t *sequences, int batch, float *logits) {
+  const plan::Plan &p = file_.plan();
+  // A plan of one sequence has no batch launches; its batch of one is a decode step.
+  if (p.max_batch() == 1 && batch == 1 && positions && sequences)
+    return forwardSequence(sequences[0], tokens, 1, positions[0], logits);
+  NINFER_RETURN_IF_ERROR(
+      checkBatchStep(p, tokens, positions, sequences, batch, logits, embeddingVocab_));
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
+  *hostState_ = StepState{};
+  hostState_->nTokens = batch;
+  hostState_->batch = batch;
+  for (int t = 0; t < batch; ++t) {
+    hostState_->rowPos[t] = positions[t];
+    hostState_->rowSeq[t] = sequences[t];
+  }
+  std::memcpy(hostTokens_, tokens, size_t(batch) * sizeof(int32_t));
+  NINFER_RETURN_IF_ERROR(runStaged(batch, true, &batchGraphs_[batch],
+                                   " (batch step of " + std::to_string(batch) + " sequences)"));
+  std::memcpy(logits, hostLogits_, size_t(batch) * size_t(p.model()->vocab_size()) * 4);
+  return Status::ok();
+}
+
+Status CudaExecutor::runStaged(int n, bool batch, CUgraphExec *graph, const std::string &step) {
+  if (graph && graphsEnabled_ && !*graph)
+    captureGraph(n, batch, *graph);
+  if (graph && *graph) {
+    NINFER_RETURN_IF_ERROR(cu_.check(cu_.graphLaunch(*graph, stream_),
                                      "cannot launch the decode graph" + step));
   } else {
-    NINFER_RETURN_IF_ERROR(enqueueStep(n, step));
+    NINFER_RETURN_IF_ERROR(enqueueStep(n, batch, step));
   }
   const CUresult rc = cu_.streamSynchronize(stream_);
   if (rc != CUDA_SUCCESS)
     return Status::error("a kernel failed while running the step" + step + ": " +
                          cu_.errorText(rc) + " (set NINFER_CUDA_SYNC=1 to find the op)");
-  std::memcpy(logits, hostLogits_, size_t(p.model()->vocab_size()) * 4);
   return Status::ok();
 }
 
-bool CudaExecutor::runsAt(const LaunchInfo &l, int n) {
+bool CudaExecutor::runsAt(const LaunchInfo &l, int n, bool batch) {
   for (int d = 0; d < 3; ++d)
     if (l.gridBase[d] + l.gridPerToken[d] * static_cast<uint32_t>(n) == 0)
       return false;
-  return uint32_t(n) >= l.minTokens && (l.maxTokens == 0 || uint32_t(n) <= l.maxTokens);
+  const bool kind = l.steps == plan::LaunchSteps::Any ||
+                    l.steps == (batch ? plan::LaunchSteps::Batch : plan::LaunchSteps::Sequence);
+  return kind && uint32_t(n) >= l.minTokens && (l.maxTokens == 0 || uint32_t(n) <= l.maxTokens);
 }
 
 Result<std::vector<LaunchTiming>> CudaExecutor::profileStep(const int32_t *tokens, int n,
@@ -501,6 +562,7 @@ Result<std::vector<LaunchTiming>> CudaExecutor::profileStep(const int32_t *token
   std::vector<float> logits(size_t(std::max(1, p.model()->vocab_size())));
   NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logits.data(), embeddingVocab_));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
+  *hostState_ = StepState{};
   hostState_->pos = pos;
   hostState_->nTokens = n;
   std::memcpy(hostTokens_, tokens, size_t(n) * sizeof(int32_t));
@@ -511,11 +573,11 @@ Result<std::vector<LaunchTiming>> CudaExecutor::profileStep(const int32_t *token
       status = cu_.check(cu_.eventCreate(&timer, CU_EVENT_DEFAULT), "cannot create a CUDA event");
   std::vector<LaunchTiming> timings;
   if (status.isOk())
-    status = enqueueStep(n, " (profiled step)", &timers);
+    status = enqueueStep(n, false, " (profiled step)", &timers);
   if (status.isOk())
     status = cu_.check(cu_.streamSynchronize(stream_), "a kernel failed in the profiled step");
   for (size_t i = 0; status.isOk() && i < launches_.size(); ++i) {
-    if (!runsAt(launches_[i], n))
+    if (!runsAt(launches_[i], n, false))
       continue; // skipped at this step size: nothing to time
     float ms = 0.0f;
     status = cu_.check(cu_.eventElapsedTime(&ms, timers[i], timers[i + 1]),
@@ -530,7 +592,7 @@ Result<std::vector<LaunchTiming>> CudaExecutor::profileStep(const int32_t *token
   return timings;
 }
 
-Status CudaExecutor::enqueueStep(int n, const std::string &step,
+Status CudaExecutor::enqueueStep(int n, bool batch, const std::string &step,
                                  const std::vector<CUevent> *timers) {
   const plan::Plan &p = file_.plan();
   NINFER_RETURN_IF_ERROR(
@@ -549,7 +611,7 @@ Status CudaExecutor::enqueueStep(int n, const std::string &step,
       grid[d] = l.gridBase[d] + l.gridPerToken[d] * static_cast<unsigned int>(n);
     if (timers)
       NINFER_RETURN_IF_ERROR(cu_.check(cu_.eventRecord((*timers)[i], stream_), "event"));
-    if (!runsAt(l, n))
+    if (!runsAt(l, n, batch))
       continue; // nothing to do at this token count
     CUresult rc;
     if (dependentLaunch_ && afterKernel && !timers) {
@@ -586,20 +648,20 @@ Status CudaExecutor::enqueueStep(int n, const std::string &step,
   }
   if (timers)
     NINFER_RETURN_IF_ERROR(cu_.check(cu_.eventRecord(timers->back(), stream_), "event"));
-  const uint64_t vocabBytes = uint64_t(p.model()->vocab_size()) * 4;
+  // A batch step's logits are one row per sequence; otherwise the last token's row.
+  const uint64_t vocabBytes = uint64_t(batch ? n : 1) * uint64_t(p.model()->vocab_size()) * 4;
   return cu_.check(cu_.memcpyDtoHAsync(hostLogits_, logits_, vocabBytes, stream_),
                    "cannot copy logits from the GPU" + step);
 }
 
-void CudaExecutor::captureDecodeGraph() {
-  graphsEnabled_ = false; // one attempt; success leaves decodeGraph_ set
+void CudaExecutor::captureGraph(int n, bool batch, CUgraphExec &decodeGraph) {
   // Thread-local mode: other threads' unrelated CUDA calls do not break the capture.
   CUresult rc = cu_.streamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
   std::string why;
   if (rc != CUDA_SUCCESS) {
     why = "cannot begin stream capture: " + cu_.errorText(rc);
   } else {
-    const Status enqueued = enqueueStep(1, " (capturing the decode graph)");
+    const Status enqueued = enqueueStep(n, batch, " (capturing a decode graph)");
     CUgraph graph = nullptr;
     rc = cu_.streamEndCapture(stream_, &graph); // always ends the capture, even after an error
     if (!enqueued.isOk())
@@ -607,18 +669,20 @@ void CudaExecutor::captureDecodeGraph() {
     else if (rc != CUDA_SUCCESS || !graph)
       why = "cannot end stream capture: " + cu_.errorText(rc);
     if (why.empty()) {
-      rc = cu_.graphInstantiate(&decodeGraph_, graph, 0);
+      rc = cu_.graphInstantiate(&decodeGraph, graph, 0);
       if (rc != CUDA_SUCCESS) {
-        decodeGraph_ = nullptr;
+        decodeGraph = nullptr;
         why = "cannot instantiate the decode graph: " + cu_.errorText(rc);
       }
     }
     if (graph)
       cu_.graphDestroy(graph); // the executable graph keeps what it needs
   }
-  if (!why.empty())
+  if (!why.empty()) {
+    graphsEnabled_ = false; // no further attempts
     std::fprintf(stderr, "ninfer: note: CUDA graphs are off (%s); launching kernels one by one\n",
                  why.c_str());
+  }
 }
 
 } // namespace

@@ -13,6 +13,7 @@
 #include "ninfer/TernaryDType.h"
 #include "plan_generated.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -93,6 +94,15 @@ private:
       return fail("the plan's context is " + std::to_string(plan_.context()));
     if (plan_.max_step_tokens() <= 0)
       return fail("the plan's max_step_tokens is " + std::to_string(plan_.max_step_tokens()));
+    const int maxBatch = plan_.max_batch();
+    if (maxBatch < 1 || maxBatch > kMaxBatch || maxBatch > plan_.max_step_tokens())
+      return fail("the plan's max_batch is " + std::to_string(maxBatch) + ", expected 1 to " +
+                  std::to_string(std::min(kMaxBatch, plan_.max_step_tokens())) + " (at most " +
+                  std::to_string(kMaxBatch) + " and max_step_tokens)");
+    if (maxBatch > 1 && plan_.format_version() < formatVersionFor(maxBatch))
+      return fail("plan format version " + std::to_string(plan_.format_version()) +
+                  " cannot hold a plan of several sequences (max_batch " +
+                  std::to_string(maxBatch) + ")");
     if (!plan_.buffers() || plan_.buffers()->size() == 0)
       return fail("the plan has no buffers");
     if (!plan_.ops() || plan_.ops()->size() == 0)
@@ -154,12 +164,25 @@ private:
         expected =
             uint64_t(ternary::tensorBytesOf(dtypeValue, int64_t(info.rows), int64_t(info.width)));
       }
-      // int8 KV caches: codes + a scale per (position, kv head) (ninfer/KvFormat.h).
+      // KV caches: [context, kv_heads, head_dim] in a plan of one sequence,
+      // [max_batch, context, kv_heads, head_dim] (one slot per sequence) otherwise.
+      if (b->kind() == BufferKind::KvCache &&
+          (plan_.max_batch() == 1
+               ? b->shape()->size() != 3
+               : b->shape()->size() != 4 || b->shape()->Get(0) != plan_.max_batch()))
+        return fail(
+            label + ": a KV cache must be [" +
+            (plan_.max_batch() == 1 ? std::string() : std::to_string(plan_.max_batch()) + ", ") +
+            "context, kv_heads, head_dim] in a plan of max_batch " +
+            std::to_string(plan_.max_batch()));
+      // int8 KV caches: codes + a scale per (position, kv head) (ninfer/KvFormat.h), per slot.
       if (b->dtype() == DType::Q8_KV) {
-        if (b->kind() != BufferKind::KvCache || b->shape()->size() != 3)
+        if (b->kind() != BufferKind::KvCache)
           return fail(label + ": Q8_KV needs a [context, kv_heads, head_dim] KV cache");
-        expected = uint64_t(kv::q8CacheBytes(b->shape()->Get(0), b->shape()->Get(1),
-                                             b->shape()->Get(2)));
+        const uint32_t d = b->shape()->size() - 3;
+        expected = uint64_t(plan_.max_batch()) *
+                   uint64_t(kv::q8CacheBytes(b->shape()->Get(d), b->shape()->Get(d + 1),
+                                             b->shape()->Get(d + 2)));
       }
       if (b->size_bytes() != expected)
         return fail(label + ": size_bytes " + std::to_string(b->size_bytes()) +
@@ -215,8 +238,10 @@ private:
                       std::to_string(plan_.max_step_tokens()) + ") elements");
         break;
       case BufferKind::Logits:
-        if (b->dtype() != DType::F32 || elements != uint64_t(plan_.model()->vocab_size()))
-          return fail(label + ": the logits buffer must be F32 with vocab_size (" +
+        if (b->dtype() != DType::F32 ||
+            elements != uint64_t(plan_.max_batch()) * uint64_t(plan_.model()->vocab_size()))
+          return fail(label + ": the logits buffer must be F32 with max_batch x vocab_size (" +
+                      std::to_string(plan_.max_batch()) + " x " +
                       std::to_string(plan_.model()->vocab_size()) + ") elements");
         break;
       }
@@ -375,6 +400,10 @@ private:
               !launch->block() || launch->block()->size() != 3)
             return opFail("launch " + std::to_string(k) + " needs 3 values each for grid_base, " +
                           "grid_per_token and block");
+          if (flatbuffers::IsOutRange(launch->steps(), plan::LaunchSteps::MIN,
+                                      plan::LaunchSteps::MAX))
+            return opFail("launch " + std::to_string(k) + " has unknown steps " +
+                          std::to_string(int(launch->steps())));
           if (launch->args() && launch->args()->size() > static_cast<uint32_t>(kMaxKernelArgs))
             return opFail("launch " + std::to_string(k) + " passes " +
                           std::to_string(launch->args()->size()) + " buffers, at most " +
@@ -488,13 +517,14 @@ private:
       for (uint32_t k = 3; k <= 4; ++k) {
         const char* role = k == 3 ? "k_cache" : "v_cache";
         NINFER_RETURN_IF_ERROR(expectKind(role, in(k), {BufferKind::KvCache}));
+        // checkBuffers made the shape [context, kv_heads, head_dim] or
+        // [max_batch, context, kv_heads, head_dim].
         const auto* shape = infos_[in(k)].buffer->shape();
-        if (infos_[in(k)].elements != uint64_t(a->context()) * kvWidth ||
-            (infos_[in(k)].buffer->dtype() == DType::Q8_KV &&
-             (shape->Get(0) != a->context() || shape->Get(1) != a->kv_heads() ||
-              shape->Get(2) != a->head_dim())))
+        const uint32_t d = shape->size() - 3;
+        if (shape->Get(d) != a->context() || shape->Get(d + 1) != a->kv_heads() ||
+            shape->Get(d + 2) != a->head_dim())
           return opFail(std::string(role) + " " + bufferLabel(in(k)) +
-                        " must hold [context, kv_heads, head_dim] values");
+                        " must hold [context, kv_heads, head_dim] values per sequence");
       }
       if (overlaps(in(3), in(4)))
         return opFail("k_cache and v_cache overlap");
@@ -591,10 +621,10 @@ Result<std::unique_ptr<PlanFile>> PlanFile::open(const std::string& path) {
   if (!plan::VerifySizePrefixedPlanBuffer(verifier))
     return fail("corrupt plan (flatbuffer verification failed)");
   const plan::Plan* p = plan::GetSizePrefixedPlan(data);
-  if (p->format_version() != kFormatVersion)
+  if (p->format_version() < kOldestFormatVersion || p->format_version() > kFormatVersion)
     return fail("plan format version " + std::to_string(p->format_version()) +
-                ", this ninfer reads version " + std::to_string(kFormatVersion) +
-                ": recompile the plan");
+                ", this ninfer reads versions " + std::to_string(kOldestFormatVersion) + " to " +
+                std::to_string(kFormatVersion) + ": recompile the plan");
 
   Status semantic = PlanChecker(*p, size, prefix + 4).run();
   if (!semantic.isOk())

@@ -6,9 +6,29 @@
 #include <string>
 
 namespace ninfer {
+namespace {
 
-Status checkStep(const plan::Plan& plan, const int32_t* tokens, int n, int pos,
-                 const float* logits, int vocab) {
+Status checkIds(const int32_t* tokens, int n, int vocab) {
+  for (int t = 0; t < n; ++t)
+    if (tokens[t] < 0 || (vocab > 0 && tokens[t] >= vocab))
+      return Status::error("token id " + std::to_string(tokens[t]) +
+                           " is outside the vocabulary (" + std::to_string(vocab) + ")");
+  return Status::ok();
+}
+
+Status checkSequence(const plan::Plan& plan, int sequence) {
+  if (sequence < 0 || sequence >= plan.max_batch())
+    return Status::error("sequence " + std::to_string(sequence) +
+                         " does not exist: the plan holds " + std::to_string(plan.max_batch()) +
+                         " sequence" + (plan.max_batch() == 1 ? "" : "s") +
+                         " (compile it with ninferc --batch N for more)");
+  return Status::ok();
+}
+
+} // namespace
+
+Status checkStep(const plan::Plan& plan, const int32_t* tokens, int n, int pos, const float* logits,
+                 int vocab, int sequence) {
   if (!tokens || !logits)
     return Status::error("forward: tokens and logits must not be null");
   if (n < 1 || n > plan.max_step_tokens())
@@ -17,11 +37,33 @@ Status checkStep(const plan::Plan& plan, const int32_t* tokens, int n, int pos,
   if (pos < 0 || pos > plan.context() - n)
     return Status::error("positions " + std::to_string(pos) + ".." + std::to_string(pos + n - 1) +
                          " exceed the plan's context of " + std::to_string(plan.context()));
-  for (int t = 0; t < n; ++t)
-    if (tokens[t] < 0 || (vocab > 0 && tokens[t] >= vocab))
-      return Status::error("token id " + std::to_string(tokens[t]) +
-                           " is outside the vocabulary (" + std::to_string(vocab) + ")");
-  return Status::ok();
+  NINFER_RETURN_IF_ERROR(checkSequence(plan, sequence));
+  return checkIds(tokens, n, vocab);
+}
+
+Status checkBatchStep(const plan::Plan& plan, const int32_t* tokens, const int32_t* positions,
+                      const int32_t* sequences, int batch, const float* logits, int vocab) {
+  if (!tokens || !positions || !sequences || !logits)
+    return Status::error("forwardBatch: tokens, positions, sequences and logits must not be null");
+  if (batch < 1 || batch > plan.max_batch())
+    return Status::error("a batch step takes 1 to " + std::to_string(plan.max_batch()) +
+                         " sequences (the plan's max batch), got " + std::to_string(batch) +
+                         (batch > plan.max_batch()
+                              ? ": compile the plan with ninferc --batch " + std::to_string(batch)
+                              : std::string()));
+  for (int t = 0; t < batch; ++t) {
+    NINFER_RETURN_IF_ERROR(checkSequence(plan, sequences[t]));
+    if (positions[t] < 0 || positions[t] >= plan.context())
+      return Status::error("position " + std::to_string(positions[t]) + " of sequence " +
+                           std::to_string(sequences[t]) + " exceeds the plan's context of " +
+                           std::to_string(plan.context()));
+    for (int u = 0; u < t; ++u)
+      if (sequences[u] == sequences[t])
+        return Status::error("sequence " + std::to_string(sequences[t]) +
+                             " appears twice in one batch step (rows " + std::to_string(u) +
+                             " and " + std::to_string(t) + ")");
+  }
+  return checkIds(tokens, batch, vocab);
 }
 
 } // namespace ninfer

@@ -3,8 +3,13 @@
 // (in steps of at most max_step_tokens) followed by single-token decode steps.
 // Reports prefill and decode tok/s (median, min, max over runs), decode latency
 // percentiles, bytes read per decode token, achieved bandwidth and MBU per
-// docs/PERFORMANCE.md, and device memory. --plot draws decode tok/s against the
-// context length into a PNG, written by a minimal encoder at the end of this
+// docs/PERFORMANCE.md, and device memory. With --batch B[,B...] each run
+// instead prefills B sequences (each its own prompt, single-sequence steps into
+// its own KV-cache slot) and then decodes all B together, one batch step per
+// token of each: aggregate and per-sequence decode tok/s, the ratio to batch 1,
+// step latency percentiles. --plot draws decode tok/s against the context
+// length (or, with --batch, aggregate tok/s against batch size, a line per
+// prompt length) into a PNG, written by a minimal encoder at the end of this
 // file (stored deflate blocks, CRC-32, Adler-32; no compression library).
 #include "BenchCommand.h"
 #include "BenchProfile.h"
@@ -12,6 +17,7 @@
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
 #include "ninfer/Progress.h"
+#include "ninfer/StepAbi.h"
 #include "plan_generated.h"
 
 #include <algorithm>
@@ -35,14 +41,19 @@ const char *const kBenchHelp =
 
   --prompt N[,N...]   prompt lengths (context before decode), default 512
   --gen N             decode steps per run (default 128)
-  --batch N           sequences per step (only 1 is supported)
+  --batch B[,B...]    batched decode: for each batch size B, prefill B sequences (the
+                      prompt each, in its own KV-cache slot), then decode the B together
+                      (--gen batch steps of one token each); reports aggregate and
+                      per-sequence tok/s, the ratio to batch 1 and the step latency. B up to
+                      the plan's sequences (ninferc --batch, at most 8)
   --reps N            measured runs per prompt length (default 5)
   --warmup N          unmeasured runs first (default 3)
   --device D          cuda, cpu or auto (default auto)
   --threads N         CPU executor threads (default: all)
   --bandwidth B       memory bandwidth in bytes/s for MBU (default: a table by device name)
   --json              print the results as JSON on stdout
-  --plot OUT.png      draw decode tok/s against context length into a PNG
+  --plot OUT.png      draw decode tok/s against context length (with --batch: against
+                      batch size, a line per prompt length) into a PNG
   --profile           then time every kernel of one decode step (at the first prompt
                       length) and of one prefill step, grouped by kernel (not with --json)
 )";
@@ -54,6 +65,7 @@ struct BadUsage {
 struct BenchOptions {
   std::string plan;
   std::vector<int> prompts{512};
+  std::vector<int> batches; // empty: single-sequence decode (no --batch)
   int gen = 128;
   int reps = 5;
   int warmup = 3;
@@ -76,6 +88,18 @@ long long parseInt(const std::string &option, const std::string &text, long long
   return value;
 }
 
+// "N[,N...]", each in [1, hi].
+std::vector<int> parseList(const std::string &option, const std::string &list, long long hi) {
+  std::vector<int> values;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    values.push_back(static_cast<int>(parseInt(option, list.substr(start, comma - start), 1, hi)));
+    start = comma + 1;
+  }
+  return values;
+}
+
 BenchOptions parseOptions(int argc, char **argv) {
   BenchOptions o;
   bool sawPlan = false;
@@ -87,20 +111,11 @@ BenchOptions parseOptions(int argc, char **argv) {
       return argv[++i];
     };
     if (arg == "--prompt") {
-      o.prompts.clear();
-      std::string list = value();
-      size_t start = 0;
-      while (start <= list.size()) {
-        const size_t comma = std::min(list.find(',', start), list.size());
-        o.prompts.push_back(
-            static_cast<int>(parseInt("--prompt", list.substr(start, comma - start), 1, 1 << 24)));
-        start = comma + 1;
-      }
+      o.prompts = parseList(arg, value(), 1 << 24);
     } else if (arg == "--gen") {
       o.gen = static_cast<int>(parseInt(arg, value(), 1, 1 << 24));
     } else if (arg == "--batch") {
-      if (parseInt(arg, value(), 1, 1 << 16) != 1)
-        throw BadUsage{"--batch: only batch 1 is supported"};
+      o.batches = parseList(arg, value(), kMaxBatch);
     } else if (arg == "--reps") {
       o.reps = static_cast<int>(parseInt(arg, value(), 1, 100000));
     } else if (arg == "--warmup") {
@@ -180,13 +195,15 @@ double weightBytesPerToken(const plan::Plan &p) {
 }
 
 // KV-cache bytes read per decode token per position of context (all layers, K and V):
-// the caches' sizes over their positions, so int8 caches count codes and scales.
+// the caches' sizes over their positions (and sequence slots), so int8 caches count
+// codes and scales.
 double kvBytesPerPosition(const plan::Plan &p) {
   double bytes = 0.0;
   for (const plan::Op *op : *p.ops())
     if (const plan::AttentionAttrs *a = op->attrs_as_AttentionAttrs())
       for (uint32_t k = 3; k <= 4; ++k)
-        bytes += double(p.buffers()->Get(op->inputs()->Get(k))->size_bytes()) / a->context();
+        bytes += double(p.buffers()->Get(op->inputs()->Get(k))->size_bytes()) / a->context() /
+                 p.max_batch();
   return bytes;
 }
 
@@ -228,30 +245,123 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Synthetic prompt ids, different for every sequence.
+std::vector<int32_t> promptIds(const plan::Plan &p, int prompt, int sequence) {
+  const int vocab = std::max(2, p.model()->vocab_size());
+  std::vector<int32_t> ids(static_cast<size_t>(prompt));
+  for (int i = 0; i < prompt; ++i)
+    ids[size_t(i)] =
+        1 + static_cast<int32_t>((int64_t(i + 1009 * sequence) * 7919 + 13) % (vocab - 1));
+  return ids;
+}
+
+// The synthetic id decoded at `pos`.
+int32_t decodeId(const plan::Plan &p, int pos, int sequence) {
+  const int vocab = std::max(2, p.model()->vocab_size());
+  return 1 + static_cast<int32_t>((int64_t(pos + 1009 * sequence) * 31 + 7) % (vocab - 1));
+}
+
+// Prefills `ids` into `sequence`'s KV cache from position 0, in steps of at
+// most max_step_tokens.
+Status prefill(Executor &executor, const plan::Plan &p, const std::vector<int32_t> &ids,
+               int sequence, std::vector<float> &logits) {
+  const int prompt = static_cast<int>(ids.size());
+  const int maxStep = std::max(1, p.max_step_tokens());
+  for (int pos = 0; pos < prompt; pos += maxStep) {
+    const int n = std::min(maxStep, prompt - pos);
+    NINFER_RETURN_IF_ERROR(
+        executor.forwardSequence(sequence, ids.data() + pos, n, pos, logits.data()));
+  }
+  return Status::ok();
+}
+
 // One run: prefill `prompt` ids from position 0, then `gen` decode steps.
 Status runOnce(Executor &executor, const plan::Plan &p, int prompt, int gen,
                std::vector<float> &logits, double &prefillSeconds,
                std::vector<double> &latencies) {
-  const int vocab = std::max(2, p.model()->vocab_size());
-  const int maxStep = std::max(1, p.max_step_tokens());
-  std::vector<int32_t> ids(static_cast<size_t>(prompt));
-  for (int i = 0; i < prompt; ++i)
-    ids[size_t(i)] = 1 + static_cast<int32_t>((int64_t(i) * 7919 + 13) % (vocab - 1));
   const Clock::time_point start = Clock::now();
-  for (int pos = 0; pos < prompt; pos += maxStep) {
-    const int n = std::min(maxStep, prompt - pos);
-    NINFER_RETURN_IF_ERROR(executor.forward(ids.data() + pos, n, pos, logits.data()));
-  }
+  NINFER_RETURN_IF_ERROR(prefill(executor, p, promptIds(p, prompt, 0), 0, logits));
   prefillSeconds = secondsSince(start);
   for (int i = 0; i < gen; ++i) {
     const int pos = prompt + i;
-    const int32_t id = 1 + static_cast<int32_t>((int64_t(pos) * 31 + 7) % (vocab - 1));
+    const int32_t id = decodeId(p, pos, 0);
     const Clock::time_point t = Clock::now();
     NINFER_RETURN_IF_ERROR(executor.forward(&id, 1, pos, logits.data()));
     latencies.push_back(secondsSince(t));
   }
   return Status::ok();
 }
+
+// One batched run: prefill `batch` sequences of `prompt` ids each into slots
+// 0..batch-1 (single-sequence steps), then `gen` batch steps that decode one
+// token of every sequence. latencies: one per batch step.
+Status runBatchOnce(Executor &executor, const plan::Plan &p, int prompt, int gen, int batch,
+                    std::vector<float> &logits, double &prefillSeconds,
+                    std::vector<double> &latencies) {
+  const Clock::time_point start = Clock::now();
+  for (int s = 0; s < batch; ++s)
+    NINFER_RETURN_IF_ERROR(prefill(executor, p, promptIds(p, prompt, s), s, logits));
+  prefillSeconds = secondsSince(start);
+  std::vector<int32_t> ids(size_t(batch), 0), positions(size_t(batch), 0), sequences(size_t(batch), 0);
+  for (int s = 0; s < batch; ++s)
+    sequences[size_t(s)] = s;
+  for (int i = 0; i < gen; ++i) {
+    for (int s = 0; s < batch; ++s) {
+      positions[size_t(s)] = prompt + i;
+      ids[size_t(s)] = decodeId(p, prompt + i, s);
+    }
+    const Clock::time_point t = Clock::now();
+    NINFER_RETURN_IF_ERROR(executor.forwardBatch(ids.data(), positions.data(), sequences.data(),
+                                                 batch, logits.data()));
+    latencies.push_back(secondsSince(t));
+  }
+  return Status::ok();
+}
+
+// The measured runs' prefill and decode rates (tok/s) and decode step latencies.
+struct Measured {
+  std::vector<double> prefillRates, decodeRates, latencies;
+};
+
+// Calls run(prefillSeconds, stepLatencies) o.warmup + o.reps times and keeps the
+// measured ones: a run prefills `prefillTokens` and decodes `stepTokens` per step.
+template <class Run>
+Status measure(const BenchOptions &o, const std::string &label, double prefillTokens,
+               double stepTokens, const Run &run, Measured &m) {
+  Progress progress(label, uint64_t(o.warmup + o.reps));
+  for (int i = 0; i < o.warmup + o.reps; ++i) {
+    double prefillSeconds = 0;
+    std::vector<double> latencies;
+    Status s = run(prefillSeconds, latencies);
+    if (!s.isOk()) {
+      progress.finish();
+      return s;
+    }
+    progress.update(uint64_t(i + 1));
+    if (i < o.warmup)
+      continue;
+    double decodeSeconds = 0;
+    for (double l : latencies)
+      decodeSeconds += l;
+    m.prefillRates.push_back(prefillTokens / std::max(prefillSeconds, 1e-12));
+    m.decodeRates.push_back(stepTokens * double(latencies.size()) / std::max(decodeSeconds, 1e-12));
+    m.latencies.insert(m.latencies.end(), latencies.begin(), latencies.end());
+  }
+  progress.finish();
+  return Status::ok();
+}
+
+struct BatchResult {
+  int prompt = 0;
+  int batch = 0;
+  Spread prefill, decode;  // tok/s over all sequences of the step
+  double perSequence = 0;  // median decode tok/s / batch
+  double ratio = 0;        // median decode tok/s over batch 1's at this prompt; 0: not measured
+  double p50Ms = 0, p95Ms = 0; // batch step latency
+  double bytesPerStep = 0;     // at the mean decode context
+  double achievedBytesPerSecond = 0;
+  double mbu = 0;
+};
 
 std::unique_ptr<Executor> makeExecutor(const PlanFile &file, const BenchOptions &o,
                                        std::string &error) {
@@ -291,7 +401,142 @@ std::string jsonEscape(const std::string &s) {
   return out;
 }
 
-Status writeChartPng(const std::string &path, const std::vector<PromptResult> &results);
+// A line of the chart: its (x, y) points.
+struct ChartSeries {
+  std::vector<std::pair<double, double>> points;
+};
+
+Status writeChartPng(const std::string &path, const std::vector<ChartSeries> &series);
+
+// The --batch sweep: every prompt length times every batch size, printed as a
+// table or JSON; --plot draws aggregate tok/s against batch size.
+int benchBatches(const BenchOptions &o, Executor &executor, const plan::Plan &p,
+                 double bandwidth, const char *bandwidthSource) {
+  const double weightBytes = weightBytesPerToken(p);
+  const double kvPerPos = kvBytesPerPosition(p);
+  std::vector<float> logits(size_t(std::max(1, p.max_batch())) *
+                            size_t(std::max(1, p.model()->vocab_size())));
+  std::vector<BatchResult> results;
+  for (int prompt : o.prompts) {
+    double batchOneRate = 0;
+    for (int batch : o.batches) {
+      Measured m;
+      Status s = measure(o, "bench prompt " + std::to_string(prompt) + " batch " +
+                                std::to_string(batch),
+                         double(batch) * prompt, batch,
+                         [&](double &prefillSeconds, std::vector<double> &latencies) {
+                           return runBatchOnce(executor, p, prompt, o.gen, batch, logits,
+                                               prefillSeconds, latencies);
+                         },
+                         m);
+      if (!s.isOk()) {
+        std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
+        return 1;
+      }
+      BatchResult r;
+      r.prompt = prompt;
+      r.batch = batch;
+      r.prefill = spreadOf(m.prefillRates);
+      r.decode = spreadOf(m.decodeRates);
+      const std::vector<double> &latencies = m.latencies;
+      r.perSequence = r.decode.median / batch;
+      if (batch == 1)
+        batchOneRate = r.decode.median;
+      r.p50Ms = 1e3 * percentile(latencies, 0.50);
+      r.p95Ms = 1e3 * percentile(latencies, 0.95);
+      // A step reads the weights once and every sequence's cache up to its position.
+      r.bytesPerStep = weightBytes + batch * kvPerPos * (prompt + 0.5 * (o.gen + 1));
+      r.achievedBytesPerSecond = r.decode.median / batch * r.bytesPerStep;
+      r.mbu = bandwidth > 0 ? r.achievedBytesPerSecond / bandwidth : 0.0;
+      results.push_back(r);
+    }
+    for (BatchResult &r : results)
+      if (r.prompt == prompt && batchOneRate > 0)
+        r.ratio = r.decode.median / batchOneRate;
+  }
+
+  const std::string name = executor.name();
+  const uint64_t deviceBytes = executor.deviceMemoryBytes();
+  if (o.json) {
+    std::printf("{\n  \"plan\": \"%s\",\n  \"executor\": \"%s\",\n", jsonEscape(o.plan).c_str(),
+                jsonEscape(name).c_str());
+    std::printf("  \"gen\": %d,\n  \"reps\": %d,\n  \"warmup\": %d,\n  \"max_batch\": %d,\n",
+                o.gen, o.reps, o.warmup, p.max_batch());
+    std::printf("  \"device_memory_bytes\": %llu,\n", static_cast<unsigned long long>(deviceBytes));
+    std::printf("  \"bandwidth_bytes_per_s\": %.6g,\n  \"bandwidth_source\": \"%s\",\n", bandwidth,
+                bandwidthSource);
+    std::printf("  \"weight_bytes_per_token\": %.6g,\n  \"kv_bytes_per_position\": %.6g,\n",
+                weightBytes, kvPerPos);
+    std::printf("  \"batch_runs\": [\n");
+    for (size_t i = 0; i < results.size(); ++i) {
+      const BatchResult &r = results[i];
+      char ratio[32];
+      if (r.ratio > 0)
+        std::snprintf(ratio, sizeof(ratio), "%.6g", r.ratio);
+      else
+        std::snprintf(ratio, sizeof(ratio), "null");
+      std::printf("    {\"prompt\": %d, \"batch\": %d, \"prefill_tok_s\": {\"median\": %.6g, "
+                  "\"min\": %.6g, \"max\": %.6g}, \"decode_tok_s\": {\"median\": %.6g, \"min\": "
+                  "%.6g, \"max\": %.6g}, \"decode_tok_s_per_sequence\": %.6g, "
+                  "\"ratio_to_batch_1\": %s, \"step_latency_ms\": {\"p50\": %.6g, \"p95\": %.6g}, "
+                  "\"bytes_per_step\": %.6g, \"achieved_bytes_per_s\": %.6g, \"mbu\": %.6g}%s\n",
+                  r.prompt, r.batch, r.prefill.median, r.prefill.min, r.prefill.max,
+                  r.decode.median, r.decode.min, r.decode.max, r.perSequence, ratio, r.p50Ms,
+                  r.p95Ms, r.bytesPerStep, r.achievedBytesPerSecond, r.mbu,
+                  i + 1 < results.size() ? "," : "");
+    }
+    std::printf("  ]\n}\n");
+  } else {
+    std::printf("plan:     %s (%d sequences)\nexecutor: %s\n", o.plan.c_str(), p.max_batch(),
+                name.c_str());
+    std::printf("memory:   %.2f GiB on the device\n", double(deviceBytes) / double(1ull << 30));
+    if (bandwidth > 0)
+      std::printf("bandwidth: %.3g GB/s (%s)\n", bandwidth / 1e9, bandwidthSource);
+    else
+      std::printf("bandwidth: unknown (give --bandwidth for MBU)\n");
+    std::printf("runs:     %d measured after %d warm-up, %d batch steps each; median [min, max]; "
+                "tok/s counts every sequence\n\n",
+                o.reps, o.warmup, o.gen);
+    std::printf("%8s  %5s  %24s  %28s  %12s  %8s  %9s  %9s  %9s  %6s\n", "prompt", "batch",
+                "prefill tok/s", "decode tok/s", "per sequence", "x batch1", "step p50",
+                "step p95", "GB/s", "MBU");
+    for (const BatchResult &r : results) {
+      char prefill[64], decode[64], ratio[16], mbu[16];
+      std::snprintf(prefill, sizeof(prefill), "%.0f [%.0f, %.0f]", r.prefill.median, r.prefill.min,
+                    r.prefill.max);
+      std::snprintf(decode, sizeof(decode), "%.1f [%.1f, %.1f]", r.decode.median, r.decode.min,
+                    r.decode.max);
+      if (r.ratio > 0)
+        std::snprintf(ratio, sizeof(ratio), "%.2f", r.ratio);
+      else
+        std::snprintf(ratio, sizeof(ratio), "-");
+      if (bandwidth > 0)
+        std::snprintf(mbu, sizeof(mbu), "%.1f%%", 100.0 * r.mbu);
+      else
+        std::snprintf(mbu, sizeof(mbu), "-");
+      std::printf("%8d  %5d  %24s  %28s  %12.1f  %8s  %9.3f  %9.3f  %9.1f  %6s\n", r.prompt,
+                  r.batch, prefill, decode, r.perSequence, ratio, r.p50Ms, r.p95Ms,
+                  r.achievedBytesPerSecond / 1e9, mbu);
+    }
+  }
+  if (!o.plot.empty()) {
+    std::vector<ChartSeries> series;
+    for (int prompt : o.prompts) {
+      ChartSeries line;
+      for (const BatchResult &r : results)
+        if (r.prompt == prompt)
+          line.points.push_back({double(r.batch), r.decode.median});
+      series.push_back(line);
+    }
+    Status s = writeChartPng(o.plot, series);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "ninfer: bench: wrote %s\n", o.plot.c_str());
+  }
+  return 0;
+}
 
 int bench(const BenchOptions &o) {
   Result<std::unique_ptr<PlanFile>> opened = PlanFile::open(o.plan);
@@ -301,6 +546,14 @@ int bench(const BenchOptions &o) {
   }
   const PlanFile &file = **opened;
   const plan::Plan &p = file.plan();
+  for (int batch : o.batches)
+    if (batch > p.max_batch()) {
+      std::fprintf(stderr,
+                   "ninfer: error: --batch %d exceeds the %d sequence%s the plan holds: compile "
+                   "it with ninferc --batch %d\n",
+                   batch, p.max_batch(), p.max_batch() == 1 ? "" : "s", batch);
+      return 2;
+    }
   for (int prompt : o.prompts)
     if (prompt + o.gen > p.context()) {
       std::fprintf(stderr,
@@ -317,38 +570,40 @@ int bench(const BenchOptions &o) {
   const std::string name = executor->name();
   double bandwidth = o.bandwidth > 0 ? o.bandwidth : bandwidthFor(name);
   const char *bandwidthSource = o.bandwidth > 0 ? "--bandwidth" : bandwidth > 0 ? "table" : "unknown";
+  if (!o.batches.empty()) {
+    const int code = benchBatches(o, *executor, p, bandwidth, bandwidthSource);
+    if (code != 0 || !o.profile)
+      return code;
+    const int prefill = std::min(o.prompts.front(), std::max(1, p.max_step_tokens()));
+    Status s = printKernelProfile(*executor, p, o.prompts.front(), prefill, 0.0);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
+      return 1;
+    }
+    return 0;
+  }
   const double weightBytes = weightBytesPerToken(p);
   const double kvPerPos = kvBytesPerPosition(p);
   std::vector<float> logits(static_cast<size_t>(std::max(1, p.model()->vocab_size())));
   std::vector<PromptResult> results;
 
   for (int prompt : o.prompts) {
-    Progress progress("bench prompt " + std::to_string(prompt), uint64_t(o.warmup + o.reps));
-    std::vector<double> prefillRates, decodeRates, latencies;
-    for (int run = 0; run < o.warmup + o.reps; ++run) {
-      double prefillSeconds = 0;
-      std::vector<double> runLatencies;
-      Status s = runOnce(*executor, p, prompt, o.gen, logits, prefillSeconds, runLatencies);
-      if (!s.isOk()) {
-        progress.finish();
-        std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
-        return 1;
-      }
-      progress.update(uint64_t(run + 1));
-      if (run < o.warmup)
-        continue;
-      double decodeSeconds = 0;
-      for (double l : runLatencies)
-        decodeSeconds += l;
-      prefillRates.push_back(prompt / std::max(prefillSeconds, 1e-12));
-      decodeRates.push_back(o.gen / std::max(decodeSeconds, 1e-12));
-      latencies.insert(latencies.end(), runLatencies.begin(), runLatencies.end());
+    Measured m;
+    Status s = measure(o, "bench prompt " + std::to_string(prompt), prompt, 1,
+                       [&](double &prefillSeconds, std::vector<double> &latencies) {
+                         return runOnce(*executor, p, prompt, o.gen, logits, prefillSeconds,
+                                        latencies);
+                       },
+                       m);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
+      return 1;
     }
-    progress.finish();
     PromptResult r;
     r.prompt = prompt;
-    r.prefill = spreadOf(prefillRates);
-    r.decode = spreadOf(decodeRates);
+    r.prefill = spreadOf(m.prefillRates);
+    r.decode = spreadOf(m.decodeRates);
+    const std::vector<double> &latencies = m.latencies;
     r.p50Ms = 1e3 * percentile(latencies, 0.50);
     r.p95Ms = 1e3 * percentile(latencies, 0.95);
     // The mean context of a decode step is prompt + (gen - 1) / 2 earlier positions, + itself.
@@ -414,7 +669,10 @@ int bench(const BenchOptions &o) {
     }
   }
   if (!o.plot.empty()) {
-    Status s = writeChartPng(o.plot, results);
+    ChartSeries line;
+    for (const PromptResult &r : results)
+      line.points.push_back({double(r.prompt), r.decode.median});
+    Status s = writeChartPng(o.plot, {line});
     if (!s.isOk()) {
       std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
       return 1;
@@ -545,37 +803,49 @@ std::vector<uint8_t> encodePng(const Image &image) {
   return png;
 }
 
-Status writeChartPng(const std::string &path, const std::vector<PromptResult> &results) {
+Status writeChartPng(const std::string &path, const std::vector<ChartSeries> &series) {
   constexpr int kW = 640, kH = 400, kLeft = 70, kRight = 20, kTop = 20, kBottom = 40;
-  constexpr uint32_t kAxis = 0x000000, kGrid = 0xdddddd, kLine = 0x1f5fbf;
+  constexpr uint32_t kAxis = 0x000000, kGrid = 0xdddddd;
+  constexpr uint32_t kLines[] = {0x1f5fbf, 0xd0641e, 0x2a9d3c, 0x9b2fae, 0x8c6d1f, 0x17a2b8};
   Image image(kW, kH);
   double maxX = 1, maxY = 1;
-  for (const PromptResult &r : results) {
-    maxX = std::max(maxX, double(r.prompt));
-    maxY = std::max(maxY, r.decode.median);
-  }
+  for (const ChartSeries &line : series)
+    for (const auto &[x, y] : line.points) {
+      maxX = std::max(maxX, x);
+      maxY = std::max(maxY, y);
+    }
   maxY *= 1.1;
   const int plotW = kW - kLeft - kRight, plotH = kH - kTop - kBottom;
   auto px = [&](double x) { return kLeft + int(std::lround(x / maxX * plotW)); };
   auto py = [&](double y) { return kTop + plotH - int(std::lround(y / maxY * plotH)); };
-  for (int i = 0; i <= 5; ++i) { // grid, ticks and labels: 0, 1/5, ..., max
-    const double fx = maxX * i / 5, fy = maxY * i / 5;
-    image.line(px(fx), kTop, px(fx), kTop + plotH, kGrid);
+  // Grid, ticks and labels: 0, 1/5, ..., max; small integer x ranges (batch
+  // sizes) get a tick at every integer instead.
+  const int xTicks = maxX <= 10 && maxX == std::floor(maxX) ? int(maxX) : 5;
+  for (int i = 0; i <= 5; ++i) {
+    const double fy = maxY * i / 5;
     image.line(kLeft, py(fy), kLeft + plotW, py(fy), kGrid);
-    image.line(px(fx), kTop + plotH, px(fx), kTop + plotH + 5, kAxis);
     image.line(kLeft - 5, py(fy), kLeft, py(fy), kAxis);
-    image.number(std::llround(fx), px(fx) + 12, kTop + plotH + 10, kAxis);
     image.number(std::llround(fy), kLeft - 8, py(fy) - 5, kAxis);
   }
+  for (int i = 0; i <= xTicks; ++i) {
+    const double fx = maxX * i / xTicks;
+    image.line(px(fx), kTop, px(fx), kTop + plotH, kGrid);
+    image.line(px(fx), kTop + plotH, px(fx), kTop + plotH + 5, kAxis);
+    image.number(std::llround(fx), px(fx) + 12, kTop + plotH + 10, kAxis);
+  }
   image.line(kLeft, kTop, kLeft, kTop + plotH, kAxis);               // y axis: decode tok/s
-  image.line(kLeft, kTop + plotH, kLeft + plotW, kTop + plotH, kAxis); // x axis: context
-  for (size_t i = 0; i < results.size(); ++i) {
-    const int x = px(results[i].prompt), y = py(results[i].decode.median);
-    if (i > 0)
-      image.line(px(results[i - 1].prompt), py(results[i - 1].decode.median), x, y, kLine);
-    for (int dy = -2; dy <= 2; ++dy)
-      for (int dx = -2; dx <= 2; ++dx)
-        image.set(x + dx, y + dy, kLine);
+  image.line(kLeft, kTop + plotH, kLeft + plotW, kTop + plotH, kAxis); // x axis: context or batch
+  for (size_t l = 0; l < series.size(); ++l) {
+    const uint32_t color = kLines[l % (sizeof(kLines) / sizeof(kLines[0]))];
+    const auto &points = series[l].points;
+    for (size_t i = 0; i < points.size(); ++i) {
+      const int x = px(points[i].first), y = py(points[i].second);
+      if (i > 0)
+        image.line(px(points[i - 1].first), py(points[i - 1].second), x, y, color);
+      for (int dy = -2; dy <= 2; ++dy)
+        for (int dx = -2; dx <= 2; ++dx)
+          image.set(x + dx, y + dy, color);
+    }
   }
   const std::vector<uint8_t> png = encodePng(image);
   std::FILE *f = std::fopen(path.c_str(), "wb");

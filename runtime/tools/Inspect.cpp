@@ -112,9 +112,13 @@ void printInspectText(const PlanFile& file) {
               m.intermediate_size(), (unsigned long long)m.parameters());
   std::printf("context:         %d\n", p.context());
   std::printf("max_step_tokens: %d\n", p.max_step_tokens());
+  std::printf("max_batch:       %d (sequences: KV-cache slots, rows of a batch step)\n",
+              p.max_batch());
   std::printf("dummy weights:   %s\n", p.dummy_weights() ? "yes" : "no");
-  std::printf("memory (MiB):    weights %.2f, activations %.2f, kv %.2f, workspace %.2f\n",
+  std::printf("memory (MiB):    weights %.2f, activations %.2f, kv %.2f%s, workspace %.2f\n",
               mib(mem.weight_bytes()), mib(mem.activation_bytes()), mib(mem.kv_bytes()),
+              p.max_batch() > 1 ? (" (" + std::to_string(p.max_batch()) + " sequences)").c_str()
+                                : "",
               mib(mem.workspace_bytes()));
   std::printf("buffers:         %u (", p.buffers()->size());
   bool first = true;
@@ -167,6 +171,7 @@ void printInspectJson(const PlanFile& file) {
     << ", \"parameters\": " << m.parameters() << "},\n";
   j << "  \"context\": " << p.context() << ",\n";
   j << "  \"max_step_tokens\": " << p.max_step_tokens() << ",\n";
+  j << "  \"max_batch\": " << p.max_batch() << ",\n";
   j << "  \"dummy_weights\": " << (p.dummy_weights() ? "true" : "false") << ",\n";
   j << "  \"memory_mib\": {\"weights\": " << mib(mem.weight_bytes())
     << ", \"activations\": " << mib(mem.activation_bytes()) << ", \"kv\": " << mib(mem.kv_bytes())

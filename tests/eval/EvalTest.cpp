@@ -29,6 +29,8 @@ namespace {
 
 using namespace ninfer::eval;
 using test::buildTinyModel;
+using test::Loaded;
+using test::openWithCpu;
 using test::TinyModel;
 using test::TinyModelSpec;
 
@@ -361,23 +363,9 @@ TEST(EvalRunner, ContextTooSmall) {
 
 // ---- the tiny plan, on the CPU executor ----
 
-struct Loaded {
-  std::unique_ptr<PlanFile> file;
-  std::unique_ptr<Executor> executor;
-};
-
+// A written plan opened with a CPU executor (Loaded: TestModel.h).
 Loaded load(const std::string& path, int threads = 2) {
-  Loaded l;
-  auto file = PlanFile::open(path);
-  EXPECT_TRUE(file.isOk()) << file.status().message();
-  if (!file.isOk())
-    return l;
-  l.file = std::move(file.value());
-  auto executor = createCpuExecutor(*l.file, threads);
-  EXPECT_TRUE(executor.isOk()) << executor.status().message();
-  if (executor.isOk())
-    l.executor = std::move(executor.value());
-  return l;
+  return openWithCpu(path, threads);
 }
 
 TinyModelSpec tinySpec(uint32_t seed = 1) {

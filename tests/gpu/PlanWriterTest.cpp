@@ -67,7 +67,8 @@ TEST(PlanWriter, RoundTrip) {
   flatbuffers::Verifier verifier(bytes.data(), flatbuffers::GetPrefixedSize(bytes.data()) + 4);
   ASSERT_TRUE(plan::VerifySizePrefixedPlanBuffer(verifier));
   const plan::Plan *p = plan::GetSizePrefixedPlan(bytes.data());
-  EXPECT_EQ(p->format_version(), kFormatVersion);
+  // A plan of one sequence: the oldest version (batched plans are 2, below).
+  EXPECT_EQ(p->format_version(), kOldestFormatVersion);
   EXPECT_EQ(p->weights_file_offset() % kWeightAlignment, 0u);
   EXPECT_GE(p->weights_file_offset(), flatbuffers::GetPrefixedSize(bytes.data()) + 4);
   EXPECT_EQ(p->weights_file_offset() + p->weights_size(), bytes.size());
@@ -90,6 +91,24 @@ TEST(PlanWriter, RoundTrip) {
   ASSERT_TRUE(file.isOk()) << file.status().message();
   EXPECT_EQ(std::memcmp((*file)->weightData(1), t.data[1].data(), t.data[1].size()), 0);
   std::remove(path.c_str());
+}
+
+// The writer stamps the oldest format version that describes the plan: 2 for a
+// plan of several sequences, whatever the caller set.
+TEST(PlanWriter, StampsTheFormatVersionOfBatchedPlans) {
+  for (int maxBatch : {1, 2}) {
+    TestPlan t(8, 16, maxBatch);
+    t.plan.format_version = 99;
+    t.addLmHeadLogits(10);
+    const std::string path = test::tempPlanPath("writer_version");
+    ASSERT_TRUE(t.write(path).isOk());
+    const std::vector<uint8_t> bytes = readFile(path);
+    std::remove(path.c_str());
+    ASSERT_GT(bytes.size(), 8u);
+    const plan::Plan *p = plan::GetSizePrefixedPlan(bytes.data());
+    EXPECT_EQ(p->format_version(), formatVersionFor(maxBatch));
+    EXPECT_EQ(p->max_batch(), maxBatch);
+  }
 }
 
 TEST(PlanWriter, MissingWeightLeavesNoFile) {

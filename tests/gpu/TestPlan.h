@@ -54,8 +54,11 @@ inline std::vector<uint8_t> encode(const std::vector<float> &values, DType dtype
 
 class TestPlan {
 public:
-  TestPlan(int maxStepTokens, int context) {
-    plan.format_version = kFormatVersion;
+  // maxBatch > 1: a plan of several sequences (KV caches get a slot each; the
+  // lm_head logits of addLmHeadLogits a row each).
+  TestPlan(int maxStepTokens, int context, int maxBatch = 1) {
+    plan.format_version = formatVersionFor(maxBatch);
+    plan.max_batch = maxBatch;
     plan.compiler = "gpu_tests";
     plan.target = "test";
     plan.context = context;
@@ -130,14 +133,18 @@ public:
     return index;
   }
 
-  // An F16 or Q8_KV (ninfer/KvFormat.h) cache [context, kvHeads, headDim].
+  // An F16 or Q8_KV (ninfer/KvFormat.h) cache [context, kvHeads, headDim], or
+  // [max_batch, context, kvHeads, headDim] in a plan of several sequences.
   uint32_t addKvCache(const std::string &name, int context, int kvHeads, int headDim,
                       DType dtype = DType::F16) {
     const uint64_t offset = kvBytes_;
-    const uint32_t index =
-        addBuffer(name, BufferKind::KvCache, dtype, {context, kvHeads, headDim}, offset);
+    std::vector<int64_t> shape{context, kvHeads, headDim};
+    if (plan.max_batch > 1)
+      shape.insert(shape.begin(), plan.max_batch);
+    const uint32_t index = addBuffer(name, BufferKind::KvCache, dtype, shape, offset);
     if (dtype == DType::Q8_KV)
-      plan.buffers[index]->size_bytes = uint64_t(kv::q8CacheBytes(context, kvHeads, headDim));
+      plan.buffers[index]->size_bytes =
+          uint64_t(plan.max_batch) * uint64_t(kv::q8CacheBytes(context, kvHeads, headDim));
     kvBytes_ = alignUp(offset + plan.buffers[index]->size_bytes, 256);
     plan.memory->kv_bytes = kvBytes_;
     return index;
@@ -172,6 +179,17 @@ public:
     plan.model->vocab_size = static_cast<int32_t>(rows * width);
     logitsWidth = width;
     logitsAllRows = rows > 1;
+    return logits;
+  }
+
+  // The logits of a last-row-only lm_head: [max_batch, vocab], a row per
+  // sequence of a batch step (single-sequence steps use the first).
+  uint32_t addLmHeadLogits(int64_t vocab) {
+    logits = addBuffer("logits", BufferKind::Logits, DType::F32, {plan.max_batch, vocab}, 0);
+    plan.logits_buffer = logits;
+    plan.model->vocab_size = static_cast<int32_t>(vocab);
+    logitsWidth = vocab;
+    logitsAllRows = false;
     return logits;
   }
 

@@ -201,6 +201,42 @@ TEST(Cli, InspectTextAndJson) {
   }
 }
 
+// ninfer bench --batch on the CPU executor: a row per batch size with the
+// ratio to batch 1, the same in JSON, and clean refusals.
+TEST(Cli, BenchBatchSweep) {
+  TinyModelSpec spec;
+  spec.maxBatch = 4;
+  TinyModel model = buildTinyModel(spec);
+  const std::string path = model.maker.write("bench_batch.nplan");
+  const std::string common = " --device cpu --threads 1 --prompt 3 --gen 2 --warmup 0 --reps 1";
+  CliResult table = runCli("bench " + path + common + " --batch 1,2,4");
+  ASSERT_EQ(table.exitCode, 0) << table.err;
+  EXPECT_NE(table.out.find("(4 sequences)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("x batch1"), std::string::npos) << table.out;
+  int rows = 0;
+  std::istringstream lines(table.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    int prompt = 0, batch = 0;
+    if (fields >> prompt >> batch && prompt == 3)
+      EXPECT_EQ(batch, std::vector<int>({1, 2, 4})[size_t(rows++)]) << line;
+  }
+  EXPECT_EQ(rows, 3) << table.out;
+  CliResult json = runCli("bench " + path + common + " --batch 1,4 --json");
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  EXPECT_NE(json.out.find("\"batch_runs\""), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"batch\": 4"), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"ratio_to_batch_1\": 1,"), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"decode_tok_s_per_sequence\""), std::string::npos) << json.out;
+  expectOneErrorLine(runCli("bench " + path + common + " --batch 8"), 2,
+                     "--batch 8 exceeds the 4 sequences the plan holds: compile it with ninferc "
+                     "--batch 8");
+  expectOneErrorLine(runCli("bench " + path + " --batch 0"), 2,
+                     "--batch expects an integer in [1, 8], got '0'");
+  CliResult help = runCli("bench --help");
+  EXPECT_NE(help.out.find("--batch B[,B...]"), std::string::npos) << help.out;
+}
+
 } // namespace
 } // namespace test
 } // namespace ninfer

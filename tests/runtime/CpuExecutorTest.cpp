@@ -15,25 +15,6 @@ namespace ninfer {
 namespace test {
 namespace {
 
-struct Loaded {
-  std::unique_ptr<PlanFile> file;
-  std::unique_ptr<Executor> executor;
-};
-
-Loaded load(TinyModel& model, const std::string& name, int threads = 2) {
-  Loaded l;
-  auto file = PlanFile::open(model.maker.write(name));
-  EXPECT_TRUE(file.isOk()) << file.status().message();
-  if (!file.isOk())
-    return l;
-  l.file = std::move(file.value());
-  auto executor = createCpuExecutor(*l.file, threads);
-  EXPECT_TRUE(executor.isOk()) << executor.status().message();
-  if (executor.isOk())
-    l.executor = std::move(executor.value());
-  return l;
-}
-
 std::vector<int32_t> promptTokens(int count, int vocab) {
   std::vector<int32_t> tokens;
   for (int i = 0; i < count; ++i)

@@ -42,7 +42,9 @@ TEST(PlanFile, OpensAValidPlanAndMapsWeights) {
   auto file = PlanFile::open(path);
   ASSERT_TRUE(file.isOk()) << file.status().message();
   const plan::Plan& p = file.value()->plan();
-  EXPECT_EQ(p.format_version(), kFormatVersion);
+  // A plan of one sequence is written as the oldest version that describes it.
+  EXPECT_EQ(p.format_version(), formatVersionFor(1));
+  EXPECT_EQ(p.max_batch(), 1);
   EXPECT_EQ(p.context(), m.spec.context);
   EXPECT_EQ(p.weights_file_offset() % kWeightAlignment, 0u);
   for (const auto& [index, bytes] : m.maker.weightBytes) {
@@ -127,14 +129,108 @@ TEST(PlanFile, SurvivesEverySingleByteFlip) {
 }
 
 TEST(PlanFile, RejectsOtherFormatVersion) {
-  TinyModel m = smallModel();
-  m.maker.plan.format_version = kFormatVersion + 1;
-  const std::string message = openError(m.maker.write("version.nplan"));
-  EXPECT_NE(message.find("plan format version " + std::to_string(kFormatVersion + 1) +
-                         ", this ninfer reads version " + std::to_string(kFormatVersion) +
-                         ": recompile the plan"),
-            std::string::npos)
-      << message;
+  for (uint32_t version : {kFormatVersion + 1, kOldestFormatVersion - 1}) {
+    TinyModel m = smallModel();
+    m.maker.plan.format_version = version;
+    const std::string message = openError(m.maker.write("version.nplan"));
+    EXPECT_NE(message.find("plan format version " + std::to_string(version) +
+                           ", this ninfer reads versions " + std::to_string(kOldestFormatVersion) +
+                           " to " + std::to_string(kFormatVersion) + ": recompile the plan"),
+              std::string::npos)
+        << message;
+  }
+  // Every version in the range opens.
+  for (uint32_t version = kOldestFormatVersion; version <= kFormatVersion; ++version) {
+    TinyModel m = smallModel();
+    m.maker.plan.format_version = version;
+    EXPECT_TRUE(PlanFile::open(m.maker.write("version_ok.nplan")).isOk()) << version;
+  }
+}
+
+// Plans of several sequences (ninferc --batch): max_batch in range, format
+// version 2, a slot per sequence in every KV cache, a logits row per sequence.
+TEST(PlanFile, ChecksPlansOfSeveralSequences) {
+  auto batchModel = [](int maxBatch) {
+    TinyModelSpec spec;
+    spec.layers = 1;
+    spec.maxBatch = maxBatch;
+    return buildTinyModel(spec);
+  };
+  {
+    TinyModel m = batchModel(4);
+    auto file = PlanFile::open(m.maker.write("batch4.nplan"));
+    ASSERT_TRUE(file.isOk()) << file.status().message();
+    EXPECT_EQ(file.value()->plan().max_batch(), 4);
+    EXPECT_EQ(file.value()->plan().format_version(), 2u);
+  }
+  for (int bad : {0, -1, 9}) {
+    TinyModel m = batchModel(4);
+    m.maker.plan.max_batch = bad;
+    EXPECT_NE(openError(m.maker.write("batch_bad.nplan"))
+                  .find("the plan's max_batch is " + std::to_string(bad) + ", expected 1 to 8"),
+              std::string::npos);
+  }
+  {
+    TinyModel m = batchModel(4);
+    m.maker.plan.max_step_tokens = 3; // rows of a batch step are activation rows
+    EXPECT_NE(openError(m.maker.write("batch_steps.nplan")).find("max_batch is 4, expected 1 to 3"),
+              std::string::npos);
+  }
+  {
+    TinyModel m = batchModel(4);
+    m.maker.plan.format_version = 1;
+    EXPECT_NE(openError(m.maker.write("batch_v1.nplan"))
+                  .find("plan format version 1 cannot hold a plan of several sequences"),
+              std::string::npos);
+  }
+  {
+    // A cache of one sequence in a plan of two, and the other way round (the
+    // logits made right for the plan, so the caches are what is wrong).
+    auto setLogitsRows = [](TinyModel& m, int rows) {
+      auto& logits = *m.maker.plan.buffers[m.maker.logits()];
+      logits.shape = {rows, m.spec.vocab};
+      logits.size_bytes = uint64_t(rows) * uint64_t(m.spec.vocab) * 4;
+    };
+    TinyModel one = batchModel(1);
+    one.maker.plan.max_batch = 2;
+    one.maker.plan.format_version = 2;
+    setLogitsRows(one, 2);
+    EXPECT_NE(openError(one.maker.write("batch_cache3.nplan"))
+                  .find("a KV cache must be [2, context, kv_heads, head_dim] in a plan of "
+                        "max_batch 2"),
+              std::string::npos);
+    TinyModel two = batchModel(2);
+    two.maker.plan.max_batch = 1;
+    setLogitsRows(two, 1);
+    EXPECT_NE(openError(two.maker.write("batch_cache4.nplan"))
+                  .find("a KV cache must be [context, kv_heads, head_dim] in a plan of "
+                        "max_batch 1"),
+              std::string::npos);
+  }
+  {
+    // The logits hold a row per sequence.
+    TinyModel m = batchModel(2);
+    auto& logits = *m.maker.plan.buffers[m.maker.logits()];
+    logits.shape = {1, m.spec.vocab};
+    logits.size_bytes = uint64_t(m.spec.vocab) * 4;
+    EXPECT_NE(openError(m.maker.write("batch_logits.nplan"))
+                  .find("the logits buffer must be F32 with max_batch x vocab_size (2 x 37)"),
+              std::string::npos);
+  }
+  {
+    // A launch with a steps value the schema does not know.
+    TinyModel m = batchModel(2);
+    auto launch = std::make_unique<plan::LaunchT>();
+    launch->grid_base = {1, 1, 1};
+    launch->grid_per_token = {0, 0, 0};
+    launch->block = {32, 1, 1};
+    launch->steps = static_cast<plan::LaunchSteps>(7);
+    m.maker.plan.kernels->functions = {"k"};
+    m.maker.plan.ops[0]->launches.push_back(std::move(launch));
+    EXPECT_NE(
+        openError(m.maker.write("batch_steps_enum.nplan")).find("launch 0 has unknown steps 7"),
+        std::string::npos);
+  }
 }
 
 TEST(PlanFile, RejectsOutOfRangeBufferIndexNamingTheOp) {

@@ -2,6 +2,8 @@
 // math, not from the executor: plain loops, no shared kernels).
 #include "TestModel.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -80,8 +82,26 @@ void ropeInPlace(std::vector<double>& x, int heads, int headDim, int position,
 
 } // namespace
 
+Loaded load(TinyModel& model, const std::string& fileName, int threads) {
+  return openWithCpu(model.maker.write(fileName), threads);
+}
+
+Loaded openWithCpu(const std::string& path, int threads) {
+  Loaded l;
+  auto file = PlanFile::open(path);
+  EXPECT_TRUE(file.isOk()) << file.status().message();
+  if (!file.isOk())
+    return l;
+  l.file = std::move(file.value());
+  auto executor = createCpuExecutor(*l.file, threads);
+  EXPECT_TRUE(executor.isOk()) << executor.status().message();
+  if (executor.isOk())
+    l.executor = std::move(executor.value());
+  return l;
+}
+
 TinyModel buildTinyModel(const TinyModelSpec& s) {
-  TinyModel m{s, PlanMaker(s.vocab, s.context, s.maxStepTokens), {}, {}, {}, {}, {}};
+  TinyModel m{s, PlanMaker(s.vocab, s.context, s.maxStepTokens, s.maxBatch), {}, {}, {}, {}, {}};
   PlanMaker& pm = m.maker;
   Random random(s.seed);
   const DType dt = s.weightDtype;

@@ -5,7 +5,12 @@
 
 #include "TestPlan.h"
 
+#include "ninfer/Executor.h"
+#include "ninfer/Plan.h"
+
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace ninfer {
@@ -21,6 +26,7 @@ struct TinyModelSpec {
   int layers = 2;
   int context = 40;
   int maxStepTokens = 8;
+  int maxBatch = 1; // sequences (KV-cache slots) of the plan
   int window = 0;
   bool qkvBias = false;
   bool qkNorm = false;
@@ -46,6 +52,16 @@ struct TinyModel {
 };
 
 TinyModel buildTinyModel(const TinyModelSpec& spec);
+
+// A plan file opened with a CPU executor of `threads` threads; members stay
+// null (and the test fails) when a step fails.
+struct Loaded {
+  std::unique_ptr<PlanFile> file;
+  std::unique_ptr<Executor> executor;
+};
+Loaded openWithCpu(const std::string& path, int threads = 2);
+// The model's plan written to `fileName`, then openWithCpu().
+Loaded load(TinyModel& model, const std::string& fileName, int threads = 2);
 
 // Runs the reference over `tokens` in steps of the given sizes (positions
 // continue across steps, like the executor's KV cache) and returns the logits

@@ -15,8 +15,9 @@
 namespace ninfer {
 namespace test {
 
-PlanMaker::PlanMaker(int vocab, int context, int maxStepTokens) {
-  plan.format_version = kFormatVersion;
+PlanMaker::PlanMaker(int vocab, int context, int maxStepTokens, int maxBatch) {
+  plan.format_version = formatVersionFor(maxBatch);
+  plan.max_batch = maxBatch;
   plan.compiler = "test";
   plan.target = "cpu-test";
   plan.context = context;
@@ -28,7 +29,7 @@ PlanMaker::PlanMaker(int vocab, int context, int maxStepTokens) {
   plan.tokenizer = std::make_unique<plan::TokenizerT>();
   plan.kernels = std::make_unique<plan::KernelModuleT>();
   tokens_ = addBuffer("tokens", plan::BufferKind::Tokens, plan::DType::I32, {maxStepTokens});
-  logits_ = addBuffer("logits", plan::BufferKind::Logits, plan::DType::F32, {1, vocab});
+  logits_ = addBuffer("logits", plan::BufferKind::Logits, plan::DType::F32, {maxBatch, vocab});
   plan.tokens_buffer = tokens_;
   plan.logits_buffer = logits_;
 }
@@ -87,10 +88,13 @@ uint32_t PlanMaker::addActivation(const std::string& name, int64_t width) {
 
 uint32_t PlanMaker::addKvCache(const std::string& name, int kvHeads, int headDim,
                               plan::DType dtype) {
-  const uint32_t index =
-      addBuffer(name, plan::BufferKind::KvCache, dtype, {plan.context, kvHeads, headDim});
+  std::vector<int64_t> shape{plan.context, kvHeads, headDim};
+  if (plan.max_batch > 1)
+    shape.insert(shape.begin(), plan.max_batch);
+  const uint32_t index = addBuffer(name, plan::BufferKind::KvCache, dtype, shape);
   if (dtype == plan::DType::Q8_KV)
-    plan.buffers[index]->size_bytes = uint64_t(kv::q8CacheBytes(plan.context, kvHeads, headDim));
+    plan.buffers[index]->size_bytes =
+        uint64_t(plan.max_batch) * uint64_t(kv::q8CacheBytes(plan.context, kvHeads, headDim));
   plan.buffers[index]->offset = plan.memory->kv_bytes;
   plan.memory->kv_bytes += alignUp(plan.buffers[index]->size_bytes, 256);
   return index;

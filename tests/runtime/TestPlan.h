@@ -17,7 +17,9 @@ namespace test {
 // their arenas in order; weights get their bytes from the given values.
 class PlanMaker {
 public:
-  PlanMaker(int vocab, int context, int maxStepTokens);
+  // maxBatch > 1: a plan of several sequences (KV caches and logits get a
+  // slot / row per sequence).
+  PlanMaker(int vocab, int context, int maxStepTokens, int maxBatch = 1);
 
   uint32_t tokens() const { return tokens_; }
   uint32_t logits() const { return logits_; }
@@ -27,7 +29,8 @@ public:
   uint32_t addDummyWeight(const std::string& name, plan::DType dtype, std::vector<int64_t> shape,
                           uint32_t seed, float scale, float offset);
   uint32_t addActivation(const std::string& name, int64_t width);
-  // An F16 or Q8_KV cache [context, kvHeads, headDim].
+  // An F16 or Q8_KV cache [context, kvHeads, headDim] ([max_batch, context,
+  // kvHeads, headDim] in a plan of several sequences).
   uint32_t addKvCache(const std::string& name, int kvHeads, int headDim,
                       plan::DType dtype = plan::DType::F16);
 

@@ -1,6 +1,10 @@
 // An executor runs the plan's op list for one step: n tokens at positions
 // pos..pos+n-1, appending to its KV cache, and returns the last token's logits.
-// Both executors run the same plan; the CPU one is the reference.
+// A plan compiled for several sequences (ninferc --batch N) keeps N KV caches
+// (slots): single-sequence steps name the slot they run in, and a batch step
+// decodes one token of each of up to N sequences at once, reading the weights
+// once for all of them. Both executors run the same plan; the CPU one is the
+// reference.
 #pragma once
 
 #include "ninfer/Status.h"
@@ -28,6 +32,27 @@ public:
   // logits: vocab_size floats for the step's last token.
   virtual Status forward(const int32_t* tokens, int n, int pos, float* logits) = 0;
   virtual std::string name() const = 0;
+  // The plan's number of sequence slots (Plan.max_batch; 1 for most plans).
+  virtual int maxBatch() const { return 1; }
+  // forward() in the KV-cache slot of sequence `sequence` (0 <= sequence <
+  // maxBatch()); forward() is sequence 0. Sequences never see each other's cache.
+  virtual Status forwardSequence(int sequence, const int32_t* tokens, int n, int pos,
+                                 float* logits) {
+    if (sequence == 0)
+      return forward(tokens, n, pos, logits);
+    return Status::error(name() + " runs sequence 0 only");
+  }
+  // One decode step of `batch` distinct sequences (1 <= batch <= maxBatch()):
+  // row t appends token tokens[t] at position positions[t] to the cache of
+  // sequence sequences[t] and attends to that sequence's positions
+  // 0..positions[t]. logits gets batch x vocab_size floats, row t's in row t:
+  // each row's logits are those a single-sequence step of that one token would
+  // give (bit for bit on the CPU executor).
+  virtual Status forwardBatch(const int32_t* tokens, const int32_t* positions,
+                              const int32_t* sequences, int batch, float* logits) {
+    (void)tokens, (void)positions, (void)sequences, (void)batch, (void)logits;
+    return Status::error(name() + " cannot run batch steps");
+  }
   // Whether forwardAllRows() works for this executor and plan.
   virtual bool hasAllRowsLogits() const { return false; }
   // Like forward(), but logits gets n x vocab_size floats: the logits of every

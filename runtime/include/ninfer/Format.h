@@ -7,7 +7,16 @@
 namespace ninfer {
 
 // Bump when a plan written by the new compiler would be misread by an old runtime.
-constexpr uint32_t kFormatVersion = 1;
+// Version 2: batched decode (Plan.max_batch > 1, Launch.steps, 4-D KV caches);
+// an older runtime would run batch-only launches in every step. A plan of one
+// sequence does not use any of it and is written as version 1, so runtimes
+// from before batching still read it.
+constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kOldestFormatVersion = 1;
+
+// The version a plan of `maxBatch` sequences is written with: the oldest that
+// describes it.
+constexpr uint32_t formatVersionFor(int maxBatch) { return maxBatch > 1 ? 2u : 1u; }
 
 // Weight segments (and the start of the weight area) are aligned to this.
 constexpr uint64_t kWeightAlignment = 4096;

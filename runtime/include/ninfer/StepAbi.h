@@ -9,12 +9,46 @@
 // in-memory header.
 #pragma once
 
+#include "HostDevice.h"
+
 namespace ninfer {
 
+// Most sequences one batch step decodes (the decode GEMV's rows, kLinearGemvMaxRows).
+constexpr int kMaxBatch = 8;
+
+// A step is one of two kinds:
+//  - single-sequence (batch == 0): nTokens tokens of sequence `seq` at
+//    positions pos..pos+nTokens-1 (prefill chunks, and decode of one sequence);
+//  - batch (batch == nTokens > 0): row t is one token of sequence rowSeq[t] at
+//    position rowPos[t]; the sequences of a step are distinct.
+// Row t of every activation belongs to the step's token t either way; only
+// RoPE, the KV cache and attention (and the lm_head, which computes every row
+// of a batch step) look at which sequence and position a row has.
 struct StepState {
-  int pos;      // position of the step's first token
-  int nTokens;  // tokens in this step (1 for decode)
+  int pos;     // single-sequence step: position of the first token
+  int nTokens; // rows in this step
+  int seq;     // single-sequence step: the KV-cache slot (0 in plans of one sequence)
+  int batch;   // 0: single-sequence step; else the sequences of a batch step (= nTokens)
+  int rowPos[kMaxBatch];
+  int rowSeq[kMaxBatch];
 };
+
+// Position of row t's token.
+NINFER_HD inline int stepPosition(const StepState* s, int t) {
+  return s->batch ? s->rowPos[t] : s->pos + t;
+}
+
+// KV-cache slot of row t's sequence.
+NINFER_HD inline int stepSequence(const StepState* s, int t) {
+  return s->batch ? s->rowSeq[t] : s->seq;
+}
+
+// Length of row t's sequence as far as this step takes it (dynamic NTK RoPE
+// rescales from it): a batch row ends its sequence, a single-sequence step's
+// rows all see the step's end, as transformers does for one forward call.
+NINFER_HD inline int stepSequenceEnd(const StepState* s, int t) {
+  return s->batch ? s->rowPos[t] + 1 : s->pos + s->nTokens;
+}
 
 constexpr int kMaxKernelArgs = 16;
 

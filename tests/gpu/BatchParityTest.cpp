@@ -1,0 +1,315 @@
+// Batched decode on the CUDA executor (plans of several sequences): a batch step
+// of up to 8 sequences at different positions against (1) the same sequences run
+// alone in single-sequence one-token steps on the CUDA executor, and (2) the CPU
+// executor's batch step (the reference, itself bit-identical to its
+// single-sequence steps, tests/runtime/CpuBatchTest.cpp). Every batch size 1..8,
+// prompts of different lengths (prefilled into their own slots in 64-token
+// chunks), rows in another order than the slots, four decode steps.
+//   BatchParity.TinyModel: the hand-built two-layer model of TinyModelPlan.h with
+//     f16 weights or dummy q4_g64 linears, f16 or int8 KV caches.
+//   BatchParity.PlanFiles: plans compiled beforehand (ninferc --batch N), named
+//     by $NINFER_BATCH_PLANS (comma-separated paths); skipped when unset.
+// Skips (GTEST_SKIP) when libcuda.so.1 cannot be loaded or there is no GPU.
+// BatchEmit.* need no GPU (CI): the launch layout the emitter writes for a plan
+// of several sequences, and its kernels compiled by NVRTC for sm_80 and sm_90.
+#include "BatchRun.h"
+#include "GpuParity.h"
+#include "TinyModelPlan.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+namespace ninfer {
+namespace {
+
+using plan::DType;
+using test::gpu;
+using test::LogitsGap;
+
+struct Executors {
+  std::unique_ptr<PlanFile> file;
+  std::unique_ptr<Executor> cpu, cuda;
+};
+
+Executors open(const std::string &path) {
+  Executors e;
+  Result<std::unique_ptr<PlanFile>> file = PlanFile::open(path);
+  EXPECT_TRUE(file.isOk()) << file.status().message();
+  if (!file.isOk())
+    return e;
+  e.file = std::move(*file);
+  Result<std::unique_ptr<Executor>> cpu = createCpuExecutor(*e.file, 0);
+  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*e.file, 0);
+  EXPECT_TRUE(cpu.isOk()) << cpu.status().message();
+  EXPECT_TRUE(cuda.isOk()) << cuda.status().message();
+  if (cpu.isOk() && cuda.isOk()) {
+    e.cpu = std::move(*cpu);
+    e.cuda = std::move(*cuda);
+  }
+  return e;
+}
+
+// Every batch size of the plan: CUDA batched against CUDA alone (bound
+// `aloneBound`: the same kernels on the same rows; the one-row GEMV is its own
+// instantiation, so rounding may differ, hence a bound not equality) and against
+// the CPU batch step (bound `cpuBound`). A row run against the wrong sequence,
+// position or slot is off by an nMSE of order 1.
+void expectBatchParity(Executors &e, const std::string &what, int idVocab, int scheduleContext,
+                       double aloneBound, double cpuBound) {
+  ASSERT_TRUE(e.cpu && e.cuda) << what;
+  const plan::Plan &p = e.file->plan();
+  const int vocab = p.model()->vocab_size(), maxStep = p.max_step_tokens();
+  const int slots = p.max_batch();
+  for (int batch = 1; batch <= slots; ++batch) {
+    const test::BatchSchedule s =
+        test::makeBatchSchedule(batch, slots, idVocab, scheduleContext, 4, batch);
+    std::vector<std::vector<float>> cudaBatched, cudaAlone, cpuBatched;
+    Status a = test::runBatched(*e.cuda, s, vocab, maxStep, cudaBatched);
+    Status b = test::runAlone(*e.cuda, s, vocab, maxStep, false, cudaAlone);
+    Status c = test::runBatched(*e.cpu, s, vocab, maxStep, cpuBatched);
+    ASSERT_TRUE(a.isOk()) << what << ": " << a.message();
+    ASSERT_TRUE(b.isOk()) << what << ": " << b.message();
+    ASSERT_TRUE(c.isOk()) << what << ": " << c.message();
+    const LogitsGap alone = test::logitsGap(cudaBatched, cudaAlone);
+    const LogitsGap cpu = test::logitsGap(cudaBatched, cpuBatched);
+    EXPECT_LE(alone.nmse, aloneBound) << what << ": batch " << batch << " against alone";
+    EXPECT_LE(cpu.nmse, cpuBound) << what << ": batch " << batch << " against the CPU";
+    std::printf("[batch] %-44s batch %d: vs alone nMSE %.3g (%zu values differ, max %.3g); "
+                "vs cpu nMSE %.3g\n",
+                what.c_str(), batch, alone.nmse, alone.differing, alone.maxAbs, cpu.nmse);
+  }
+}
+
+// The launches of op `name`, as (kernel suffix, steps, min, max, grid base z,
+// grid per token z) rows.
+struct LaunchRow {
+  std::string kernel;
+  plan::LaunchSteps steps;
+  uint32_t minTokens, maxTokens, zBase, zPerToken;
+  uint32_t function;
+};
+
+std::vector<LaunchRow> launchesOf(const plan::PlanT &p, const std::string &name) {
+  std::vector<LaunchRow> rows;
+  for (const auto &op : p.ops)
+    if (op->name == name)
+      for (const auto &l : op->launches) {
+        const std::string &fn = p.kernels->functions[l->function];
+        rows.push_back({fn.substr(fn.find('_') + 1), l->steps, l->min_tokens, l->max_tokens,
+                        l->grid_base[2], l->grid_per_token[2], l->function});
+      }
+  return rows;
+}
+
+test::TestPlan emittedTinyModel(int maxBatch, bool quant, DType cache,
+                                std::vector<std::string> archs = {"sm_90"}) {
+  test::TinyModelOptions options;
+  options.dummy = true;
+  options.linearsSet = quant;
+  options.linears = DType::Q4_G64;
+  options.cache = cache;
+  options.maxBatch = maxBatch;
+  test::TestPlan t = test::tinyModel(options);
+  KernelOptions kernels;
+  kernels.archs = std::move(archs);
+  kernels.embedPtx = false;
+  Status emitted = emitKernels(t.plan, kernels);
+  EXPECT_TRUE(emitted.isOk()) << emitted.message();
+  return t;
+}
+
+TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
+  using S = plan::LaunchSteps;
+  test::TestPlan many = emittedTinyModel(8, false, DType::F16);
+  test::TestPlan one = emittedTinyModel(1, false, DType::F16);
+  ASSERT_TRUE(many.plan.kernels && one.plan.kernels);
+
+  // The lm_head: its one-row GEMV in single-sequence steps, the GEMV of every
+  // row (a row per sequence) in batch steps of up to 8.
+  const std::vector<LaunchRow> head = launchesOf(many.plan, "lm_head");
+  ASSERT_EQ(head.size(), 2u);
+  EXPECT_EQ(head[0].kernel, "linear");
+  EXPECT_EQ(head[0].steps, S::Sequence);
+  EXPECT_EQ(head[1].kernel, "linear_gemv");
+  EXPECT_EQ(head[1].steps, S::Batch);
+  EXPECT_EQ(head[1].maxTokens, 8u);
+
+  // Attention: the append runs in long steps (shorter ones append in the
+  // fused RoPE launch), the decode kernel once per row of a batch step (grid
+  // z = rows) as its own launch of the same function, prefill in
+  // single-sequence steps only.
+  const std::vector<LaunchRow> attention = launchesOf(many.plan, "l1.attn");
+  ASSERT_EQ(attention.size(), 4u);
+  EXPECT_EQ(attention[0].kernel, "kv_append");
+  EXPECT_EQ(attention[0].steps, S::Any);
+  EXPECT_EQ(attention[0].minTokens, 9u);
+  EXPECT_EQ(attention[1].kernel, "attention_decode");
+  EXPECT_EQ(attention[1].steps, S::Sequence);
+  EXPECT_EQ(attention[1].maxTokens, 1u);
+  EXPECT_EQ(attention[1].zBase, 1u);
+  EXPECT_EQ(attention[1].zPerToken, 0u);
+  EXPECT_EQ(attention[2].kernel, "attention_decode");
+  EXPECT_EQ(attention[2].function, attention[1].function);
+  EXPECT_EQ(attention[2].steps, S::Batch);
+  EXPECT_EQ(attention[2].maxTokens, 8u);
+  EXPECT_EQ(attention[2].zBase, 0u);
+  EXPECT_EQ(attention[2].zPerToken, 1u);
+  EXPECT_EQ(attention[3].kernel, "attention_prefill");
+  EXPECT_EQ(attention[3].steps, S::Sequence);
+
+  // The fusions still happen, and run in both kinds of step: RoPE + append,
+  // the grouped q/k/v GEMV.
+  const std::vector<LaunchRow> ropeQ = launchesOf(many.plan, "l0.rope_q");
+  ASSERT_EQ(ropeQ.size(), 2u);
+  EXPECT_EQ(ropeQ[0].kernel, "rope_append");
+  EXPECT_EQ(ropeQ[0].steps, S::Any);
+  EXPECT_EQ(ropeQ[0].maxTokens, 8u);
+  const std::vector<LaunchRow> q = launchesOf(many.plan, "l0.q");
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_EQ(q[0].kernel, "linear_group3_gemv");
+  EXPECT_EQ(q[0].steps, S::Any);
+
+  // Every other launch runs in both kinds of step; in the plan of one sequence
+  // every launch is single-sequence, with one launch less per attention op and
+  // for the lm_head, and otherwise the same launches.
+  size_t manyLaunches = 0, oneLaunches = 0;
+  for (const auto &op : many.plan.ops)
+    for (const auto &l : op->launches) {
+      ++manyLaunches;
+      if (op->name != "lm_head" && op->name.find(".attn") == std::string::npos)
+        EXPECT_EQ(l->steps, S::Any) << op->name;
+    }
+  for (const auto &op : one.plan.ops)
+    for (const auto &l : op->launches) {
+      ++oneLaunches;
+      EXPECT_EQ(l->steps, S::Sequence) << op->name;
+    }
+  EXPECT_EQ(manyLaunches, oneLaunches + 3); // two attention ops and the lm_head
+  EXPECT_EQ(many.plan.kernels->functions.size(), one.plan.kernels->functions.size() + 1);
+}
+
+// f16 weights with f16 caches (the fused RoPE + append), q4 linears with int8
+// caches (the separate append, the quantized GEMV for the lm_head's rows).
+TEST(BatchEmit, KernelsCompileForSm80AndSm90) {
+  for (const auto &[cache, quant] : {std::pair{DType::F16, false}, std::pair{DType::Q8_KV, true}}) {
+      test::TestPlan t = emittedTinyModel(8, quant, cache, {"sm_80", "sm_90"});
+      ASSERT_TRUE(t.plan.kernels);
+      EXPECT_EQ(t.plan.kernels->cubins.size(), 2u);
+      for (const auto &cubin : t.plan.kernels->cubins)
+        EXPECT_GT(cubin->cubin.size(), 1000u) << cubin->arch;
+    }
+}
+
+TEST(BatchEmit, RefusesCachesWithoutASlotPerSequence) {
+  test::TinyModelOptions options;
+  options.maxBatch = 4;
+  test::TestPlan t = test::tinyModel(options);
+  // A cache holding one sequence where the plan has four.
+  for (auto &b : t.plan.buffers)
+    if (b->kind == plan::BufferKind::KvCache)
+      b->size_bytes /= 4;
+  KernelOptions kernels;
+  kernels.archs = {"sm_90"};
+  Status emitted = emitKernels(t.plan, kernels);
+  ASSERT_FALSE(emitted.isOk());
+  EXPECT_NE(emitted.message().find("cache buffer 'l0.k_cache' holds"), std::string::npos)
+      << emitted.message();
+  test::TestPlan bad = test::tinyModel(test::TinyModelOptions{});
+  bad.plan.max_batch = 9;
+  Status nine = emitKernels(bad.plan, kernels);
+  EXPECT_NE(nine.message().find("plan has max_batch 9, expected 1 to 8"), std::string::npos)
+      << nine.message();
+}
+
+TEST(BatchParity, TinyModel) {
+  REQUIRE_GPU();
+  struct Case {
+    const char *name;
+    bool quant; // dummy q4_g64 linears (else real f16 weights)
+    DType cache;
+    double cpuBound; // the TinyModel bounds of OpParityTest
+  };
+  for (const Case &c : {Case{"f16 weights, f16 KV", false, DType::F16, 1e-5},
+                        Case{"f16 weights, int8 KV", false, DType::Q8_KV, 1e-5},
+                        Case{"q4_g64 linears, f16 KV", true, DType::F16, 1e-4},
+                        Case{"q4_g64 linears, int8 KV", true, DType::Q8_KV, 1e-4}}) {
+    test::TinyModelOptions options;
+    options.type = DType::F16;
+    options.dummy = c.quant;
+    options.linearsSet = c.quant;
+    options.linears = DType::Q4_G64;
+    options.cache = c.cache;
+    options.maxBatch = 8;
+    test::TestPlan t = test::tinyModel(options);
+    KernelOptions kernels;
+    kernels.archs = {gpu().arch};
+    kernels.embedPtx = false;
+    ASSERT_TRUE(emitKernels(t.plan, kernels).isOk()) << c.name;
+    const std::string path = test::tempPlanPath("batch");
+    ASSERT_TRUE(t.write(path).isOk()) << c.name;
+    Executors e = open(path);
+    std::remove(path.c_str()); // the mapping stays valid
+    expectBatchParity(e, std::string("TinyModel ") + c.name, test::kTokenVocab,
+                      t.plan.context, 1e-9, c.cpuBound);
+  }
+}
+
+TEST(BatchParity, PlanFiles) {
+  REQUIRE_GPU();
+  const char *list = std::getenv("NINFER_BATCH_PLANS");
+  if (!list || !*list)
+    GTEST_SKIP() << "set NINFER_BATCH_PLANS to plans compiled with ninferc --batch N";
+  std::stringstream paths(list);
+  std::string path;
+  while (std::getline(paths, path, ',')) {
+    if (path.empty())
+      continue;
+    Executors e = open(path);
+    ASSERT_TRUE(e.file) << path;
+    EXPECT_GT(e.file->plan().max_batch(), 1) << path << " holds one sequence";
+    // Prompts up to 300 positions: long enough for several decode splits.
+    const int context = std::min(e.file->plan().context(), 300);
+    expectBatchParity(e, path, e.file->plan().model()->vocab_size(), context, 1e-9, 1e-3);
+  }
+}
+
+// The CUDA executor refuses what the CPU one refuses, with the same words.
+TEST(BatchParity, RejectsBadBatchSteps) {
+  REQUIRE_GPU();
+  test::TinyModelOptions options;
+  options.maxBatch = 4;
+  test::TestPlan t = test::tinyModel(options);
+  KernelOptions kernels;
+  kernels.archs = {gpu().arch};
+  kernels.embedPtx = false;
+  ASSERT_TRUE(emitKernels(t.plan, kernels).isOk());
+  const std::string path = test::tempPlanPath("batch_errors");
+  ASSERT_TRUE(t.write(path).isOk());
+  Executors e = open(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(e.cuda);
+  std::vector<int32_t> tokens(8, 1), positions(8, 3), sequences = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<float> logits(8 * 300);
+  Status tooMany = e.cuda->forwardBatch(tokens.data(), positions.data(), sequences.data(), 5,
+                                        logits.data());
+  EXPECT_NE(tooMany.message().find("got 5: compile the plan with ninferc --batch 5"),
+            std::string::npos)
+      << tooMany.message();
+  sequences[1] = 0;
+  Status twice = e.cuda->forwardBatch(tokens.data(), positions.data(), sequences.data(), 2,
+                                      logits.data());
+  EXPECT_NE(twice.message().find("sequence 0 appears twice"), std::string::npos)
+      << twice.message();
+  sequences[1] = 1;
+  positions[0] = 128;
+  Status past = e.cuda->forwardBatch(tokens.data(), positions.data(), sequences.data(), 2,
+                                     logits.data());
+  EXPECT_NE(past.message().find("exceeds the plan's context of 128"), std::string::npos)
+      << past.message();
+}
+
+} // namespace
+} // namespace ninfer
