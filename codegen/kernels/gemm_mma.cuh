@@ -3,30 +3,27 @@
 // (linear_quant.cuh, decoded into the tile). sm_80 and newer (mma.sync m16n8k16, ldmatrix,
 // cp.async); callers fall back to CUDA-core tiled paths elsewhere.
 //
-// Algorithm: output tiles of kMmaTM x kMmaTN = 128 tokens x 128 or 256 outputs (the
-// wider tile reads 2/3 of the bytes per multiply-add from L2), K in steps of
+// Algorithm: output tiles of kMmaTM x kMmaTN = 128 tokens x 128 outputs, K in steps of
 // kMmaTK = 64, strided over the blocks of the launch's BlockSlice (a grouped launch runs
 // several linear ops, common.cuh) with the token tiles of one weight tile adjacent
 // (the blocks that run at the same time share its weights in L2 instead of each
-// streaming it from HBM). 8 warps as 2 (M) x 4 (N); each warp owns 64 x kMmaTN / 4
-// outputs = 4 x 4 or 4 x 8 mma tiles of 16 x 8 (64 or 128 f32 accumulators per thread).
+// streaming it from HBM). 8 warps as 2 (M) x 4 (N); each warp owns 64 x 32 outputs =
+// 4 x 4 mma tiles of 16 x 8 (64 f32 accumulators per thread).
 //  * A stager (policy class) brings the weight tile of a k-step to shared memory as 16-bit
 //    values: cp.async copies for f16/bf16 (DenseTileStager below), register loads that
 //    are decoded after the math for quantized weights (linear_quant.cuh).
-//  * The x tile (f32) is loaded as float4 one k-step ahead (16 threads per row, coalesced;
-//    into registers, or with wide tiles through an f32 staging area in shared memory),
-//    rounded to 16 bits and stored after the current step's math, so the loads of step
-//    k+1 overlap the mma of step k. Rows past M and columns past K are zeros.
+//  * The x tile (f32) is loaded as float4 into registers one k-step ahead (16 threads per
+//    row, coalesced), rounded to 16 bits and stored after the current step's math, so the
+//    loads of step k+1 overlap the mma of step k. Rows past M and columns past K are zeros.
 //  * Two shared stages, one barrier per k-step (see the ordering comment in gemmMma).
-//  * Fragments come from shared memory with ldmatrix.x4 (per 16 columns of k and 4 column
-//    tiles: 4 for A, 2 for B, for 16 mma).
+//  * Fragments come from shared memory with ldmatrix.x4 (4 per 16 mma for A, 2 for B).
 //    Shared rows are kMmaLd = 72 halves (144 bytes): 16-byte aligned for cp.async and
 //    vector stores, and 8 consecutive rows start 4 banks apart, so ldmatrix's 8 row reads
 //    of 16 bytes hit all 32 banks once.
 // Rounding the activations to f16/bf16 changes results at ~1e-3 (bf16) / ~1e-4 (f16)
 // relative against the f32 CPU reference; tests bound the error accordingly.
 // Launch: block 256 threads (kMmaThreads), any grid (gemm::tiles() gives every tile a
-// block), gemm::sharedBytes(kMmaTN) of dynamic shared memory (over the 48 KB default: the executor
+// block), gemm::kSharedBytes of dynamic shared memory (over the 48 KB default: the executor
 // opts in; every sm_80+ GPU has it).
 #pragma once
 
@@ -38,24 +35,17 @@
 #ifndef NINFER_LINEAR_MMA
 #define NINFER_LINEAR_MMA 1
 #endif
-// Outputs per tile, 128 or 256 (gemm::kTileN / kWideTileN; the emitter picks it for the
-// plan's targets and sizes the launches to match).
-#ifndef NINFER_GEMM_TILE_N
-#define NINFER_GEMM_TILE_N 128
-#endif
 
 namespace ninfer {
 namespace dev {
 
 constexpr int kMmaTM = gemm::kTileM;
-constexpr int kMmaTN = NINFER_GEMM_TILE_N;
+constexpr int kMmaTN = gemm::kTileN;
 constexpr int kMmaTK = gemm::kTileK;
 constexpr int kMmaLd = gemm::kLd;          // halves per shared row (padding: see above)
 constexpr int kMmaThreads = 256;           // 8 warps: the thread mappings below assume it
-constexpr int kMmaWarpN = kMmaTN / 4;      // outputs per warp (2 x 4 warps)
-constexpr int kMmaStageHalves = (kMmaTM + kMmaTN) * kMmaLd;
-static_assert(kMmaTM == 128 && kMmaTK == 64 && (kMmaTN == 128 || kMmaTN == 256),
-              "the mappings below assume it");
+constexpr int kMmaStageHalves = gemm::kStageHalves;
+static_assert(kMmaTM == 128 && kMmaTN == 128 && kMmaTK == 64, "the mappings below assume it");
 
 // (Templates: their PTX is emitted only where a kernel instantiates them, sm_80+.)
 // Two floats -> one 32-bit word of two halves of dtype DT; `lo` at the lower address.
@@ -110,46 +100,35 @@ __device__ __forceinline__ void ldmatrix4(unsigned int (&r)[4], const unsigned s
 
 // The x tile of a k-step (128 rows x 64 f32) as 8 float4 per thread: float4 q = tid + 256 j
 // is row q / 16, columns 4 (q % 16) .. +3, so 16 consecutive threads read a row's 256 bytes.
-// With narrow tiles they go to registers (v); wide tiles leave no registers for them, so
-// they are copied with cp.async to an f32 staging area in shared memory (each thread later
-// reads back only what it copied, so no barrier is needed in between).
-constexpr bool kStageXInShared = kMmaTN == 256;
-
 template <int K>
 __device__ __forceinline__ void loadXTile(const float *x, int rows, int m0, int k0,
-                                          float4 (&v)[8], float4 *staging) {
+                                          float4 (&v)[8]) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int q = threadIdx.x + j * kMmaThreads;
     const int m = m0 + q / 16;
     const int k = k0 + (q % 16) * 4;
     // K % 4 == 0 (the caller's condition), so a float4 is wholly inside or outside K.
-    const bool inside = m < rows && k < K;
-    const float *src = x + static_cast<long long>(m) * K + k;
-    if constexpr (kStageXInShared)
-      cpAsync16(staging + q, inside ? src : x, inside ? 16 : 0);
-    else
-      v[j] = inside ? __ldg(reinterpret_cast<const float4 *>(src))
-                    : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    v[j] = (m < rows && k < K)
+               ? __ldg(reinterpret_cast<const float4 *>(x + static_cast<long long>(m) * K + k))
+               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 }
 
-// The x tile rounded to dtype DT, to the A stage (after the cp.async copies have landed).
+// The x tile rounded to dtype DT, to the A stage.
 template <int DT>
-__device__ __forceinline__ void storeXTile(unsigned short (*as)[kMmaLd], const float4 (&v)[8],
-                                           const float4 *staging) {
+__device__ __forceinline__ void storeXTile(unsigned short (*as)[kMmaLd], const float4 (&v)[8]) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int q = threadIdx.x + j * kMmaThreads;
-    const float4 f = kStageXInShared ? staging[q] : v[j];
     *reinterpret_cast<uint2 *>(&as[q / 16][(q % 16) * 4]) =
-        make_uint2(packPair<DT>(f.x, f.y), packPair<DT>(f.z, f.w));
+        make_uint2(packPair<DT>(v[j].x, v[j].y), packPair<DT>(v[j].z, v[j].w));
   }
 }
 
-// Weight tiles of a dense f16/bf16 W [N, K]: kMmaTN rows x 64 halves, chunks of 16 bytes
-// (chunk q = tid + 256 j is row q / 8, halves 8 (q % 8) .. +7), copied with cp.async (zeros
-// past N or K).
+// Weight tiles of a dense f16/bf16 W [N, K]: 128 rows x 64 halves = 1024 chunks of 16 bytes,
+// 4 per thread (chunk q = tid + 256 j is row q / 8, halves 8 (q % 8) .. +7), copied with
+// cp.async (zeros past N or K).
 template <int WDT, int K, int N> struct DenseTileStager {
   static_assert(K % 8 == 0, "16-byte weight chunks need K % 8 == 0");
   static constexpr int kMmaDType = WDT;
@@ -157,7 +136,7 @@ template <int WDT, int K, int N> struct DenseTileStager {
 
   __device__ __forceinline__ void fetch(int n0, int k0, unsigned short (*bs)[kMmaLd]) {
 #pragma unroll
-    for (int j = 0; j < kMmaTN * 8 / kMmaThreads; ++j) {
+    for (int j = 0; j < 4; ++j) {
       const int q = threadIdx.x + j * kMmaThreads;
       const int r = q / 8;
       const int c = (q % 8) * 8;
@@ -181,12 +160,7 @@ __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager
   static_assert(K % 4 == 0, "x rows are read as float4");
   constexpr int DT = STAGER::kMmaDType;
   extern __shared__ __align__(16) unsigned short gemmShared[];
-  // Stage s: the x tile (kMmaTM rows), then the weight tile (kMmaTN rows); after both
-  // stages the f32 x staging area (wide tiles).
-  static_assert(2 * kMmaStageHalves * 2 + (kStageXInShared ? kMmaTM * kMmaTK * 4 : 0) ==
-                    gemm::sharedBytes(kMmaTN),
-                "the emitter's size");
-  float4 *xStaging = reinterpret_cast<float4 *>(gemmShared + 2 * kMmaStageHalves);
+  // Stage s: the x tile (kMmaTM rows), then the weight tile (kMmaTN rows).
   using Rows = unsigned short (*)[kMmaLd];
   const auto aS = [&](int s) { return reinterpret_cast<Rows>(gemmShared + s * kMmaStageHalves); };
   const auto bS = [&](int s) {
@@ -197,8 +171,7 @@ __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager
   const int g = lane / 4; // mma "groupID": row (A, C) or column (B) within the 8
   const int t = lane % 4; // mma "threadID_in_group": column pair (C)
   const int wm = (warp / 4) * 64;
-  const int wn = (warp % 4) * kMmaWarpN;
-  constexpr int kTilesJ = kMmaWarpN / 8; // mma column tiles per warp
+  const int wn = (warp % 4) * 32;
   // ldmatrix row and column of this lane: A matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15)
   // in that order give a[0..3]; B matrices (n 0-7: k 0-7 | 8-15), (n 8-15: ...) give the
   // b pairs of two column tiles.
@@ -211,11 +184,11 @@ __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager
   for (int tile = blocks.index; tile < tilesN * tilesM; tile += blocks.count) {
     const int m0 = (tile % tilesM) * kMmaTM;
     const int n0 = (tile / tilesM) * kMmaTN;
-    float acc[4][kTilesJ][4];
+    float acc[4][4][4];
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
-      for (int j = 0; j < kTilesJ; ++j)
+      for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           acc[i][j][e] = 0.0f;
@@ -224,11 +197,11 @@ __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager
     // barrier, so nobody still reads stage 0.)
     float4 xTile[8];
     stager.fetch(n0, 0, bS(0));
-    loadXTile<K>(x, rows, m0, 0, xTile, xStaging);
     cpAsyncCommit();
-    cpAsyncWaitAll();
+    loadXTile<K>(x, rows, m0, 0, xTile);
     stager.store(bS(0));
-    storeXTile<DT>(aS(0), xTile, xStaging);
+    storeXTile<DT>(aS(0), xTile);
+    cpAsyncWaitAll();
     __syncthreads();
 
     for (int ks = 0; ks < kSteps; ++ks) {
@@ -239,46 +212,41 @@ __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager
       // the end of this step publishes it (cp.async waited, stores done) for step ks + 1.
       if (more) {
         stager.fetch(n0, (ks + 1) * kMmaTK, bS(cur ^ 1));
-        loadXTile<K>(x, rows, m0, (ks + 1) * kMmaTK, xTile, xStaging);
         cpAsyncCommit();
+        loadXTile<K>(x, rows, m0, (ks + 1) * kMmaTK, xTile);
       }
 #pragma unroll
       for (int kk = 0; kk < kMmaTK; kk += 16) {
-        // Column tiles in groups of 4 (8 registers of B fragments at a time; wide tiles
-        // load each A fragment twice rather than run out of registers).
+        unsigned int b[4][2];
 #pragma unroll
-        for (int j0 = 0; j0 < kTilesJ; j0 += 4) {
-          unsigned int b[4][2];
+        for (int jj = 0; jj < 2; ++jj) {
+          unsigned int r[4];
+          ldmatrix4(r, &bS(cur)[wn + jj * 16 + bRow][kk + bCol]);
+          b[2 * jj][0] = r[0];
+          b[2 * jj][1] = r[1];
+          b[2 * jj + 1][0] = r[2];
+          b[2 * jj + 1][1] = r[3];
+        }
 #pragma unroll
-          for (int jj = 0; jj < 2; ++jj) {
-            unsigned int r[4];
-            ldmatrix4(r, &bS(cur)[wn + j0 * 8 + jj * 16 + bRow][kk + bCol]);
-            b[2 * jj][0] = r[0];
-            b[2 * jj][1] = r[1];
-            b[2 * jj + 1][0] = r[2];
-            b[2 * jj + 1][1] = r[3];
-          }
+        for (int i = 0; i < 4; ++i) {
+          unsigned int a[4];
+          ldmatrix4(a, &aS(cur)[wm + i * 16 + aRow][kk + aCol]);
 #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            unsigned int a[4];
-            ldmatrix4(a, &aS(cur)[wm + i * 16 + aRow][kk + aCol]);
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-              mma16816<DT>(acc[i][j0 + j], a, b[j][0], b[j][1]);
-          }
+          for (int j = 0; j < 4; ++j)
+            mma16816<DT>(acc[i][j], a, b[j][0], b[j][1]);
         }
       }
-      cpAsyncWaitAll();
       if (more) {
         stager.store(bS(cur ^ 1));
-        storeXTile<DT>(aS(cur ^ 1), xTile, xStaging);
+        storeXTile<DT>(aS(cur ^ 1), xTile);
       }
+      cpAsyncWaitAll();
       __syncthreads();
     }
 
     // Epilogue: c0, c1 at (row g, columns 2t, 2t + 1); c2, c3 at row g + 8.
 #pragma unroll
-    for (int j = 0; j < kTilesJ; ++j) {
+    for (int j = 0; j < 4; ++j) {
       const int n = n0 + wn + j * 8 + 2 * t;
       float b0 = 0.0f, b1 = 0.0f;
       if constexpr (HAS_BIAS) {

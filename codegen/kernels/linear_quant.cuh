@@ -179,59 +179,49 @@ __device__ __forceinline__ void linearQuantTiled(const float* x, int rows, const
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-// Weight tiles of the tensor-core GEMM (gemm_mma.cuh) from group-quantized rows: run
-// r = tid + 256 j of a k-step is row n0 + r / 2 of the tile, run 2 k0 / 32 + r % 2 of it (a
-// 32-value quarter of a unit, one scale); a thread loads its runs raw one k-step ahead and,
-// after the math, decodes them to f16 values (level x scale, exact up to the one rounding
-// of the product). The codec's pairs are regrouped into pairs of adjacent values with one
-// byte permute each (RunCodec's pairs keep both values of an adjacent pair in the same
-// half), so x needs no reordering.
+// Weight tiles of the tensor-core GEMM (gemm_mma.cuh) from group-quantized rows: thread t
+// takes row n0 + t / 2 of the tile, run 2 k0 / 32 + t % 2 of it (a 32-value quarter of a
+// unit, one scale), loads it raw one k-step ahead and, after the math, decodes it to f16
+// values (level x scale, exact up to the one rounding of the product). The codec's pairs
+// are regrouped into pairs of adjacent values with one byte permute each (RunCodec's
+// pairs keep both values of an adjacent pair in the same half), so x needs no reordering.
 template <int BITS, int GROUP, int K, int N> struct QuantTileStager {
   static constexpr int kMmaDType = kF16;
   using Codec = RunCodec<BITS>;
   static_assert(adjacentPairsShareHalves<Codec>(), "one prmt per adjacent pair");
   using Packing = quant::QuantPacking<BITS>;
-  static constexpr int kRuns = kMmaTN * 2 / kMmaThreads; // per thread and k-step
   const unsigned char *w;
-  Codec run[kRuns];
-  unsigned short scale[kRuns];
+  Codec run;
+  unsigned short scale;
 
   __device__ __forceinline__ void fetch(int n0, int k0, unsigned short (*)[kMmaLd]) {
-#pragma unroll
-    for (int j = 0; j < kRuns; ++j) {
-      const int r = threadIdx.x + j * kMmaThreads;
-      // Rows past N read row N - 1 (not stored); K is whole units, so k < K.
-      const long long o = min(n0 + r / 2, N - 1);
-      const int k = k0 + 32 * (r % 2);
-      run[j].load(w + o * quant::quantRowWeightBytes(BITS, K) +
-                      static_cast<long long>(k / quant::kQuantUnitValues) * Packing::kUnitBytes,
-                  (k % quant::kQuantUnitValues) / 32);
-      scale[j] = __ldg(reinterpret_cast<const unsigned short *>(
-                           w + quant::quantScalePlaneOffset(BITS, N, K) +
-                           o * quant::quantRowScaleBytes(GROUP, K)) +
-                       k / GROUP);
-    }
+    // Rows past N read row N - 1 (not stored); K is whole units, so k < K.
+    const long long o = min(n0 + static_cast<int>(threadIdx.x) / 2, N - 1);
+    const int k = k0 + 32 * (threadIdx.x % 2);
+    run.load(w + o * quant::quantRowWeightBytes(BITS, K) +
+                 static_cast<long long>(k / quant::kQuantUnitValues) * Packing::kUnitBytes,
+             (k % quant::kQuantUnitValues) / 32);
+    scale = __ldg(reinterpret_cast<const unsigned short *>(
+                      w + quant::quantScalePlaneOffset(BITS, N, K) +
+                      o * quant::quantRowScaleBytes(GROUP, K)) +
+                  k / GROUP);
   }
   __device__ __forceinline__ void store(unsigned short (*bs)[kMmaLd]) {
+    unsigned int p[16];
+    run.decode(p);
+    const unsigned int scale2 = 0x00010001u * scale;
 #pragma unroll
-    for (int j = 0; j < kRuns; ++j) {
-      const int r = threadIdx.x + j * kMmaThreads;
-      unsigned int p[16];
-      run[j].decode(p);
-      const unsigned int scale2 = 0x00010001u * scale[j];
+    for (int j = 0; j < 16; ++j)
+      p[j] = hmul2(hsub2(p[j], levelBias<BITS>()), scale2);
+    unsigned int v[16]; // v[u] = run values (2u, 2u + 1)
 #pragma unroll
-      for (int i = 0; i < 16; ++i)
-        p[i] = hmul2(hsub2(p[i], levelBias<BITS>()), scale2);
-      unsigned int v[16]; // v[u] = run values (2u, 2u + 1)
+    for (int u = 0; u < 16; ++u)
+      v[u] = prmt(p[pairOfValue<Codec>(2 * u)], p[pairOfValue<Codec>(2 * u + 1)],
+                  isSecondOfPair<Codec>(2 * u) ? 0x7632u : 0x5410u);
+    uint4 *dst = reinterpret_cast<uint4 *>(&bs[threadIdx.x / 2][32 * (threadIdx.x % 2)]);
 #pragma unroll
-      for (int u = 0; u < 16; ++u)
-        v[u] = prmt(p[pairOfValue<Codec>(2 * u)], p[pairOfValue<Codec>(2 * u + 1)],
-                    isSecondOfPair<Codec>(2 * u) ? 0x7632u : 0x5410u);
-      uint4 *dst = reinterpret_cast<uint4 *>(&bs[r / 2][32 * (r % 2)]);
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        dst[q] = make_uint4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
-    }
+    for (int q = 0; q < 4; ++q)
+      dst[q] = make_uint4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
   }
 };
 #endif

@@ -202,7 +202,7 @@ TEST(Nvrtc, FusesLaunchesForShortSteps) {
                 std::string::npos);
       // The GEMM: one 128 x 128 tile per member at 16 tokens.
       EXPECT_EQ(q[1]->grid_base[0], 3u);
-      EXPECT_EQ(q[1]->shared_bytes, uint32_t(gemm::sharedBytes(gemm::kWideTileN)));
+      EXPECT_EQ(q[1]->shared_bytes, uint32_t(gemm::kSharedBytes));
       EXPECT_EQ(q[1]->args.size(), 7u);
       EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::BlockSlice{static_cast<int>(blockIdx.x) - 2, 1}"),
                 std::string::npos);
@@ -271,7 +271,7 @@ TEST(Nvrtc, AllQuantizedFormatsCompile) {
 // and, with sm_75 among the targets, on the CUDA-core GEMM for all (the tensor-core one
 // needs dynamic shared memory every target has), with and without the A/B switch that
 // turns the tensor cores off. The GEMM launch asks for gemm_mma.cuh's shared memory and
-// a block per tile only when the tensor-core GEMM is compiled in.
+// a block per 128 x 128 tile only when the tensor-core GEMM is compiled in.
 TEST(Nvrtc, LargeLinearPathsCompile) {
   using Archs = std::vector<std::string>;
   for (const Archs &archs : {Archs{"sm_80", "sm_90"}, Archs{"sm_75", "sm_80", "sm_90"}})
@@ -306,9 +306,8 @@ TEST(Nvrtc, LargeLinearPathsCompile) {
         EXPECT_EQ(gemv.max_tokens, 8u);
         const auto &gemmLaunch = *t.plan.ops[0]->launches[1];
         EXPECT_EQ(gemmLaunch.min_tokens, 9u);
-        // sm_80 and sm_90 both fit the wide tiles (256 outputs).
-        EXPECT_EQ(gemmLaunch.shared_bytes, mma ? uint32_t(gemm::sharedBytes(256)) : 0u);
-        EXPECT_EQ(gemmLaunch.grid_base[0], mma ? (14336u / 256) * (512u / 128) : 14336u / 16);
+        EXPECT_EQ(gemmLaunch.shared_bytes, mma ? uint32_t(gemm::kSharedBytes) : 0u);
+        EXPECT_EQ(gemmLaunch.grid_base[0], mma ? (14336u / 128) * (512u / 128) : 14336u / 16);
       }
 }
 

@@ -55,22 +55,16 @@ NINFER_HD constexpr int ternaryRowsPerBlock(int n) { return kBlockWarps * ternar
 // ---- tensor-core prefill GEMM (gemm_mma.cuh) ----
 namespace gemm {
 
-constexpr int kTileM = 128;     // tokens per tile
-constexpr int kTileK = 64;      // K per step
+constexpr int kTileM = 128; // tokens per tile
+constexpr int kTileN = 128; // outputs per tile
+constexpr int kTileK = 64;  // K per step
 constexpr int kLd = kTileK + 8; // 16-bit values per shared row (bank padding)
-// Outputs per tile: 256 where every target gives a block the shared memory for it (two
-// stages of 128 + 256 rows and a 32 KB f32 staging area for x: 140 KB; sm_80/87/90/100/
-// 103), else 128 (two stages of 128 + 128 rows: 72 KB).
-constexpr int kTileN = 128;
-constexpr int kWideTileN = 256;
-
-NINFER_HD constexpr int sharedBytes(int tileN) {
-  return 2 * (kTileM + tileN) * kLd * 2 + (tileN == kWideTileN ? kTileM * kTileK * 4 : 0);
-}
+constexpr int kStageHalves = (kTileM + kTileN) * kLd;
+constexpr int kSharedBytes = 2 * kStageHalves * 2; // two stages of 16-bit values
 
 // Blocks that give every tile of an n-output layer at `rows` tokens its own block.
-NINFER_HD constexpr int tiles(int n, int rows, int tileN) {
-  return ((n + tileN - 1) / tileN) * ((rows + kTileM - 1) / kTileM);
+NINFER_HD constexpr int tiles(int n, int rows) {
+  return ((n + kTileN - 1) / kTileN) * ((rows + kTileM - 1) / kTileM);
 }
 
 } // namespace gemm
