@@ -790,6 +790,7 @@ private:
     decodeShape.steps = plan::LaunchSteps::Sequence;
     NINFER_RETURN_IF_ERROR(addKernel(op, "attention_decode", decode.str(), decodeShape));
     if (maxBatch() > 1) { // the same kernel, a grid layer per row of a batch step
+      args_ = op.launches.back()->args; // and the same buffers (addKernel took them)
       decodeShape.gridBase[2] = 0;
       decodeShape.gridPerToken[2] = 1;
       decodeShape.maxTokens = static_cast<uint32_t>(maxBatch());

@@ -159,6 +159,14 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
   EXPECT_EQ(attention[2].zPerToken, 1u);
   EXPECT_EQ(attention[3].kernel, "attention_prefill");
   EXPECT_EQ(attention[3].steps, S::Sequence);
+  // Both decode launches and both lm_head launches pass the same buffers (the batch
+  // launch once passed none: a null-pointer read on the GPU).
+  for (const auto &op : many.plan.ops)
+    if (op->name == "l1.attn" || op->name == "lm_head") {
+      const size_t batchLaunch = op->name == "lm_head" ? 1 : 2;
+      EXPECT_FALSE(op->launches[batchLaunch]->args.empty()) << op->name;
+      EXPECT_EQ(op->launches[batchLaunch]->args, op->launches[batchLaunch - 1]->args) << op->name;
+    }
 
   // The fusions still happen, and run in both kinds of step: RoPE + append,
   // the grouped q/k/v GEMV.
