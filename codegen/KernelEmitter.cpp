@@ -145,6 +145,10 @@ public:
     // the define precedes the includes that test it.
     if (!tensorCoreGemm_)
       source_ << "#define NINFER_LINEAR_MMA 0\n";
+    // Plans of several sequences stage x of multi-row GEMV steps in shared memory
+    // (gemv_quant_mma.cuh); one-sequence plans keep the GEMV without it.
+    if (maxBatch() > 1)
+      source_ << "#define NINFER_GEMV_STAGE_X 1\n";
     source_ << "#include \"common.cuh\"\n#include \"embedding.cuh\"\n#include \"rmsnorm.cuh\"\n"
             << "#include \"linear.cuh\"\n#include \"rope.cuh\"\n#include \"attention.cuh\"\n"
             << "#include \"swiglu.cuh\"\n#include \"add.cuh\"\n#include \"fill.cuh\"\n"

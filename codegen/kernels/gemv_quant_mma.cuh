@@ -303,6 +303,70 @@ __device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const void *
   }
 }
 
+// A warp's x of one unit for every token row, staged in shared memory as f16 (steps of
+// more than one row): lane (g, c) needs run c of token g, 128 contiguous bytes, so its own
+// eight 16-byte loads touch 32 cache lines per warp instruction; the warp instead loads
+// each token's 512 bytes together (a 128-byte line per 8 lanes), stores them as f16 pairs
+// of adjacent values, and each lane reads its run back (64 bytes) and regroups the pairs
+// into its codec's order (one byte permute each: both values of a codec pair have the
+// same parity). Runs are 80 bytes apart, so a shared-memory phase hits distinct banks.
+struct XStage {
+  uint4 run[kGemvMmaMaxTokens][4][5]; // [token][run]: 4 x 16 bytes of pairs, 16 of padding
+};
+// Only in plans of several sequences (the emitter defines NINFER_GEMV_STAGE_X 1 there): on
+// the H200 it took 8-sequence batch steps of the 8B q4 plan from 7.55 to 4.92 ms, but its
+// shared memory slowed one-row steps by 6% (3.04 against 2.85 ms). Only on sm_90: on sm_8x
+// the staged path made the kernel spill at 80 registers, and it was not measured there.
+#ifndef NINFER_GEMV_STAGE_X
+#define NINFER_GEMV_STAGE_X 0
+#endif
+#if NINFER_GEMV_STAGE_X && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+constexpr bool kStageGemvX = true;
+#else
+constexpr bool kStageGemvX = false;
+#endif
+
+template <int K>
+__device__ __forceinline__ void stageXUnit(const float *x, int rows, XStage &stage) {
+  const int lane = threadIdx.x % kWarpSize;
+#pragma unroll
+  for (int t = 0; t < kGemvMmaMaxTokens; ++t)
+    if (t < rows) {
+      const float4 v =
+          __ldg(reinterpret_cast<const float4 *>(x + static_cast<long long>(t) * K) + lane);
+      reinterpret_cast<uint2 *>(stage.run[t][lane / 8])[lane % 8] =
+          make_uint2(packPair<kF16>(v.x, v.y), packPair<kF16>(v.z, v.w));
+    }
+  __syncwarp();
+}
+
+template <class CODEC> NINFER_HD constexpr bool pairsShareParity() {
+  for (int j = 0; j < 16; ++j)
+    if (CODEC::first(j) % 2 != CODEC::second(j) % 2)
+      return false;
+  return true;
+}
+
+// Run c of token g from the stage as f16 pairs in CODEC's order.
+template <class CODEC>
+__device__ __forceinline__ void stagedXPairs(const XStage &stage, int g, int c,
+                                             unsigned int (&p)[16]) {
+  static_assert(pairsShareParity<CODEC>(), "one prmt per pair");
+  unsigned int v[16]; // v[u] = run values (2u, 2u + 1)
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const uint4 a = stage.run[g][c][q];
+    v[4 * q] = a.x;
+    v[4 * q + 1] = a.y;
+    v[4 * q + 2] = a.z;
+    v[4 * q + 3] = a.w;
+  }
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+    p[j] = prmt(v[CODEC::first(j) / 2], v[CODEC::second(j) / 2],
+                CODEC::first(j) % 2 ? 0x7632u : 0x5410u);
+}
+
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const unsigned char *w,
                                              const void *bias, const float *residual, float *y,
@@ -326,6 +390,10 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
   const int unitEnd = (split + 1) * kUnits / kSplit;
   const bool hasToken = g < rows;
   const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K + 32 * c;
+  // Steps of several rows stage x per unit (XStage); one row reads its run directly.
+  __shared__ XStage xStage[kStageGemvX ? kGemvMmaWarps : 1];
+  XStage &stage = xStage[kStageGemvX ? threadIdx.x / kWarpSize : 0];
+  const bool staged = kStageGemvX && rows > 1;
 
   gemvMmaTiles<BDT, HAS_BIAS, N>(
       rows, 1.0f, bias, residual, y, blocks,
@@ -353,13 +421,19 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
             if (u0 + i >= unitEnd)
               break;
             unsigned int xp[16];
-            if (hasToken)
-              loadXPairs<RunCodec<BITS>>(xRow + static_cast<long long>(u0 + i) * quant::kQuantUnitValues,
-                                    xp);
+            const long long xUnit = static_cast<long long>(u0 + i) * quant::kQuantUnitValues;
+            if (staged)
+              stageXUnit<K>(x + xUnit, rows, stage);
+            if (hasToken && staged)
+              stagedXPairs<RunCodec<BITS>>(stage, g, c, xp);
+            else if (hasToken)
+              loadXPairs<RunCodec<BITS>>(xRow + xUnit, xp);
             else
 #pragma unroll
               for (int j = 0; j < 16; ++j)
                 xp[j] = 0u;
+            if (staged)
+              __syncwarp(); // every lane has its run before the next unit overwrites them
             unsigned int p0[16], p1[16];
             run0[i].decode(p0);
             run1[i].decode(p1);

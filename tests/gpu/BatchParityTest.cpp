@@ -159,6 +159,9 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
   EXPECT_EQ(attention[2].zPerToken, 1u);
   EXPECT_EQ(attention[3].kernel, "attention_prefill");
   EXPECT_EQ(attention[3].steps, S::Sequence);
+  // Multi-row GEMV steps stage x in shared memory in plans of several sequences only.
+  EXPECT_NE(many.plan.kernels->source.find("#define NINFER_GEMV_STAGE_X 1"), std::string::npos);
+  EXPECT_EQ(one.plan.kernels->source.find("NINFER_GEMV_STAGE_X"), std::string::npos);
   // Both decode launches and both lm_head launches pass the same buffers (the batch
   // launch once passed none: a null-pointer read on the GPU).
   for (const auto &op : many.plan.ops)
