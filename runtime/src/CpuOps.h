@@ -20,8 +20,11 @@ void rmsNorm(CpuThreadPool& pool, const float* x, const float* weight, float* y,
 
 // y[t, o] = sum_i x[t, i] * w[o, i] (+ bias[o]); w is [out, in]. bias may be null.
 // y = x W^T (+ bias) (+ residual: the fused residual add, which may alias y).
+// Token rows are processed in blocks of linearTokenBlock(in) (an even number);
+// the results do not depend on it.
 void linear(CpuThreadPool& pool, const float* x, int rows, const float* w, const float* bias,
             int in, int out, float* y, const float* residual = nullptr);
+int linearTokenBlock(int in);
 
 // Dynamic NTK inverse frequencies for a step ending at seqLen, computed in f32
 // step by step as transformers' _compute_dynamic_ntk_parameters does.

@@ -104,20 +104,26 @@ TEST(CpuOps, LinearWithFusedResidualEqualsLinearThenAddEvenInPlace) {
   EXPECT_NE(inPlace, plain);
 }
 
-// Rows computed together (pairs of rows and outputs share loads) equal the
-// same rows computed one at a time, bit for bit: prefill and decode agree.
+// Rows computed together (pairs of rows and outputs share loads, blocks of
+// token rows share the weight rows) equal the same rows computed one at a time,
+// bit for bit: prefill and decode agree. Widths with and without a tail past
+// the last 8 values; rows span two and a half token blocks.
 TEST(CpuOps, LinearRowsAreBitIdenticalToSingleRows) {
-  const int rows = 5, in = 77, out = 31;
-  const std::vector<float> x = randomValues(rows * in, 7);
-  const std::vector<float> w = randomValues(out * in, 8);
-  const std::vector<float> b = randomValues(out, 9);
-  CpuThreadPool pool(3);
-  std::vector<float> all(rows * out), single(out);
-  cpu::linear(pool, x.data(), rows, w.data(), b.data(), in, out, all.data());
-  for (int t = 0; t < rows; ++t) {
-    cpu::linear(pool, x.data() + t * in, 1, w.data(), b.data(), in, out, single.data());
-    for (int o = 0; o < out; ++o)
-      ASSERT_EQ(all[t * out + o], single[o]) << "row " << t << " output " << o;
+  for (int in : {77, 1024}) {
+    SCOPED_TRACE("in " + std::to_string(in));
+    const int rows = 2 * cpu::linearTokenBlock(in) + 3, out = 31;
+    ASSERT_LT(rows, 2000);
+    const std::vector<float> x = randomValues(rows * in, 7);
+    const std::vector<float> w = randomValues(out * in, 8);
+    const std::vector<float> b = randomValues(out, 9);
+    CpuThreadPool pool(3);
+    std::vector<float> all(rows * out), single(out);
+    cpu::linear(pool, x.data(), rows, w.data(), b.data(), in, out, all.data());
+    for (int t = 0; t < rows; ++t) {
+      cpu::linear(pool, x.data() + t * in, 1, w.data(), b.data(), in, out, single.data());
+      for (int o = 0; o < out; ++o)
+        ASSERT_EQ(all[t * out + o], single[o]) << "row " << t << " output " << o;
+    }
   }
 }
 
