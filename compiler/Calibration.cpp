@@ -1,7 +1,8 @@
 // Calibration runner (see Calibration.h): a temporary CPU plan of the module,
-// an executor observer that accumulates X^T X per linear input and computes
-// per-position logits from lm_head's input (the plan's lm_head computes only
-// the last row), and the KL divergence measure for per-tensor sensitivity.
+// an executor observer that accumulates X^T X per linear input, and the KL
+// divergence measure for per-tensor sensitivity: scored chunks run through
+// Executor::forwardAllRows, so the executor's own lm_head (the CPU linear,
+// with the observer's weights) computes the logits of every position.
 #include "Calibration.h"
 
 #include "CompileDriver.h"
@@ -121,10 +122,8 @@ struct CalibrationRunner::Impl : CpuObserver {
   bool recordReference = false;
   bool scoring = false;
   std::map<int, const float*> overrides;
-  const float* lmHeadRows = nullptr;
-  int lmHeadRowCount = 0;
-  std::vector<float> logits;
-  std::vector<double> logProbs;
+  std::vector<float> logits;                 // [rows, vocab] of a scored step (forwardAllRows)
+  std::vector<double> rowKld;                // per scored position
   std::vector<std::vector<float>> reference; // per sensitivity chunk: [rows, vocab] log-probs
   // Resuming a sensitivity run: the activation arena before the first linear op
   // of every input group (q/k/v, o, gate/up, down, lm_head), per sensitivity
@@ -138,10 +137,6 @@ struct CalibrationRunner::Impl : CpuObserver {
   int64_t kldCount = 0;
 
   void linearInput(int opIndex, const float* rows, int n, int width) override {
-    if (opIndex == lmHeadOp) {
-      lmHeadRows = rows;
-      lmHeadRowCount = n;
-    }
     if (!collecting || opIndex < 0 || size_t(opIndex) >= groupOfOp.size())
       return;
     const int g = groupOfOp[size_t(opIndex)];
@@ -167,51 +162,38 @@ struct CalibrationRunner::Impl : CpuObserver {
 
   const float* weight(int opIndex, const float* values) override {
     auto it = overrides.find(opIndex);
-    const float* used = it == overrides.end() ? values : it->second;
-    if (opIndex == lmHeadOp && (recordReference || scoring))
-      scorePositions(used);
-    return used;
+    return it == overrides.end() ? values : it->second;
   }
 
-  // logits = rows * W^T for every row lm_head received, then either store
-  // the reference log-probs or add the KL divergence against them.
-  void scorePositions(const float* w) {
-    const int n = lmHeadRowCount;
-    logits.resize(size_t(n) * size_t(vocab));
-    const float* x = lmHeadRows;
-    const int64_t h = hidden;
-    quant::parallelFor(n, threads, [&](int64_t t) {
-      const float* row = x + t * h;
-      float* out = logits.data() + t * vocab;
-      for (int v = 0; v < vocab; ++v) {
-        const float* wv = w + int64_t(v) * h;
-        float s = 0;
-#pragma omp simd reduction(+ : s)
-        for (int64_t k = 0; k < h; ++k)
-          s += row[k] * wv[k];
-        out[v] = s;
-      }
-    });
+  // The step's logits (every row, computed by the executor's own lm_head with
+  // the observer's weights): either store the reference log-probs or add the
+  // KL divergence against them. Rows in parallel, summed in row order.
+  void scorePositions(int n) {
     if (recordReference) {
       std::vector<float>& ref = reference.emplace_back(size_t(n) * size_t(vocab));
-      for (int t = 0; t < n; ++t) {
-        logSoftmax(logits.data() + int64_t(t) * vocab, vocab, logProbs);
+      quant::parallelFor(n, threads, [&](int64_t t) {
+        std::vector<double> logProbs;
+        logSoftmax(logits.data() + t * vocab, vocab, logProbs);
         for (int v = 0; v < vocab; ++v)
           ref[size_t(t) * size_t(vocab) + size_t(v)] = float(logProbs[size_t(v)]);
-      }
+      });
       return;
     }
     const std::vector<float>& ref = reference[chunkIndex];
-    for (int t = 0; t < n; ++t) {
-      logSoftmax(logits.data() + int64_t(t) * vocab, vocab, logProbs);
+    rowKld.assign(size_t(n), 0.0);
+    quant::parallelFor(n, threads, [&](int64_t t) {
+      std::vector<double> logProbs;
+      logSoftmax(logits.data() + t * vocab, vocab, logProbs);
       double kld = 0;
       for (int v = 0; v < vocab; ++v) {
         const double p = ref[size_t(t) * size_t(vocab) + size_t(v)];
         kld += std::exp(p) * (p - logProbs[size_t(v)]);
       }
-      kldSum += std::max(kld, 0.0);
-      ++kldCount;
-    }
+      rowKld[size_t(t)] = std::max(kld, 0.0);
+    });
+    for (double kld : rowKld)
+      kldSum += kld;
+    kldCount += n;
   }
 
   size_t sensitivityChunks() const {
@@ -220,11 +202,22 @@ struct CalibrationRunner::Impl : CpuObserver {
     return std::min(chunks.size(), size_t(wanted));
   }
 
-  llvm::Error runChunk(const std::vector<int32_t>& tokens) {
-    std::vector<float> last(static_cast<size_t>(vocab));
-    Status status = executor->forward(tokens.data(), int(tokens.size()), 0, last.data());
+  // One chunk; a scored chunk (reference or sensitivity run) computes the
+  // logits of every position.
+  llvm::Error runChunk(const std::vector<int32_t>& tokens, bool score) {
+    const int n = int(tokens.size());
+    Status status = Status::ok();
+    if (score) {
+      logits.resize(size_t(n) * size_t(vocab));
+      status = executor->forwardAllRows(tokens.data(), n, 0, logits.data());
+    } else {
+      logits.resize(size_t(vocab));
+      status = executor->forward(tokens.data(), n, 0, logits.data());
+    }
     if (!status.isOk())
       return calibrationError(status.message());
+    if (score)
+      scorePositions(n);
     return llvm::Error::success();
   }
 };
@@ -343,6 +336,8 @@ CalibrationRunner::create(mlir::ModuleOp module, const WeightStore& weights,
       createCpuExecutor(*impl->file, options.threads, impl.get());
   if (!executor.isOk())
     return calibrationError(executor.status().message());
+  if (!(*executor)->hasAllRowsLogits())
+    return calibrationError("the calibration plan's lm_head cannot compute every row");
   impl->executor = std::move(*executor);
   return std::unique_ptr<CalibrationRunner>(new CalibrationRunner(std::move(impl)));
 }
@@ -357,7 +352,7 @@ llvm::Error CalibrationRunner::collect(CalibrationData& data) {
   for (size_t c = 0; c < s.chunks.size(); ++c) {
     s.recordReference = c < scored;
     s.chunkIndex = c;
-    llvm::Error error = s.runChunk(s.chunks[c]);
+    llvm::Error error = s.runChunk(s.chunks[c], s.recordReference);
     if (error) {
       s.collecting = s.recordReference = false;
       return error;
@@ -412,7 +407,7 @@ llvm::Expected<double> CalibrationRunner::klDivergenceWith(const std::string& we
   s.kldSum = 0;
   s.kldCount = 0;
   for (s.chunkIndex = 0; s.chunkIndex < s.reference.size(); ++s.chunkIndex) {
-    llvm::Error error = s.runChunk(s.chunks[s.chunkIndex]);
+    llvm::Error error = s.runChunk(s.chunks[s.chunkIndex], true);
     if (error) {
       s.scoring = false;
       s.overrides.clear();
