@@ -7,6 +7,7 @@
 
 #include "CompileDriver.h"
 
+#include "Gram.h"
 #include "QuantCommon.h"
 
 #include "ninfer/Executor.h"
@@ -35,54 +36,19 @@ struct GroupStats {
   std::vector<double> h;      // upper triangle accumulated; mirrored at the end
   std::vector<double> absSum; // sum |x| per channel
   int64_t tokens = 0;
-  std::vector<float> xt;      // scratch: the step's rows transposed, f32 [cols, n]
 };
 
-// H += X^T X for X [n, cols]: X is transposed so each H entry is a dot product
-// of two contiguous runs; 2x2 blocks of H share their loads. One step's dot
-// products (n <= one chunk of tokens) are summed in f32, twice the SIMD width
-// of f64, and added to the f64 H. Rows of H are spread over threads (each
-// writes only its own rows: deterministic).
+// H += X^T X for X [n, cols] (quant::accumulateGram: the upper triangle,
+// each entry's products summed in f32 over the step's tokens in order, added to
+// the f64 H), and the per-channel sums of |x|.
 void accumulateHessian(GroupStats& g, const float* x, int n, int threads) {
   const int64_t cols = g.cols;
-  g.xt.resize(size_t(cols) * size_t(n));
   for (int t = 0; t < n; ++t)
-    for (int64_t j = 0; j < cols; ++j) {
-      const float v = x[int64_t(t) * cols + j];
-      g.xt[size_t(j) * size_t(n) + size_t(t)] = v;
-      g.absSum[size_t(j)] += std::fabs(double(v));
-    }
+    for (int64_t j = 0; j < cols; ++j)
+      g.absSum[size_t(j)] += std::fabs(double(x[int64_t(t) * cols + j]));
   g.tokens += n;
-  const float* xt = g.xt.data();
-  double* h = g.h.data();
-  // Pairs of rows (i, i+1), balanced: pair p and its mirror do equal work.
-  const int64_t pairs = (cols + 1) / 2;
-  quant::parallelFor(pairs, threads, [&](int64_t p) {
-    const int64_t i0 = 2 * p;
-    const int64_t i1 = std::min(i0 + 1, cols - 1);
-    const float* a0 = xt + i0 * n;
-    const float* a1 = xt + i1 * n;
-    for (int64_t j0 = i0; j0 < cols; j0 += 2) {
-      const int64_t j1 = std::min(j0 + 1, cols - 1);
-      const float* b0 = xt + j0 * n;
-      const float* b1 = xt + j1 * n;
-      float s00 = 0, s01 = 0, s10 = 0, s11 = 0;
-#pragma omp simd reduction(+ : s00, s01, s10, s11)
-      for (int t = 0; t < n; ++t) {
-        s00 += a0[t] * b0[t];
-        s01 += a0[t] * b1[t];
-        s10 += a1[t] * b0[t];
-        s11 += a1[t] * b1[t];
-      }
-      h[i0 * cols + j0] += s00;
-      if (j1 != j0)
-        h[i0 * cols + j1] += s01;
-      if (i1 != i0 && j0 >= i1)
-        h[i1 * cols + j0] += s10;
-      if (i1 != i0 && j1 != j0)
-        h[i1 * cols + j1] += s11;
-    }
-  });
+  // Fails only for a lane count this CPU lacks; 0 picks one it has.
+  (void)quant::accumulateGram(x, n, cols, g.h.data(), threads, /*lanes=*/0);
 }
 
 // log softmax of n logits, in f64 with the max subtracted.
@@ -374,7 +340,6 @@ llvm::Error CalibrationRunner::collect(CalibrationData& data) {
     stats->meanAbs.resize(size_t(g.cols));
     for (int64_t j = 0; j < g.cols; ++j)
       stats->meanAbs[size_t(j)] = g.tokens ? float(g.absSum[size_t(j)] / double(g.tokens)) : 0.0f;
-    g.xt = {};
     finished.push_back(std::move(stats));
   }
   for (const auto& [name, group] : s.groupOfWeight)

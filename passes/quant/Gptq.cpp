@@ -19,10 +19,10 @@
 
 #include "HessianFactor.h"
 #include "Packing.h"
+#include "SimdLanes.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -61,24 +61,11 @@ struct GptqJob {
   QuantizedTensor* out;
 };
 
-#define NINFER_INLINE inline __attribute__((always_inline))
-// The vector helpers below are always inlined into kernels compiled for their
-// width, so the ABI of a wide vector passed by value never comes into play.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
-template <int V> struct Lanes {
-  typedef float F __attribute__((vector_size(4 * V)));
-  typedef double D __attribute__((vector_size(8 * V)));
+// Lanes<V> plus the tile geometry.
+template <int V> struct TileLanes : Lanes<V> {
   static constexpr int kVectors = int(kTileRows) / V; // vectors per tile column
   // Columns brought up to date together: 8 vector accumulators.
   static constexpr int kColumns = 8 / kVectors > 0 ? 8 / kVectors : 1;
-  static NINFER_INLINE F load(const float* p) {
-    F v;
-    std::memcpy(&v, p, sizeof(v));
-    return v;
-  }
-  static NINFER_INLINE void store(float* p, F v) { std::memcpy(p, &v, sizeof(v)); }
-  static NINFER_INLINE F splat(float x) { return F{} + x; }
 };
 
 // C[q] += sum_{t in [t0, t1)} M[q][t] E[t] for `count` (<= kColumns)
@@ -86,7 +73,7 @@ template <int V> struct Lanes {
 template <int V, int Count>
 NINFER_INLINE void accumulateColumns(float* c, const float* m, int64_t k, const float* e,
                                      int64_t t0, int64_t t1) {
-  using L = Lanes<V>;
+  using L = TileLanes<V>;
   typename L::F acc[Count][L::kVectors];
   for (int j = 0; j < Count; ++j)
     for (int v = 0; v < L::kVectors; ++v)
@@ -110,7 +97,7 @@ NINFER_INLINE void accumulateColumns(float* c, const float* m, int64_t k, const 
 template <int V>
 NINFER_INLINE void bringUp(float* comp, int64_t* through, const float* m, int64_t k,
                            const float* err, int64_t q0, int64_t q1, int64_t tEnd) {
-  constexpr int kColumns = Lanes<V>::kColumns;
+  constexpr int kColumns = TileLanes<V>::kColumns;
   int64_t q = q0;
   while (q < q1) {
     const int64_t t0 = through[q];
@@ -132,7 +119,7 @@ NINFER_INLINE void bringUp(float* comp, int64_t* through, const float* m, int64_
 }
 
 template <int V> NINFER_INLINE double gptqTileImpl(const GptqJob& job, int64_t tile) {
-  using L = Lanes<V>;
+  using L = TileLanes<V>;
   using F = typename L::F;
   using D = typename L::D;
   constexpr int64_t R = kTileRows;
@@ -250,37 +237,23 @@ __attribute__((target("avx2"))) double gptqTileAvx2(const GptqJob& job, int64_t 
 __attribute__((target("avx512f"))) double gptqTileAvx512(const GptqJob& job, int64_t tile) {
   return gptqTileImpl<16>(job, tile);
 }
-
-// Runs before main: the CPU model must be read first (GCC's rule for constructors).
-const int kWidestLanes = [] {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
-    return 16;
-  return __builtin_cpu_supports("avx2") ? 8 : 4;
-}();
-#else
-const int kWidestLanes = 4;
 #endif
 
 // The tile kernel for `lanes` (0: the widest this CPU runs).
 Result<double (*)(const GptqJob&, int64_t)> tileKernel(int lanes) {
-  if (lanes == 0)
-    lanes = kWidestLanes;
-  if (lanes == 4)
-    return &gptqTileGeneric;
+  Result<int> resolved = resolveLanes(lanes);
+  if (!resolved.isOk())
+    return Status::error(resolved.status().message() + " (GPTQ)");
 #if defined(__GNUC__) && defined(__x86_64__)
-  if (lanes == 8 && kWidestLanes >= 8)
-    return &gptqTileAvx2;
-  if (lanes == 16 && kWidestLanes >= 16)
+  if (*resolved == 16)
     return &gptqTileAvx512;
+  if (*resolved == 8)
+    return &gptqTileAvx2;
 #endif
-  return Status::error("quant: GPTQ cannot run " + std::to_string(lanes) +
-                       "-lane vectors on this CPU");
+  return &gptqTileGeneric;
 }
 
 } // namespace
-
-int gptqWidestLanes() { return kWidestLanes; }
 
 Result<GptqFactor> factorGptq(const double* h, int64_t cols, const GptqOptions& options) {
   if (cols <= 0)

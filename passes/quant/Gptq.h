@@ -79,9 +79,6 @@ struct GptqFactor {
   bool actOrder = false;
 };
 
-// The widest SIMD lanes GPTQ's tile kernel uses on this CPU (4, 8 or 16).
-int gptqWidestLanes();
-
 // Shrinkage of an estimated H toward its diagonal: off-diagonal entries times
 // (1 - lambda), the diagonal kept. H from a few thousand calibration tokens is
 // a noisy estimate of the input's second moments (an FFN input of 1536

@@ -8,6 +8,7 @@
 #include "QuantError.h"
 #include "QuantTestUtil.h"
 #include "Rtn.h"
+#include "SimdLanes.h"
 
 #include <gtest/gtest.h>
 
@@ -439,7 +440,7 @@ TEST(Gptq, SameBytesForEveryVectorWidth) {
       options.lanes = lanes;
       Result<GptqResult> g =
           quantizeGptq(p.w.data(), p.rows, p.cols, p.h.data(), {4, 64}, options);
-      if (lanes > gptqWidestLanes()) {
+      if (lanes > widestLanes()) {
         ASSERT_FALSE(g.isOk());
         EXPECT_NE(g.status().message().find("lane"), std::string::npos);
         continue;
