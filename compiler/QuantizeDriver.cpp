@@ -275,6 +275,7 @@ llvm::Error runQuantization(mlir::ModuleOp module, WeightStore& weights, const M
   settings.threads = options.threads;
   settings.sensitivityFormat = options.sensitivityFormat;
   settings.hessianShrink = options.hessianShrink;
+  settings.keepCandidateBytes = options.keepCandidateBytes;
   if (llvm::Error error = validateQuantizeSettings(settings))
     return error;
   if (weights.isDummy())
