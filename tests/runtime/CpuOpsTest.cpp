@@ -104,14 +104,16 @@ TEST(CpuOps, LinearWithFusedResidualEqualsLinearThenAddEvenInPlace) {
   EXPECT_NE(inPlace, plain);
 }
 
-// Rows computed together (pairs of rows and outputs share loads, blocks of
-// token rows share the weight rows) equal the same rows computed one at a time,
-// bit for bit: prefill and decode agree. Widths with and without a tail past
-// the last 8 values; rows span two and a half token blocks.
+// Rows computed together (pairs or, with AVX-512, quads of rows times pairs of
+// outputs share loads; blocks of token rows and of weight rows stay in cache)
+// equal the same rows computed one at a time, bit for bit: prefill and decode
+// agree. Widths with and without a tail past the last 8 values (only those
+// without one take the quads); rows span two and a half token blocks, the 131
+// outputs (odd) two weight blocks of 64 rows at width 1024.
 TEST(CpuOps, LinearRowsAreBitIdenticalToSingleRows) {
   for (int in : {77, 1024}) {
     SCOPED_TRACE("in " + std::to_string(in));
-    const int rows = 2 * cpu::linearTokenBlock(in) + 3, out = 31;
+    const int rows = 2 * cpu::linearTokenBlock(in) + 3, out = 131;
     ASSERT_LT(rows, 2000);
     const std::vector<float> x = randomValues(rows * in, 7);
     const std::vector<float> w = randomValues(out * in, 8);
