@@ -168,10 +168,16 @@ struct CalibrationRunner::Impl : CpuObserver {
     return std::min(chunks.size(), size_t(wanted));
   }
 
-  // One chunk; a scored chunk (reference or sensitivity run) computes the
-  // logits of every position.
-  llvm::Error runChunk(const std::vector<int32_t>& tokens, bool score) {
-    const int n = int(tokens.size());
+  // Tokens of sensitivity chunk c that are run and scored: the whole chunk,
+  // the last one cut to what --sensitivity-tokens leaves (its first tokens).
+  int scoredTokens(size_t c) const {
+    const int64_t per = int64_t(chunks[c].size());
+    return int(std::min<int64_t>(per, options.sensitivityTokens - int64_t(c) * per));
+  }
+
+  // The first n tokens of a chunk; a scored run (reference or sensitivity run)
+  // computes the logits of every position.
+  llvm::Error runChunk(const std::vector<int32_t>& tokens, int n, bool score) {
     Status status = Status::ok();
     if (score) {
       logits.resize(size_t(n) * size_t(vocab));
@@ -195,6 +201,13 @@ int64_t CalibrationRunner::tokensUsed() const {
   int64_t total = 0;
   for (const auto& chunk : impl_->chunks)
     total += int64_t(chunk.size());
+  return total;
+}
+
+int64_t CalibrationRunner::sensitivityTokensUsed() const {
+  int64_t total = 0;
+  for (size_t c = 0; c < impl_->sensitivityChunks(); ++c)
+    total += impl_->scoredTokens(c);
   return total;
 }
 
@@ -316,9 +329,19 @@ llvm::Error CalibrationRunner::collect(CalibrationData& data) {
   const size_t scored = s.sensitivityChunks();
   s.snapshots.assign(scored, {});
   for (size_t c = 0; c < s.chunks.size(); ++c) {
-    s.recordReference = c < scored;
+    const int n = int(s.chunks[c].size());
+    // A sensitivity chunk cut short gets its own reference run over the
+    // scored tokens, after the whole chunk ran for the statistics.
+    const bool cut = c < scored && s.scoredTokens(c) < n;
+    s.recordReference = c < scored && !cut;
     s.chunkIndex = c;
-    llvm::Error error = s.runChunk(s.chunks[c], s.recordReference);
+    llvm::Error error = s.runChunk(s.chunks[c], n, s.recordReference);
+    if (!error && cut) {
+      s.collecting = false;
+      s.recordReference = true;
+      error = s.runChunk(s.chunks[c], s.scoredTokens(c), true);
+      s.collecting = true;
+    }
     if (error) {
       s.collecting = s.recordReference = false;
       return error;
@@ -372,7 +395,7 @@ llvm::Expected<double> CalibrationRunner::klDivergenceWith(const std::string& we
   s.kldSum = 0;
   s.kldCount = 0;
   for (s.chunkIndex = 0; s.chunkIndex < s.reference.size(); ++s.chunkIndex) {
-    llvm::Error error = s.runChunk(s.chunks[s.chunkIndex], true);
+    llvm::Error error = s.runChunk(s.chunks[s.chunkIndex], s.scoredTokens(s.chunkIndex), true);
     if (error) {
       s.scoring = false;
       s.overrides.clear();
