@@ -29,7 +29,15 @@ template <int V> struct Lanes {
     return v;
   }
   static NINFER_INLINE void store(float* p, F v) { std::memcpy(p, &v, sizeof(v)); }
-  static NINFER_INLINE F splat(float x) { return F{} + x; }
+  // x in every lane (exactly x, -0 included). Written through an array: the
+  // compiler folds it into a broadcast load ({1to16} operands on AVX-512),
+  // where F{} + x cost a scalar add and a shuffle per splat.
+  static NINFER_INLINE F splat(float x) {
+    float lanes[V];
+    for (int i = 0; i < V; ++i)
+      lanes[i] = x;
+    return load(lanes);
+  }
 };
 
 // The widest float lanes this CPU runs: 16 (AVX-512F), 8 (AVX2) or 4 (SSE).
