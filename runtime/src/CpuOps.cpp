@@ -151,6 +151,47 @@ __attribute__((target("avx512f"))) void dot4x2Avx512(const float* const a[4], co
   __builtin_ia32_vzeroupper();
 }
 
+// dot() of a with four rows b[k] (count a multiple of 8), out[k], bit for bit:
+// attention's query against four cached keys.
+__attribute__((target("avx2"))) void dot1x4Avx2(const float* a, const float* const b[4],
+                                                int64_t count, float* out) {
+  V8 acc[4] = {};
+  for (int64_t i = 0; i < count; i += 8) {
+    const V8 x = *reinterpret_cast<const V8Unaligned*>(a + i);
+    for (int k = 0; k < 4; ++k)
+      acc[k] += x * *reinterpret_cast<const V8Unaligned*>(b[k] + i);
+  }
+  const V4f sums = reduceInDotOrder(acc[0], acc[1], acc[2], acc[3]);
+  __builtin_ia32_vzeroupper();
+  std::memcpy(out, &sums, sizeof(sums));
+}
+
+// out[d] = sum_j weights[j] * rows[j * stride + d] for d < 16 * Vectors, j in
+// order from 0 (attention's weighted sum of cached values): the output row
+// stays in registers instead of being loaded and stored for every j, each
+// element is the same sequence of products and sums as the plain loop.
+template <int Vectors>
+__attribute__((target("avx512f"))) void weightedRowSumAvx512(const float* weights,
+                                                            const float* rows, int64_t stride,
+                                                            int count, float* out) {
+  V16 acc[Vectors] = {};
+  for (int j = 0; j < count; ++j) {
+    float splat[16];
+    for (int l = 0; l < 16; ++l)
+      splat[l] = weights[j];
+    V16 w;
+    std::memcpy(&w, splat, sizeof(w));
+    const float* row = rows + j * stride;
+    for (int v = 0; v < Vectors; ++v) {
+      V16 x;
+      std::memcpy(&x, row + 16 * v, sizeof(x));
+      acc[v] += w * x;
+    }
+  }
+  std::memcpy(out, acc, sizeof(acc));
+  __builtin_ia32_vzeroupper();
+}
+
 // Runs before main: the CPU model must be read first (GCC's rule for constructors).
 const bool kHaveAvx2 = [] {
   __builtin_cpu_init();
@@ -263,6 +304,37 @@ void quantizeRow(const float* x, int headDim, int8_t* codes, float* scale) {
 }
 
 } // namespace
+
+void dot1x4(const float* a, const float* const b[4], int64_t count, float* out) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  if (kHaveAvx2 && count % 8 == 0)
+    return dot1x4Avx2(a, b, count, out);
+#endif
+  for (int k = 0; k < 4; ++k)
+    out[k] = dot(a, b[k], count);
+}
+
+void weightedRowSum(const float* weights, const float* rows, int64_t stride, int count,
+                    int width, float* out) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  if (kHaveAvx512) {
+    switch (width) {
+    case 64:
+      return weightedRowSumAvx512<4>(weights, rows, stride, count, out);
+    case 128:
+      return weightedRowSumAvx512<8>(weights, rows, stride, count, out);
+    default:
+      break;
+    }
+  }
+#endif
+  std::fill(out, out + width, 0.0f);
+  for (int j = 0; j < count; ++j) {
+    const float* row = rows + j * stride;
+    for (int d = 0; d < width; ++d)
+      out[d] += weights[j] * row[d];
+  }
+}
 
 float halfLookup(uint16_t h) { return halfTable()[h]; }
 
@@ -476,7 +548,21 @@ void attention(CpuThreadPool& pool, const float* q, int n, int pos, const KvCach
       const float* qh = q + t * qWidth + int64_t(h) * headDim;
       const int kvh = h / group;
       float maxScore = -INFINITY;
-      for (int j = first; j <= p; ++j) {
+      int j = first;
+      if (kFloat) // four keys at a time, the same dot()s
+        for (; j + 4 <= p + 1; j += 4) {
+          const float* keys[4];
+          for (int k = 0; k < 4; ++k)
+            keys[k] = kFloat + (int64_t(j + k) * shape.kvHeads + kvh) * headDim;
+          float dots[4];
+          dot1x4(qh, keys, headDim, dots);
+          for (int k = 0; k < 4; ++k) {
+            const float s = shape.scale * dots[k];
+            scores[j + k - first] = s;
+            maxScore = std::max(maxScore, s);
+          }
+        }
+      for (; j <= p; ++j) {
         const int64_t row = int64_t(j) * shape.kvHeads + kvh;
         const float dot = kFloat    ? cpu::dot(qh, kFloat + row * headDim, headDim)
                           : kCache.q8 ? dotCodes(qh, q8Codes(kCache, row, headDim), kScales[row],
@@ -493,6 +579,13 @@ void attention(CpuThreadPool& pool, const float* q, int n, int pos, const KvCach
         sum += e;
       }
       float* oh = out + t * qWidth + int64_t(h) * headDim;
+      if (vFloat) {
+        for (int j = first; j <= p; ++j)
+          scores[j - first] = scores[j - first] / sum;
+        weightedRowSum(scores, vFloat + (int64_t(first) * shape.kvHeads + kvh) * headDim,
+                       int64_t(shape.kvHeads) * headDim, p - first + 1, headDim, oh);
+        continue;
+      }
       std::fill(oh, oh + headDim, 0.0f);
       for (int j = first; j <= p; ++j) {
         const float weight = scores[j - first] / sum;

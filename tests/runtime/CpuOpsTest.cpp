@@ -129,6 +129,37 @@ TEST(CpuOps, LinearRowsAreBitIdenticalToSingleRows) {
   }
 }
 
+// Attention's fast paths (four keys per call; the output row kept in
+// registers over the values) give the plain loops' bits: widths with and
+// without the vector paths.
+TEST(CpuOps, AttentionInnerLoopsGiveThePlainLoopsBits) {
+  for (int width : {40, 64, 128}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    const int count = 37;
+    const std::vector<float> a = randomValues(width, 3);
+    const std::vector<float> rows = randomValues(count * 2 * width, 4); // stride 2 * width
+    const std::vector<float> weights = randomValues(count, 5);
+    // dot1x4 against linear() of one row over four weight rows (dot()'s bits).
+    std::vector<float> keys(4 * width);
+    for (int k = 0; k < 4; ++k)
+      std::copy(rows.begin() + k * 2 * width, rows.begin() + (k * 2 + 1) * width,
+                keys.begin() + k * width);
+    const float* const b[4] = {&rows[0], &rows[2 * width], &rows[4 * width], &rows[6 * width]};
+    float fast[4], plain[4];
+    cpu::dot1x4(a.data(), b, width, fast);
+    CpuThreadPool pool(1);
+    cpu::linear(pool, a.data(), 1, keys.data(), nullptr, width, 4, plain);
+    for (int k = 0; k < 4; ++k)
+      EXPECT_EQ(fast[k], plain[k]) << k;
+    std::vector<float> sum(width), expected(width, 0.0f);
+    cpu::weightedRowSum(weights.data(), rows.data(), 2 * width, count, width, sum.data());
+    for (int j = 0; j < count; ++j)
+      for (int d = 0; d < width; ++d)
+        expected[d] += weights[j] * rows[j * 2 * width + d];
+    EXPECT_EQ(sum, expected);
+  }
+}
+
 TEST(CpuOps, RopeAtLaterPositions) {
   const int n = 3, heads = 2, headDim = 8, pos = 29;
   const float attentionFactor = 1.25f;
