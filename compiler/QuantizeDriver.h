@@ -25,6 +25,7 @@ struct QuantOptions {
   int group = 64;              // --group 32|64|128
   std::string method = "gptq"; // --quant-method gptq|rtn
   bool awq = false;            // --awq
+  bool actOrder = false;       // --act-order
   std::string calibPath;       // --calib FILE (default: kDefaultCalibration next to the tools)
   int64_t calibTokens = 8192;  // --calib-tokens N
   int64_t sensitivityTokens = 512; // --sensitivity-tokens N (mixed precision only)

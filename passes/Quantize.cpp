@@ -327,6 +327,7 @@ llvm::Expected<PreparedTensor> QuantizePass::prepare(const Candidate& c, bool wi
     if (!same) {
       quant::GptqOptions options;
       options.threads = settings_.threads;
+      options.actOrder = settings_.actOrder;
       Result<quant::GptqFactor> f = quant::factorGptq(t.h, c.cols, options);
       if (!f.isOk())
         return quantError("GPTQ of '" + c.name + "': " + f.status().message());
@@ -363,6 +364,7 @@ llvm::Expected<QuantizeResultOne> QuantizePass::quantizeOne(const Candidate& c,
     // GPTQ's own loss estimate is tr(E Hd E^T): no separate error pass.
     quant::GptqOptions options;
     options.threads = settings_.threads;
+    options.actOrder = settings_.actOrder;
     options.keepDequantized = dequantized;
     Result<quant::GptqResult> g = quant::quantizeGptq(w.data(), c.rows, *t.factor, spec, options);
     if (!g.isOk())

@@ -184,6 +184,20 @@ TEST_F(QuantizePassTest, MixedPrecisionMeetsTheBudget) {
   EXPECT_EQ(awq.report.totalBytes, awq.planWeightBytes);
 }
 
+// --act-order reaches GPTQ: other bytes than natural order, still close to
+// the float model.
+TEST_F(QuantizePassTest, ActOrderChangesTheWeightsAndStaysClose) {
+  QuantOptions o = uniform("q4", 64);
+  ASSERT_TRUE(isQuantSwitch("--act-order"));
+  ASSERT_FALSE(bool(applyQuantFlag("--act-order", "", o)));
+  ASSERT_TRUE(o.actOrder);
+  Compiled act = compile(o, tempPath("q4act"));
+  Compiled natural = compile(uniform("q4", 64), tempPath("q4natural"));
+  ASSERT_TRUE(act.file && natural.file);
+  EXPECT_NE(fileBytes(tempPath("q4act")), fileBytes(tempPath("q4natural")));
+  EXPECT_LT(relativeRms(*fpLogits_, lastLogits(*act.file)), 0.25);
+}
+
 TEST(QuantizeOptionsTest, BadOptionsAreClearErrors) {
   QuantOptions o;
   llvm::Error group = applyQuantFlag("--group", "48", o);
