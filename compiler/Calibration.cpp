@@ -1,11 +1,13 @@
 // Calibration runner (see Calibration.h): a temporary CPU plan of the module,
-// an executor observer that accumulates X^T X per linear input and computes
-// per-position logits from lm_head's input (the plan's lm_head computes only
-// the last row), and the KL divergence measure for per-tensor sensitivity.
+// an executor observer that accumulates X^T X per linear input, and the KL
+// divergence measure for per-tensor sensitivity: scored chunks run through
+// Executor::forwardAllRows, so the executor's own lm_head (the CPU linear,
+// with the observer's weights) computes the logits of every position.
 #include "Calibration.h"
 
 #include "CompileDriver.h"
 
+#include "Gram.h"
 #include "QuantCommon.h"
 
 #include "ninfer/Executor.h"
@@ -34,54 +36,19 @@ struct GroupStats {
   std::vector<double> h;      // upper triangle accumulated; mirrored at the end
   std::vector<double> absSum; // sum |x| per channel
   int64_t tokens = 0;
-  std::vector<float> xt;      // scratch: the step's rows transposed, f32 [cols, n]
 };
 
-// H += X^T X for X [n, cols]: X is transposed so each H entry is a dot product
-// of two contiguous runs; 2x2 blocks of H share their loads. One step's dot
-// products (n <= one chunk of tokens) are summed in f32, twice the SIMD width
-// of f64, and added to the f64 H. Rows of H are spread over threads (each
-// writes only its own rows: deterministic).
+// H += X^T X for X [n, cols] (quant::accumulateGram: the upper triangle,
+// each entry's products summed in f32 over the step's tokens in order, added to
+// the f64 H), and the per-channel sums of |x|.
 void accumulateHessian(GroupStats& g, const float* x, int n, int threads) {
   const int64_t cols = g.cols;
-  g.xt.resize(size_t(cols) * size_t(n));
   for (int t = 0; t < n; ++t)
-    for (int64_t j = 0; j < cols; ++j) {
-      const float v = x[int64_t(t) * cols + j];
-      g.xt[size_t(j) * size_t(n) + size_t(t)] = v;
-      g.absSum[size_t(j)] += std::fabs(double(v));
-    }
+    for (int64_t j = 0; j < cols; ++j)
+      g.absSum[size_t(j)] += std::fabs(double(x[int64_t(t) * cols + j]));
   g.tokens += n;
-  const float* xt = g.xt.data();
-  double* h = g.h.data();
-  // Pairs of rows (i, i+1), balanced: pair p and its mirror do equal work.
-  const int64_t pairs = (cols + 1) / 2;
-  quant::parallelFor(pairs, threads, [&](int64_t p) {
-    const int64_t i0 = 2 * p;
-    const int64_t i1 = std::min(i0 + 1, cols - 1);
-    const float* a0 = xt + i0 * n;
-    const float* a1 = xt + i1 * n;
-    for (int64_t j0 = i0; j0 < cols; j0 += 2) {
-      const int64_t j1 = std::min(j0 + 1, cols - 1);
-      const float* b0 = xt + j0 * n;
-      const float* b1 = xt + j1 * n;
-      float s00 = 0, s01 = 0, s10 = 0, s11 = 0;
-#pragma omp simd reduction(+ : s00, s01, s10, s11)
-      for (int t = 0; t < n; ++t) {
-        s00 += a0[t] * b0[t];
-        s01 += a0[t] * b1[t];
-        s10 += a1[t] * b0[t];
-        s11 += a1[t] * b1[t];
-      }
-      h[i0 * cols + j0] += s00;
-      if (j1 != j0)
-        h[i0 * cols + j1] += s01;
-      if (i1 != i0 && j0 >= i1)
-        h[i1 * cols + j0] += s10;
-      if (i1 != i0 && j1 != j0)
-        h[i1 * cols + j1] += s11;
-    }
-  });
+  // Fails only for a lane count this CPU lacks; 0 picks one it has.
+  (void)quant::accumulateGram(x, n, cols, g.h.data(), threads, /*lanes=*/0);
 }
 
 // log softmax of n logits, in f64 with the max subtracted.
@@ -121,10 +88,8 @@ struct CalibrationRunner::Impl : CpuObserver {
   bool recordReference = false;
   bool scoring = false;
   std::map<int, const float*> overrides;
-  const float* lmHeadRows = nullptr;
-  int lmHeadRowCount = 0;
-  std::vector<float> logits;
-  std::vector<double> logProbs;
+  std::vector<float> logits;                 // [rows, vocab] of a scored step (forwardAllRows)
+  std::vector<double> rowKld;                // per scored position
   std::vector<std::vector<float>> reference; // per sensitivity chunk: [rows, vocab] log-probs
   // Resuming a sensitivity run: the activation arena before the first linear op
   // of every input group (q/k/v, o, gate/up, down, lm_head), per sensitivity
@@ -138,10 +103,6 @@ struct CalibrationRunner::Impl : CpuObserver {
   int64_t kldCount = 0;
 
   void linearInput(int opIndex, const float* rows, int n, int width) override {
-    if (opIndex == lmHeadOp) {
-      lmHeadRows = rows;
-      lmHeadRowCount = n;
-    }
     if (!collecting || opIndex < 0 || size_t(opIndex) >= groupOfOp.size())
       return;
     const int g = groupOfOp[size_t(opIndex)];
@@ -167,51 +128,38 @@ struct CalibrationRunner::Impl : CpuObserver {
 
   const float* weight(int opIndex, const float* values) override {
     auto it = overrides.find(opIndex);
-    const float* used = it == overrides.end() ? values : it->second;
-    if (opIndex == lmHeadOp && (recordReference || scoring))
-      scorePositions(used);
-    return used;
+    return it == overrides.end() ? values : it->second;
   }
 
-  // logits = rows * W^T for every row lm_head received, then either store
-  // the reference log-probs or add the KL divergence against them.
-  void scorePositions(const float* w) {
-    const int n = lmHeadRowCount;
-    logits.resize(size_t(n) * size_t(vocab));
-    const float* x = lmHeadRows;
-    const int64_t h = hidden;
-    quant::parallelFor(n, threads, [&](int64_t t) {
-      const float* row = x + t * h;
-      float* out = logits.data() + t * vocab;
-      for (int v = 0; v < vocab; ++v) {
-        const float* wv = w + int64_t(v) * h;
-        float s = 0;
-#pragma omp simd reduction(+ : s)
-        for (int64_t k = 0; k < h; ++k)
-          s += row[k] * wv[k];
-        out[v] = s;
-      }
-    });
+  // The step's logits (every row, computed by the executor's own lm_head with
+  // the observer's weights): either store the reference log-probs or add the
+  // KL divergence against them. Rows in parallel, summed in row order.
+  void scorePositions(int n) {
     if (recordReference) {
       std::vector<float>& ref = reference.emplace_back(size_t(n) * size_t(vocab));
-      for (int t = 0; t < n; ++t) {
-        logSoftmax(logits.data() + int64_t(t) * vocab, vocab, logProbs);
+      quant::parallelFor(n, threads, [&](int64_t t) {
+        std::vector<double> logProbs;
+        logSoftmax(logits.data() + t * vocab, vocab, logProbs);
         for (int v = 0; v < vocab; ++v)
           ref[size_t(t) * size_t(vocab) + size_t(v)] = float(logProbs[size_t(v)]);
-      }
+      });
       return;
     }
     const std::vector<float>& ref = reference[chunkIndex];
-    for (int t = 0; t < n; ++t) {
-      logSoftmax(logits.data() + int64_t(t) * vocab, vocab, logProbs);
+    rowKld.assign(size_t(n), 0.0);
+    quant::parallelFor(n, threads, [&](int64_t t) {
+      std::vector<double> logProbs;
+      logSoftmax(logits.data() + t * vocab, vocab, logProbs);
       double kld = 0;
       for (int v = 0; v < vocab; ++v) {
         const double p = ref[size_t(t) * size_t(vocab) + size_t(v)];
         kld += std::exp(p) * (p - logProbs[size_t(v)]);
       }
-      kldSum += std::max(kld, 0.0);
-      ++kldCount;
-    }
+      rowKld[size_t(t)] = std::max(kld, 0.0);
+    });
+    for (double kld : rowKld)
+      kldSum += kld;
+    kldCount += n;
   }
 
   size_t sensitivityChunks() const {
@@ -220,11 +168,28 @@ struct CalibrationRunner::Impl : CpuObserver {
     return std::min(chunks.size(), size_t(wanted));
   }
 
-  llvm::Error runChunk(const std::vector<int32_t>& tokens) {
-    std::vector<float> last(static_cast<size_t>(vocab));
-    Status status = executor->forward(tokens.data(), int(tokens.size()), 0, last.data());
+  // Tokens of sensitivity chunk c that are run and scored: the whole chunk,
+  // the last one cut to what --sensitivity-tokens leaves (its first tokens).
+  int scoredTokens(size_t c) const {
+    const int64_t per = int64_t(chunks[c].size());
+    return int(std::min<int64_t>(per, options.sensitivityTokens - int64_t(c) * per));
+  }
+
+  // The first n tokens of a chunk; a scored run (reference or sensitivity run)
+  // computes the logits of every position.
+  llvm::Error runChunk(const std::vector<int32_t>& tokens, int n, bool score) {
+    Status status = Status::ok();
+    if (score) {
+      logits.resize(size_t(n) * size_t(vocab));
+      status = executor->forwardAllRows(tokens.data(), n, 0, logits.data());
+    } else {
+      logits.resize(size_t(vocab));
+      status = executor->forward(tokens.data(), n, 0, logits.data());
+    }
     if (!status.isOk())
       return calibrationError(status.message());
+    if (score)
+      scorePositions(n);
     return llvm::Error::success();
   }
 };
@@ -236,6 +201,13 @@ int64_t CalibrationRunner::tokensUsed() const {
   int64_t total = 0;
   for (const auto& chunk : impl_->chunks)
     total += int64_t(chunk.size());
+  return total;
+}
+
+int64_t CalibrationRunner::sensitivityTokensUsed() const {
+  int64_t total = 0;
+  for (size_t c = 0; c < impl_->sensitivityChunks(); ++c)
+    total += impl_->scoredTokens(c);
   return total;
 }
 
@@ -343,6 +315,8 @@ CalibrationRunner::create(mlir::ModuleOp module, const WeightStore& weights,
       createCpuExecutor(*impl->file, options.threads, impl.get());
   if (!executor.isOk())
     return calibrationError(executor.status().message());
+  if (!(*executor)->hasAllRowsLogits())
+    return calibrationError("the calibration plan's lm_head cannot compute every row");
   impl->executor = std::move(*executor);
   return std::unique_ptr<CalibrationRunner>(new CalibrationRunner(std::move(impl)));
 }
@@ -355,9 +329,19 @@ llvm::Error CalibrationRunner::collect(CalibrationData& data) {
   const size_t scored = s.sensitivityChunks();
   s.snapshots.assign(scored, {});
   for (size_t c = 0; c < s.chunks.size(); ++c) {
-    s.recordReference = c < scored;
+    const int n = int(s.chunks[c].size());
+    // A sensitivity chunk cut short gets its own reference run over the
+    // scored tokens, after the whole chunk ran for the statistics.
+    const bool cut = c < scored && s.scoredTokens(c) < n;
+    s.recordReference = c < scored && !cut;
     s.chunkIndex = c;
-    llvm::Error error = s.runChunk(s.chunks[c]);
+    llvm::Error error = s.runChunk(s.chunks[c], n, s.recordReference);
+    if (!error && cut) {
+      s.collecting = false;
+      s.recordReference = true;
+      error = s.runChunk(s.chunks[c], s.scoredTokens(c), true);
+      s.collecting = true;
+    }
     if (error) {
       s.collecting = s.recordReference = false;
       return error;
@@ -379,7 +363,6 @@ llvm::Error CalibrationRunner::collect(CalibrationData& data) {
     stats->meanAbs.resize(size_t(g.cols));
     for (int64_t j = 0; j < g.cols; ++j)
       stats->meanAbs[size_t(j)] = g.tokens ? float(g.absSum[size_t(j)] / double(g.tokens)) : 0.0f;
-    g.xt = {};
     finished.push_back(std::move(stats));
   }
   for (const auto& [name, group] : s.groupOfWeight)
@@ -412,7 +395,7 @@ llvm::Expected<double> CalibrationRunner::klDivergenceWith(const std::string& we
   s.kldSum = 0;
   s.kldCount = 0;
   for (s.chunkIndex = 0; s.chunkIndex < s.reference.size(); ++s.chunkIndex) {
-    llvm::Error error = s.runChunk(s.chunks[s.chunkIndex]);
+    llvm::Error error = s.runChunk(s.chunks[s.chunkIndex], s.scoredTokens(s.chunkIndex), true);
     if (error) {
       s.scoring = false;
       s.overrides.clear();

@@ -35,7 +35,8 @@ struct CalibrationOptions {
   std::string modelDir;          // for the tokenizer
   int64_t maxTokens = 16384;     // tokens used for H (whole chunks)
   int chunkTokens = 512;         // tokens per chunk (the executor's context)
-  int64_t sensitivityTokens = 512; // tokens scored per sensitivity measurement
+  int64_t sensitivityTokens = 512; // tokens scored per sensitivity measurement (a chunk
+                                   // is cut short where this ends inside it)
   int threads = 0;               // 0 = all hardware threads
   bool progress = true;
 };
@@ -60,6 +61,9 @@ public:
                                           const std::vector<float>& values);
 
   int64_t tokensUsed() const;
+  // Tokens each sensitivity measurement scores (whole chunks, the last one
+  // possibly cut to the first tokens that sensitivityTokens leaves).
+  int64_t sensitivityTokensUsed() const;
 
   struct Impl;
 

@@ -204,11 +204,13 @@ bool isQuantFlag(llvm::StringRef flag) {
          flag == "--sensitivity-format" || flag == "--quant-method" || flag == "--hessian-shrink";
 }
 
-bool isQuantSwitch(llvm::StringRef flag) { return flag == "--awq"; }
+bool isQuantSwitch(llvm::StringRef flag) { return flag == "--awq" || flag == "--act-order"; }
 
 llvm::Error applyQuantFlag(llvm::StringRef flag, llvm::StringRef value, QuantOptions& options) {
   if (flag == "--awq") {
     options.awq = true;
+  } else if (flag == "--act-order") {
+    options.actOrder = true;
   } else if (flag == "--quant") {
     if (value != "auto" && value != "none" && value != "ternary" && value != "q8" &&
         value != "q6" && value != "q5" && value != "q4" && value != "q3" && value != "q2")
@@ -272,9 +274,11 @@ llvm::Error runQuantization(mlir::ModuleOp module, WeightStore& weights, const M
   settings.groupSize = options.group;
   settings.bpw = options.bpw;
   settings.awq = options.awq;
+  settings.actOrder = options.actOrder;
   settings.threads = options.threads;
   settings.sensitivityFormat = options.sensitivityFormat;
   settings.hessianShrink = options.hessianShrink;
+  settings.keepCandidateBytes = options.keepCandidateBytes;
   if (llvm::Error error = validateQuantizeSettings(settings))
     return error;
   if (weights.isDummy())

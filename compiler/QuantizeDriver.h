@@ -25,12 +25,16 @@ struct QuantOptions {
   int group = 64;              // --group 32|64|128
   std::string method = "gptq"; // --quant-method gptq|rtn
   bool awq = false;            // --awq
+  bool actOrder = false;       // --act-order
   std::string calibPath;       // --calib FILE (default: kDefaultCalibration next to the tools)
   int64_t calibTokens = 8192;  // --calib-tokens N
   int64_t sensitivityTokens = 512; // --sensitivity-tokens N (mixed precision only)
   std::string sensitivityFormat = "q3_g64"; // --sensitivity-format F (a mixed candidate)
   double hessianShrink = 0.25; // --hessian-shrink X (GPTQ's H toward its diagonal)
   std::string modelDir;        // the checkpoint (tokenizer for calibration)
+  // QuantizeSettings::keepCandidateBytes (no flag; tests set 0 to check that
+  // quantizing the chosen formats again gives the kept bytes).
+  uint64_t keepCandidateBytes = uint64_t(1) << 30;
   int threads = 0;
   bool quiet = false;
   bool enabled() const { return (mode.size() == 2 && mode[0] == 'q') || bpw > 0; }

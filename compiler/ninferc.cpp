@@ -89,6 +89,7 @@ quantization:
                          0 = plain GPTQ): less fitting to the noise of a small calibration sample
   --quant-method M       gptq (default) or rtn
   --awq                  also search AWQ per-channel scales, folded into the preceding RMSNorm
+  --act-order            GPTQ: columns by descending diag(H), group scales from the original weights
 
 families: llama, mistral, qwen2, qwen3 (bf16, f16, f32 weights)
 targets:

@@ -125,9 +125,11 @@ private:
   llvm::Error run(ModuleOp module);
   llvm::Error collect(func::FuncOp forward);
   llvm::Error applyAwq(func::FuncOp forward, const quant::QuantSpec& spec);
-  llvm::Expected<PreparedTensor> prepare(const Candidate& c);
+  // withReference: compute tr(W Hd W^T) for relative errors (else 0).
+  llvm::Expected<PreparedTensor> prepare(const Candidate& c, bool withReference = true);
   llvm::Expected<QuantizeResultOne> quantizeOne(const Candidate& c, const PreparedTensor& t,
-                                                const quant::QuantSpec& spec);
+                                                const quant::QuantSpec& spec,
+                                                bool dequantized = true);
   llvm::Expected<std::vector<float>> weightsOf(const Candidate& c);
   void store(const Candidate& c, QuantizeResultOne result);
   // Bytes of every weight of `forward` except RoPE tables and `skip`, as stored now.
@@ -300,7 +302,7 @@ llvm::Error QuantizePass::applyAwq(func::FuncOp forward, const quant::QuantSpec&
   return llvm::Error::success();
 }
 
-llvm::Expected<PreparedTensor> QuantizePass::prepare(const Candidate& c) {
+llvm::Expected<PreparedTensor> QuantizePass::prepare(const Candidate& c, bool withReference) {
   PreparedTensor t;
   llvm::Expected<std::vector<float>> w = weightsOf(c);
   if (!w)
@@ -325,6 +327,7 @@ llvm::Expected<PreparedTensor> QuantizePass::prepare(const Candidate& c) {
     if (!same) {
       quant::GptqOptions options;
       options.threads = settings_.threads;
+      options.actOrder = settings_.actOrder;
       Result<quant::GptqFactor> f = quant::factorGptq(t.h, c.cols, options);
       if (!f.isOk())
         return quantError("GPTQ of '" + c.name + "': " + f.status().message());
@@ -335,6 +338,8 @@ llvm::Expected<PreparedTensor> QuantizePass::prepare(const Candidate& c) {
     t.factor = factor_;
     damp = factor_->damp;
   }
+  if (!withReference)
+    return t;
   // tr(W Hd W^T) with Hd = H + damp I on the live columns, over sampled rows.
   const std::vector<int64_t> rows = quant::sampleRows(c.rows, kErrorRows);
   double norm = 0;
@@ -351,13 +356,16 @@ llvm::Expected<PreparedTensor> QuantizePass::prepare(const Candidate& c) {
 
 llvm::Expected<QuantizeResultOne> QuantizePass::quantizeOne(const Candidate& c,
                                                             const PreparedTensor& t,
-                                                            const quant::QuantSpec& spec) {
+                                                            const quant::QuantSpec& spec,
+                                                            bool dequantized) {
   QuantizeResultOne out;
   const std::vector<float>& w = t.w;
   if (t.factor) {
     // GPTQ's own loss estimate is tr(E Hd E^T): no separate error pass.
     quant::GptqOptions options;
     options.threads = settings_.threads;
+    options.actOrder = settings_.actOrder;
+    options.keepDequantized = dequantized;
     Result<quant::GptqResult> g = quant::quantizeGptq(w.data(), c.rows, *t.factor, spec, options);
     if (!g.isOk())
       return quantError("GPTQ of '" + c.name + "': " + g.status().message());
@@ -480,9 +488,20 @@ llvm::Error QuantizePass::run(ModuleOp module) {
     std::vector<quant::AllocTensor> tensors;
     std::vector<std::vector<quant::QuantSpec>> specs;
     std::vector<double> sensitivities;
+    // The candidates' packed bytes, kept for the final store when they fit
+    // settings_.keepCandidateBytes (else the chosen ones are made again).
+    uint64_t candidateBytes = 0;
+    for (const Candidate& c : candidates_)
+      for (const char* name : kMixedCandidates) {
+        const quant::QuantSpec spec = specOfName(name);
+        candidateBytes += quant::quantTensorBytes(spec.bits, spec.groupSize, c.rows, c.cols);
+      }
+    const bool keep = candidateBytes <= settings_.keepCandidateBytes;
+    std::vector<std::vector<std::vector<uint8_t>>> kept(keep ? candidates_.size() : 0);
     const int steps = count * int(std::size(kMixedCandidates));
     int done = 0;
-    for (const Candidate& c : candidates_) {
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      const Candidate& c = candidates_[i];
       llvm::Expected<PreparedTensor> prepared = prepare(c);
       if (!prepared)
         return prepared.takeError();
@@ -493,7 +512,9 @@ llvm::Error QuantizePass::run(ModuleOp module) {
       for (const char* name : kMixedCandidates) {
         environment_->progress("quantizing candidates", done++, steps);
         const quant::QuantSpec spec = specOfName(name);
-        llvm::Expected<QuantizeResultOne> q = quantizeOne(c, *prepared, spec);
+        // Dequantized values only where the sensitivity run needs them.
+        llvm::Expected<QuantizeResultOne> q =
+            quantizeOne(c, *prepared, spec, /*dequantized=*/spec == sensitivitySpec);
         if (!q)
           return q.takeError();
         t.candidates.push_back(
@@ -504,8 +525,8 @@ llvm::Error QuantizePass::run(ModuleOp module) {
           // of relative error is how much this tensor's errors matter.
           std::vector<float>& dq = q->tensor.dequantized;
           if (!c.awqScales.empty())
-            for (size_t i = 0; i < dq.size(); ++i)
-              dq[i] /= c.awqScales[i % size_t(c.cols)];
+            for (size_t j = 0; j < dq.size(); ++j)
+              dq[j] /= c.awqScales[j % size_t(c.cols)];
           const auto measureStart = std::chrono::steady_clock::now();
           llvm::Expected<double> kld = environment_->klDivergenceWith(c.name, dq);
           localReport_.sensitivitySeconds +=
@@ -515,6 +536,8 @@ llvm::Error QuantizePass::run(ModuleOp module) {
             return kld.takeError();
           sensitivityError = *kld / std::max(q->relativeError, 1e-30);
         }
+        if (keep)
+          kept[i].push_back(std::move(q->tensor.packed));
       }
       if (sensitivityError < 0)
         return quantError("the sensitivity format '" + settings_.sensitivityFormat +
@@ -529,21 +552,33 @@ llvm::Error QuantizePass::run(ModuleOp module) {
     if (!allocation.isOk())
       return quantError(
           llvm::formatv("--bpw {0}: {1}", settings_.bpw, allocation.status().message()).str());
+    const char* finalStep = keep ? "storing" : "quantizing";
     for (int i = 0; i < count; ++i) {
-      environment_->progress("quantizing", i, count);
+      environment_->progress(finalStep, i, count);
       const Candidate& c = candidates_[size_t(i)];
-      llvm::Expected<PreparedTensor> t = prepare(c);
-      if (!t)
-        return t.takeError();
-      // Deterministic: the same bytes the candidate run measured.
-      llvm::Expected<QuantizeResultOne> q =
-          quantizeOne(c, *t, specs[size_t(i)][size_t(allocation->choice[size_t(i)])]);
-      if (!q)
-        return q.takeError();
-      store(c, std::move(*q));
+      const int choice = allocation->choice[size_t(i)];
+      const quant::QuantSpec spec = specs[size_t(i)][size_t(choice)];
+      QuantizeResultOne result;
+      if (keep) {
+        result.tensor.spec = spec;
+        result.tensor.rows = c.rows;
+        result.tensor.cols = c.cols;
+        result.tensor.packed = std::move(kept[size_t(i)][size_t(choice)]);
+      } else {
+        llvm::Expected<PreparedTensor> t = prepare(c, /*withReference=*/false);
+        if (!t)
+          return t.takeError();
+        // Deterministic: the same bytes the candidate run measured.
+        llvm::Expected<QuantizeResultOne> q = quantizeOne(c, *t, spec, /*dequantized=*/false);
+        if (!q)
+          return q.takeError();
+        result = std::move(*q);
+      }
+      result.relativeError = tensors[size_t(i)].candidates[size_t(choice)].error;
+      store(c, std::move(result));
       localReport_.tensors.back().sensitivity = sensitivities[size_t(i)];
     }
-    environment_->progress("quantizing", count, count);
+    environment_->progress(finalStep, count, count);
   }
 
   // Totals after the rewrite: packed tensors plus everything kept (folded

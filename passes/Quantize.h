@@ -72,9 +72,15 @@ struct QuantizeSettings {
   int groupSize = 64;       // 32, 64 or 128
   double bpw = 0.0;         // > 0: mixed formats to this many bits per weight, all weights
   bool awq = false;         // AWQ scales folded into the preceding RMSNorm
+  bool actOrder = false;    // GPTQ columns by descending diag(H), static group scales
   std::string sensitivityFormat = "q3_g64"; // where per-tensor sensitivity is measured
   double hessianShrink = 0.0; // off-diagonal H entries times (1 - this) (Gptq.h shrinkHessian)
   int threads = 0;          // 0 = all hardware threads
+  // Mixed: the packed bytes of every candidate are kept for the final store
+  // while they total at most this; beyond it the chosen format of each tensor
+  // is quantized again (the same bytes, at the cost of a second GPTQ factor and
+  // run per tensor).
+  uint64_t keepCandidateBytes = uint64_t(1) << 30;
 };
 
 struct QuantizedTensorInfo {

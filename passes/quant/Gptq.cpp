@@ -1,11 +1,25 @@
-// GPTQ (see Gptq.h for the method). Work is split over tiles of output rows:
-// every tile runs the whole column sweep with the shared factor M, so each
-// block of M is read once per tile rather than once per row, and the tile's
-// errors for one block (32 rows x 128 columns) stay in L1 while it is.
+// GPTQ (see Gptq.h for the method). Work is split over tiles of 32 output
+// rows; every tile runs the whole column sweep with the shared factor M.
+//
+// Inside a tile the rows are the SIMD lanes: the tile's weights, compensations
+// and errors are stored column by column ([column][32 rows]), so every step is
+// the same operation on 32 independent rows, a scalar of M broadcast against a
+// vector of rows, and no sum is ever split into partial sums. The compensation
+// of column q, C_q = sum_{t<q} e_t M_qt, is one running sum per row, with terms
+// added in increasing t whenever C_q is brought up to date ("through[q]": the
+// terms added so far): at a group's start for the group's columns (its current
+// values), at column q itself, and at the end of every block for all later
+// columns (the lazy batch update, one pass over the block's errors per column
+// while they are in L1). Since a running sum only ever grows in t order, the
+// result is the same bits for every block size, and, the lanes being
+// independent, for every vector width: SSE, AVX2 and AVX-512 code (picked at
+// run time) give the same bytes, like one scalar row at a time would.
+// Multiplies and adds stay separate (no FMA) for the same reason.
 #include "Gptq.h"
 
 #include "HessianFactor.h"
 #include "Packing.h"
+#include "SimdLanes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -37,45 +51,206 @@ std::vector<double> permutedDampedHessian(const double* h, int64_t k,
   return hp;
 }
 
-typedef float V4f __attribute__((vector_size(16)));
+// What a tile reads and where it writes.
+struct GptqJob {
+  const float* w;
+  int64_t rows;
+  const GptqFactor* factor;
+  QuantSpec spec;
+  const GptqOptions* options;
+  QuantizedTensor* out;
+};
 
-inline V4f load4(const float* p) {
-  V4f v;
-  __builtin_memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline float sum4(V4f v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+// Lanes<V> plus the tile geometry.
+template <int V> struct TileLanes : Lanes<V> {
+  static constexpr int kVectors = int(kTileRows) / V; // vectors per tile column
+  // Columns brought up to date together: 8 vector accumulators.
+  static constexpr int kColumns = 8 / kVectors > 0 ? 8 / kVectors : 1;
+};
 
-float dot1(const float* a, const float* b, int64_t n) {
-  V4f acc = {0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    acc += load4(a + i) * load4(b + i);
-  float s = sum4(acc);
-  for (; i < n; ++i)
-    s += a[i] * b[i];
-  return s;
-}
-
-// Dot products of R rows a, a + stride, ... with one vector b, added to out[]:
-// each load of b serves R rows (R = 8 uses 8 of the 16 SSE registers for sums).
-template <int R>
-void dotRows(const float* a, int64_t stride, const float* b, int64_t n, float* out) {
-  V4f acc[R];
-  for (int r = 0; r < R; ++r)
-    acc[r] = V4f{0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const V4f bv = load4(b + i);
-    for (int r = 0; r < R; ++r)
-      acc[r] += load4(a + r * stride + i) * bv;
+// C[q] += sum_{t in [t0, t1)} M[q][t] E[t] for `count` (<= kColumns)
+// consecutive columns q, terms in increasing t.
+template <int V, int Count>
+NINFER_INLINE void accumulateColumns(float* c, const float* m, int64_t k, const float* e,
+                                     int64_t t0, int64_t t1) {
+  using L = TileLanes<V>;
+  typename L::F acc[Count][L::kVectors];
+  for (int j = 0; j < Count; ++j)
+    for (int v = 0; v < L::kVectors; ++v)
+      acc[j][v] = L::load(c + j * kTileRows + v * V);
+  for (int64_t t = t0; t < t1; ++t) {
+    typename L::F ev[L::kVectors];
+    for (int v = 0; v < L::kVectors; ++v)
+      ev[v] = L::load(e + t * kTileRows + v * V);
+    for (int j = 0; j < Count; ++j) {
+      const typename L::F mj = L::splat(m[j * k + t]);
+      for (int v = 0; v < L::kVectors; ++v)
+        acc[j][v] += mj * ev[v];
+    }
   }
-  for (int r = 0; r < R; ++r) {
-    float s = sum4(acc[r]);
-    for (int64_t j = i; j < n; ++j)
-      s += a[r * stride + j] * b[j];
-    out[r] += s;
+  for (int j = 0; j < Count; ++j)
+    for (int v = 0; v < L::kVectors; ++v)
+      L::store(c + j * kTileRows + v * V, acc[j][v]);
+}
+
+// Brings columns [q0, q1) up to date through column tEnd (exclusive).
+template <int V>
+NINFER_INLINE void bringUp(float* comp, int64_t* through, const float* m, int64_t k,
+                           const float* err, int64_t q0, int64_t q1, int64_t tEnd) {
+  constexpr int kColumns = TileLanes<V>::kColumns;
+  int64_t q = q0;
+  while (q < q1) {
+    const int64_t t0 = through[q];
+    int64_t run = 1;
+    while (run < kColumns && q + run < q1 && through[q + run] == t0)
+      ++run;
+    if (t0 < tEnd) {
+      if (run == kColumns)
+        accumulateColumns<V, kColumns>(comp + q * kTileRows, m + q * k, k, err, t0, tEnd);
+      else
+        for (int64_t j = 0; j < run; ++j)
+          accumulateColumns<V, 1>(comp + (q + j) * kTileRows, m + (q + j) * k, k, err, t0,
+                                  tEnd);
+      for (int64_t j = 0; j < run; ++j)
+        through[q + j] = tEnd;
+    }
+    q += run;
   }
+}
+
+template <int V> NINFER_INLINE double gptqTileImpl(const GptqJob& job, int64_t tile) {
+  using L = TileLanes<V>;
+  using F = typename L::F;
+  using D = typename L::D;
+  constexpr int64_t R = kTileRows;
+  const GptqFactor& f = *job.factor;
+  const GptqOptions& options = *job.options;
+  const QuantSpec& spec = job.spec;
+  const int64_t k = f.cols;
+  const int group = spec.groupSize;
+  const int64_t groups = k / group;
+  const float* m = f.m.data();
+  const QuantRange range = quantRange(spec.bits);
+  const int64_t r0 = tile * R;
+  const int64_t nr = std::min(R, job.rows - r0);
+
+  // [column in processing order][row]: original weights (0 in padding rows),
+  // compensations, errors; per [group][row] the scale and its reciprocal.
+  std::vector<float> w0(k * R, 0.0f), comp(k * R, 0.0f), err(k * R, 0.0f);
+  std::vector<int64_t> through(k, 0);
+  std::vector<float> scale(groups * R, 0.0f), inverse(groups * R, 0.0f);
+  std::vector<uint16_t> scaleBits(nr * groups, 0);
+  std::vector<uint8_t> codes(nr * k);
+  std::vector<float> shift(size_t(group) * R), values(group);
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t p = 0; p < k; ++p)
+      w0[p * R + r] = f.dead[f.perm[p]] ? 0.0f : job.w[(r0 + r) * k + f.perm[p]];
+  auto setScale = [&](int64_t r, int64_t g, uint16_t bits) {
+    scaleBits[r * groups + g] = bits;
+    scale[g * R + r] = halfBitsToFloat(bits);
+    inverse[g * R + r] = scaleInverse(scale[g * R + r]);
+  };
+  if (options.actOrder) // static groups: scales from the original weights
+    for (int64_t r = 0; r < nr; ++r)
+      for (int64_t g = 0; g < groups; ++g) {
+        for (int j = 0; j < group; ++j)
+          values[j] = w0[f.pos[g * group + j] * R + r];
+        setScale(r, g,
+                 searchGroupScale(values.data(), &f.importance[g * group], group, spec.bits,
+                                  options.search));
+      }
+
+  const F lo = L::splat(float(range.qmin)), hi = L::splat(float(range.qmax));
+  const F magic = L::splat(12582912.0f); // roundLevel's 1.5 * 2^23
+  D loss[L::kVectors] = {};
+  float levels[R], dequantized[R];
+  const int64_t block = options.blockSize;
+  for (int64_t i1 = 0; i1 < k; i1 += block) {
+    const int64_t i2 = std::min(k, i1 + block);
+    for (int64_t p = i1; p < i2; ++p) {
+      const int64_t c = f.perm[p];
+      const int64_t g = c / group;
+      if (!options.actOrder && c % group == 0) {
+        // The group's current values: w + M_FF^-1 M_FA e_A (Gptq.h), by forward
+        // substitution over the group's rows of M, on the compensations through p.
+        bringUp<V>(comp.data(), through.data(), m, k, err.data(), p, p + group, p);
+        for (int j = 0; j < group; ++j) {
+          const float* mq = m + (p + j) * k + p;
+          for (int v = 0; v < L::kVectors; ++v) {
+            F sum = L::splat(0.0f);
+            for (int i = 0; i < j; ++i)
+              sum += L::splat(mq[i]) * L::load(&shift[i * R + v * V]);
+            const F y = L::load(&comp[(p + j) * R + v * V]) - sum;
+            L::store(&shift[j * R + v * V], y / L::splat(mq[j]));
+          }
+        }
+        for (int64_t r = 0; r < nr; ++r) {
+          for (int j = 0; j < group; ++j)
+            values[j] = w0[(p + j) * R + r] + shift[j * R + r];
+          setScale(r, g,
+                   searchGroupScale(values.data(), &f.importance[c], group, spec.bits,
+                                    options.search));
+        }
+      }
+      bringUp<V>(comp.data(), through.data(), m, k, err.data(), p, p + 1, p);
+      const float diagM = m[p * k + p];
+      const F diag = L::splat(diagM);
+      const D diagD = __builtin_convertvector(diag, D);
+      for (int v = 0; v < L::kVectors; ++v) {
+        const F wv = L::load(&w0[p * R + v * V]);
+        const F x = wv + L::load(&comp[p * R + v * V]) / diag;
+        F t = x * L::load(&inverse[g * R + v * V]);
+        t = t < lo ? lo : t;
+        t = t > hi ? hi : t;
+        const F level = (t + magic) - magic;
+        const F dq = L::load(&scale[g * R + v * V]) * level;
+        L::store(&err[p * R + v * V], wv - dq);
+        const D d = __builtin_convertvector(x - dq, D) * diagD;
+        loss[v] += d * d;
+        L::store(&levels[v * V], level);
+        L::store(&dequantized[v * V], dq);
+      }
+      for (int64_t r = 0; r < nr; ++r)
+        codes[r * k + c] = static_cast<uint8_t>(int(levels[r]) + range.codeOffset);
+      if (options.keepDequantized)
+        for (int64_t r = 0; r < nr; ++r)
+          job.out->dequantized[(r0 + r) * k + c] = dequantized[r];
+    }
+    // The lazy batch update: this block's errors into every later column.
+    bringUp<V>(comp.data(), through.data(), m, k, err.data(), i2, k, i2);
+  }
+  for (int64_t r = 0; r < nr; ++r)
+    packRow(spec, job.rows, k, r0 + r, &codes[r * k], &scaleBits[r * groups],
+            job.out->packed.data());
+  double total = 0.0;
+  for (int64_t r = 0; r < nr; ++r)
+    total += loss[r / V][r % V];
+  return total;
+}
+
+double gptqTileGeneric(const GptqJob& job, int64_t tile) { return gptqTileImpl<4>(job, tile); }
+
+#if defined(__GNUC__) && defined(__x86_64__)
+__attribute__((target("avx2"))) double gptqTileAvx2(const GptqJob& job, int64_t tile) {
+  return gptqTileImpl<8>(job, tile);
+}
+__attribute__((target("avx512f"))) double gptqTileAvx512(const GptqJob& job, int64_t tile) {
+  return gptqTileImpl<16>(job, tile);
+}
+#endif
+
+// The tile kernel for `lanes` (0: the widest this CPU runs).
+Result<double (*)(const GptqJob&, int64_t)> tileKernel(int lanes) {
+  Result<int> resolved = resolveLanes(lanes);
+  if (!resolved.isOk())
+    return Status::error(resolved.status().message() + " (GPTQ)");
+#if defined(__GNUC__) && defined(__x86_64__)
+  if (*resolved == 16)
+    return &gptqTileAvx512;
+  if (*resolved == 8)
+    return &gptqTileAvx2;
+#endif
+  return &gptqTileGeneric;
 }
 
 } // namespace
@@ -148,124 +323,34 @@ Result<GptqResult> quantizeGptq(const float* w, int64_t rows, const GptqFactor& 
     return Status::error("quant: GPTQ block size must be >= 1");
   if (options.actOrder != factor.actOrder)
     return Status::error("quant: the GPTQ factor was made for another column order");
+  Result<double (*)(const GptqJob&, int64_t)> kernel = tileKernel(options.lanes);
+  if (!kernel.isOk())
+    return kernel.status();
   NINFER_RETURN_IF_ERROR(checkFinite(w, rows * cols, "weight"));
-  const int64_t k = cols;
-  const std::vector<int64_t>& perm = factor.perm;
-  const std::vector<int64_t>& pos = factor.pos;
-  const std::vector<char>& dead = factor.dead;
-  const std::vector<float>& importance = factor.importance;
-  const double damp = factor.damp;
-
-  const int group = spec.groupSize;
-  const int64_t groups = k / group;
 
   GptqResult result;
-  result.damp = damp;
+  result.damp = factor.damp;
   result.deadColumns = factor.deadColumns;
   QuantizedTensor& out = result.tensor;
   out.spec = spec;
   out.rows = rows;
   out.cols = cols;
-  out.packed.assign(quantTensorBytes(spec.bits, group, rows, cols), 0);
+  out.packed.assign(quantTensorBytes(spec.bits, spec.groupSize, rows, cols), 0);
   if (options.keepDequantized)
     out.dequantized.resize(rows * cols);
 
-  const QuantRange range = quantRange(spec.bits);
-  const int64_t block = options.blockSize;
+  const GptqJob job{w, rows, &factor, spec, &options, &out};
   const int64_t tiles = (rows + kTileRows - 1) / kTileRows;
   std::vector<double> tileLoss(tiles, 0.0);
-  const float* mData = factor.m.data();
-
-  parallelFor(tiles, options.threads, [&](int64_t tile) {
-    const int64_t r0 = tile * kTileRows;
-    const int64_t nr = std::min(kTileRows, rows - r0);
-    // Original weights in processing order; per column, the rounding error
-    // w - q once quantized, and the compensation sum over finished blocks.
-    std::vector<float> w0(nr * k), err(nr * k, 0.0f), acc(nr * k, 0.0f);
-    for (int64_t r = 0; r < nr; ++r)
-      for (int64_t p = 0; p < k; ++p)
-        w0[r * k + p] = dead[perm[p]] ? 0.0f : w[(r0 + r) * k + perm[p]];
-    std::vector<uint8_t> codes(nr * k);
-    std::vector<uint16_t> scales(nr * groups);
-    std::vector<float> values(group), shift(group);
-    double loss = 0.0;
-
-    if (options.actOrder) { // static groups: scales from the original weights
-      for (int64_t r = 0; r < nr; ++r)
-        for (int64_t g = 0; g < groups; ++g) {
-          for (int j = 0; j < group; ++j)
-            values[j] = w0[r * k + pos[g * group + j]];
-          scales[r * groups + g] = searchGroupScale(values.data(), &importance[g * group], group,
-                                                    spec.bits, options.search);
-        }
-    }
-
-    // sum_{t<p} err_t M_qt for column q of row r, while column p of the block
-    // starting at i1 is next.
-    auto compensation = [&](int64_t r, int64_t q, int64_t i1, int64_t p) {
-      return acc[r * k + q] + dot1(&err[r * k + i1], mData + q * k + i1, p - i1);
-    };
-
-    for (int64_t i1 = 0; i1 < k; i1 += block) {
-      const int64_t i2 = std::min(k, i1 + block);
-      for (int64_t p = i1; p < i2; ++p) {
-        const int64_t c = perm[p];
-        const int64_t g = c / group;
-        if (!options.actOrder && c % group == 0) {
-          // The group's current values: the optimal compensation of columns
-          // p..p+group-1 for the errors so far, w + M_FF^-1 M_FA e_A (Gptq.h),
-          // by forward substitution over the group's rows of M.
-          for (int64_t r = 0; r < nr; ++r) {
-            for (int j = 0; j < group; ++j) {
-              const float* mq = mData + (p + j) * k;
-              const float y = compensation(r, p + j, i1, p) - dot1(mq + p, shift.data(), j);
-              shift[j] = y / mq[p + j];
-              values[j] = w0[r * k + p + j] + shift[j];
-            }
-            scales[r * groups + g] =
-                searchGroupScale(values.data(), &importance[c], group, spec.bits, options.search);
-          }
-        }
-        const float diagM = mData[p * k + p];
-        for (int64_t r = 0; r < nr; ++r) {
-          const float scale = halfBitsToFloat(scales[r * groups + g]);
-          const float x = w0[r * k + p] + compensation(r, p, i1, p) / diagM;
-          const int level = quantizeLevel(x, scaleInverse(scale), range);
-          const float dq = scale * static_cast<float>(level);
-          codes[r * k + c] = static_cast<uint8_t>(level + range.codeOffset);
-          if (options.keepDequantized)
-            out.dequantized[(r0 + r) * k + c] = dq;
-          err[r * k + p] = w0[r * k + p] - dq;
-          const double scaled = static_cast<double>(x - dq) * diagM;
-          loss += scaled * scaled;
-        }
-      }
-      // This block's errors, for every later column: acc[r][q] += err[r][i1:i2] . M[q][i1:i2].
-      for (int64_t q = i2; q < k; ++q) {
-        const float* mq = mData + q * k + i1;
-        int64_t r = 0;
-        float sums[8];
-        for (; r + 8 <= nr; r += 8) {
-          std::fill(sums, sums + 8, 0.0f);
-          dotRows<8>(&err[r * k + i1], k, mq, i2 - i1, sums);
-          for (int t = 0; t < 8; ++t)
-            acc[(r + t) * k + q] += sums[t];
-        }
-        for (; r < nr; ++r)
-          acc[r * k + q] += dot1(&err[r * k + i1], mq, i2 - i1);
-      }
-    }
-    for (int64_t r = 0; r < nr; ++r)
-      packRow(spec, rows, cols, r0 + r, &codes[r * k], &scales[r * groups], out.packed.data());
-    tileLoss[tile] = loss;
-  });
+  parallelFor(tiles, options.threads,
+              [&](int64_t tile) { tileLoss[tile] = (*kernel)(job, tile); });
 
   for (double loss : tileLoss)
     result.lossEstimate += loss;
   if (!std::isfinite(result.lossEstimate))
     return Status::error("quant: GPTQ diverged (non-finite error); the Hessian is too badly "
                          "conditioned for damping " +
-                         std::to_string(damp));
+                         std::to_string(factor.damp));
   return result;
 }
 

@@ -13,10 +13,10 @@
 // H^-1); this one computes the same w~ from M (M^T M = H, lower triangular; see
 // HessianFactor.h for why they agree):
 //   w~_p = w_p + (1 / M_pp) sum_{t<p} (w_t - q_t) M_pt.
-// "Lazy batch" as in the paper: the sum over columns of finished blocks of
-// blockSize columns is accumulated once per block for all later columns (dot
-// products over contiguous runs of M and of the errors), the part from the
-// current block is added when needed.
+// "Lazy batch" as in the paper: the terms of a finished block of blockSize
+// columns are added to every later column's sum once per block, the current
+// block's terms when a column needs them; every sum is added up in increasing
+// t, so the block size does not change the result (Gptq.cpp).
 //
 // Groups. The format's groups are contiguous runs of the original columns, so
 // no group index table is needed at run time. In natural order a group's scale
@@ -51,6 +51,8 @@ struct GptqOptions {
   bool actOrder = false;  // columns by descending diag(H)
   int blockSize = 128;    // lazy-batch block (columns)
   int threads = 0;        // 0 = all hardware threads
+  int lanes = 0;          // SIMD lanes of the tile kernel: 0 = the widest this CPU has;
+                          // 4, 8 (AVX2) or 16 (AVX-512) for tests. Same bytes for all.
   ScaleSearchOptions search;
   bool keepDequantized = true;
 };

@@ -61,10 +61,26 @@ void finishDot2x2(const float* a0, const float* a1, const float* b0, const float
 
 #if defined(__GNUC__) && defined(__x86_64__)
 // The same with 8-lane AVX2 vectors: lane l of a vector is lane l of dot()'s
-// partial sums, multiplies and adds stay separate (no FMA), so the results are
-// the same bits with half the instructions. Picked at run time.
+// partial sums, multiplies and adds stay separate (no FMA; this file is built
+// with -ffp-contract=off, since AVX-512 has FMA), so the results are the same
+// bits with half the instructions. Picked at run time.
 typedef float V8 __attribute__((vector_size(32)));
 typedef float V8Unaligned __attribute__((vector_size(32), aligned(4), may_alias));
+typedef float V4f __attribute__((vector_size(16)));
+
+// Four vectors of lane sums reduced in dot()'s order, ((p0 + p1) + (p2 + p3)) +
+// ((p4 + p5) + (p6 + p7)), at once: the first horizontal add gives the pair
+// sums, the second the quad sums of each 128-bit half, and the halves are
+// added last.
+__attribute__((target("avx2"), always_inline)) inline V4f reduceInDotOrder(V8 a, V8 b, V8 c,
+                                                                          V8 d) {
+  const V8 pairsAB = __builtin_ia32_haddps256(a, b);
+  const V8 pairsCD = __builtin_ia32_haddps256(c, d);
+  const V8 quads = __builtin_ia32_haddps256(pairsAB, pairsCD);
+  const V4f lo = __builtin_shufflevector(quads, quads, 0, 1, 2, 3);
+  const V4f hi = __builtin_shufflevector(quads, quads, 4, 5, 6, 7);
+  return lo + hi;
+}
 
 __attribute__((target("avx2"))) void dot2x2Avx2(const float* a0, const float* a1,
                                                 const float* b0, const float* b1, int64_t count,
@@ -81,6 +97,12 @@ __attribute__((target("avx2"))) void dot2x2Avx2(const float* a0, const float* a1
     acc[2] += x1 * y0;
     acc[3] += x1 * y1;
   }
+  if (i == count) {
+    const V4f sums = reduceInDotOrder(acc[0], acc[1], acc[2], acc[3]);
+    __builtin_ia32_vzeroupper();
+    std::memcpy(out, &sums, sizeof(sums));
+    return;
+  }
   float partials[4][8];
   for (int k = 0; k < 4; ++k)
     for (int l = 0; l < 8; ++l)
@@ -91,12 +113,114 @@ __attribute__((target("avx2"))) void dot2x2Avx2(const float* a0, const float* a1
   finishDot2x2(a0, a1, b0, b1, count, i, partials, out);
 }
 
+// dot() of four rows a_t with two rows b_o (count a multiple of 8), out[2 t +
+// o], bit for bit: one 16-lane vector per a_t holds the eight lane sums of
+// (a_t, b0) and of (a_t, b1), a_t's eight values broadcast to both halves
+// against b0's and b1's side by side. Four independent accumulators, each
+// load of the b pair used four times: ~1.5x the AVX2 pairs' multiply-adds per
+// cycle on this machine's AVX-512 units.
+typedef float V16 __attribute__((vector_size(64)));
+typedef double V4d __attribute__((vector_size(32)));
+
+// Eight floats at lo and eight at hi as one 16-lane vector.
+__attribute__((target("avx512f"), always_inline)) inline V16 pair(const float* lo,
+                                                                  const float* hi) {
+  V4d l, h;
+  std::memcpy(&l, lo, sizeof(l));
+  std::memcpy(&h, hi, sizeof(h));
+  return reinterpret_cast<V16>(__builtin_shufflevector(l, h, 0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+__attribute__((target("avx512f"))) void dot4x2Avx512(const float* const a[4], const float* b0,
+                                                    const float* b1, int64_t count,
+                                                    float* out) {
+  V16 acc[4] = {};
+  for (int64_t i = 0; i < count; i += 8) {
+    const V16 w = pair(b0 + i, b1 + i);
+    for (int t = 0; t < 4; ++t)
+      acc[t] += pair(a[t] + i, a[t] + i) * w;
+  }
+  for (int t = 0; t < 4; t += 2) {
+    const V4f sums = reduceInDotOrder(
+        __builtin_shufflevector(acc[t], acc[t], 0, 1, 2, 3, 4, 5, 6, 7),
+        __builtin_shufflevector(acc[t], acc[t], 8, 9, 10, 11, 12, 13, 14, 15),
+        __builtin_shufflevector(acc[t + 1], acc[t + 1], 0, 1, 2, 3, 4, 5, 6, 7),
+        __builtin_shufflevector(acc[t + 1], acc[t + 1], 8, 9, 10, 11, 12, 13, 14, 15));
+    std::memcpy(out + 2 * t, &sums, sizeof(sums));
+  }
+  __builtin_ia32_vzeroupper();
+}
+
+// dot() of a with four rows b[k] (count a multiple of 8), out[k], bit for bit:
+// attention's query against four cached keys.
+__attribute__((target("avx2"))) void dot1x4Avx2(const float* a, const float* const b[4],
+                                                int64_t count, float* out) {
+  V8 acc[4] = {};
+  for (int64_t i = 0; i < count; i += 8) {
+    const V8 x = *reinterpret_cast<const V8Unaligned*>(a + i);
+    for (int k = 0; k < 4; ++k)
+      acc[k] += x * *reinterpret_cast<const V8Unaligned*>(b[k] + i);
+  }
+  const V4f sums = reduceInDotOrder(acc[0], acc[1], acc[2], acc[3]);
+  __builtin_ia32_vzeroupper();
+  std::memcpy(out, &sums, sizeof(sums));
+}
+
+// out[d] = sum_j weights[j] * rows[j * stride + d] for d < 16 * Vectors, j in
+// order from 0 (attention's weighted sum of cached values): the output row
+// stays in registers instead of being loaded and stored for every j, each
+// element is the same sequence of products and sums as the plain loop.
+template <int Vectors>
+__attribute__((target("avx512f"))) void weightedRowSumAvx512(const float* weights,
+                                                            const float* rows, int64_t stride,
+                                                            int count, float* out) {
+  V16 acc[Vectors] = {};
+  for (int j = 0; j < count; ++j) {
+    float splat[16];
+    for (int l = 0; l < 16; ++l)
+      splat[l] = weights[j];
+    V16 w;
+    std::memcpy(&w, splat, sizeof(w));
+    const float* row = rows + j * stride;
+    for (int v = 0; v < Vectors; ++v) {
+      V16 x;
+      std::memcpy(&x, row + 16 * v, sizeof(x));
+      acc[v] += w * x;
+    }
+  }
+  std::memcpy(out, acc, sizeof(acc));
+  __builtin_ia32_vzeroupper();
+}
+
 // Runs before main: the CPU model must be read first (GCC's rule for constructors).
 const bool kHaveAvx2 = [] {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") != 0;
 }();
+const bool kHaveAvx512 = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") != 0;
+}();
 #endif
+
+// Whether dot4x2 runs (AVX-512 and count a multiple of 8); else pairs of rows.
+bool haveDot4x2(int64_t count) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  return kHaveAvx512 && count % 8 == 0;
+#else
+  (void)count;
+  return false;
+#endif
+}
+
+void dot4x2(const float* const a[4], const float* b0, const float* b1, int64_t count,
+            float* out) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  dot4x2Avx512(a, b0, b1, count, out);
+#else
+  (void)a, (void)b0, (void)b1, (void)count, (void)out;
+#endif
+}
 
 void dot2x2(const float* a0, const float* a1, const float* b0, const float* b1, int64_t count,
             float* out) {
@@ -181,6 +305,37 @@ void quantizeRow(const float* x, int headDim, int8_t* codes, float* scale) {
 
 } // namespace
 
+void dot1x4(const float* a, const float* const b[4], int64_t count, float* out) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  if (kHaveAvx2 && count % 8 == 0)
+    return dot1x4Avx2(a, b, count, out);
+#endif
+  for (int k = 0; k < 4; ++k)
+    out[k] = dot(a, b[k], count);
+}
+
+void weightedRowSum(const float* weights, const float* rows, int64_t stride, int count,
+                    int width, float* out) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  if (kHaveAvx512) {
+    switch (width) {
+    case 64:
+      return weightedRowSumAvx512<4>(weights, rows, stride, count, out);
+    case 128:
+      return weightedRowSumAvx512<8>(weights, rows, stride, count, out);
+    default:
+      break;
+    }
+  }
+#endif
+  std::fill(out, out + width, 0.0f);
+  for (int j = 0; j < count; ++j) {
+    const float* row = rows + j * stride;
+    for (int d = 0; d < width; ++d)
+      out[d] += weights[j] * row[d];
+  }
+}
+
 float halfLookup(uint16_t h) { return halfTable()[h]; }
 
 void embedding(const int32_t* tokens, int n, const float* table, int dim, float* out) {
@@ -207,42 +362,78 @@ void rmsNorm(CpuThreadPool& pool, const float* x, const float* weight, float* y,
   });
 }
 
+int linearTokenBlock(int in) {
+  // About 256 KB of token rows: they stay in L2 while every weight row pair of
+  // the task streams past them.
+  const int block = std::max(2, (65536 / std::max(in, 1)) & ~1);
+  return block;
+}
+
 void linear(CpuThreadPool& pool, const float* x, int rows, const float* w, const float* bias,
             int in, int out, float* y, const float* residual) {
-  // Split over output features: each task streams its weight rows once and
-  // reuses them for every token row. Pairs of outputs times pairs of rows go
-  // through dot2x2 (same sums, fewer loads), the odd ones through dot.
+  // Split over output features: each task streams its weight rows and reuses
+  // them for a block of token rows that stays in L2 (without the blocks every
+  // pair of weight rows streamed all token rows from L3: 2 multiply-adds per
+  // float loaded). Pairs of outputs times quads of rows go through dot4x2
+  // where the CPU has AVX-512, pairs of rows through dot2x2 (same sums, fewer
+  // loads), the odd ones through dot. Each output is one dot() whatever the
+  // blocking and kernel: the same bits.
   const int64_t minChunk = std::max<int64_t>(1, 16384 / std::max(in, 1));
+  const int tokenBlock = linearTokenBlock(in);
+  const int64_t outBlock = std::max<int64_t>(2, (65536 / std::max(in, 1)) & ~1); // ~256 KB
+  const bool quads = haveDot4x2(in);
   auto store = [&](int t, int64_t o, float value) {
     const int64_t i = int64_t(t) * out + o;
     y[i] = residual ? residual[i] + value : value;
   };
   pool.parallelFor(out, minChunk, [&](int64_t begin, int64_t end, int) {
-    int64_t o = begin;
-    for (; o + 2 <= end; o += 2) {
-      const float* w0 = w + o * int64_t(in);
-      const float* w1 = w0 + in;
-      const float b0 = bias ? bias[o] : 0.0f, b1 = bias ? bias[o + 1] : 0.0f;
-      int t = 0;
-      for (; t + 2 <= rows; t += 2) {
-        float sums[4];
-        const float* x0 = x + int64_t(t) * in;
-        dot2x2(x0, x0 + in, w0, w1, in, sums);
-        store(t, o, sums[0] + b0);
-        store(t, o + 1, sums[1] + b1);
-        store(t + 1, o, sums[2] + b0);
-        store(t + 1, o + 1, sums[3] + b1);
+    const int64_t pairEnd = begin + ((end - begin) & ~int64_t(1));
+    for (int t0 = 0; t0 < rows; t0 += tokenBlock) {
+      const int t1 = std::min(rows, t0 + tokenBlock);
+      for (int64_t ob = begin; ob < pairEnd; ob += outBlock) {
+        const int64_t oe = std::min(pairEnd, ob + outBlock);
+        int t = t0;
+        // Quads of token rows (in L1) against every weight row pair of the
+        // sub-block (in L2).
+        if (quads)
+          for (; t + 4 <= t1; t += 4) {
+            const float* x0 = x + int64_t(t) * in;
+            const float* const quad[4] = {x0, x0 + in, x0 + 2 * in, x0 + 3 * in};
+            for (int64_t o = ob; o < oe; o += 2) {
+              float sums[8];
+              dot4x2(quad, w + o * int64_t(in), w + (o + 1) * int64_t(in), in, sums);
+              for (int r = 0; r < 4; ++r) {
+                store(t + r, o, sums[2 * r] + (bias ? bias[o] : 0.0f));
+                store(t + r, o + 1, sums[2 * r + 1] + (bias ? bias[o + 1] : 0.0f));
+              }
+            }
+          }
+        for (int64_t o = ob; o < oe; o += 2) {
+          const float* w0 = w + o * int64_t(in);
+          const float* w1 = w0 + in;
+          const float b0 = bias ? bias[o] : 0.0f, b1 = bias ? bias[o + 1] : 0.0f;
+          int u = t;
+          for (; u + 2 <= t1; u += 2) {
+            float sums[4];
+            const float* x0 = x + int64_t(u) * in;
+            dot2x2(x0, x0 + in, w0, w1, in, sums);
+            store(u, o, sums[0] + b0);
+            store(u, o + 1, sums[1] + b1);
+            store(u + 1, o, sums[2] + b0);
+            store(u + 1, o + 1, sums[3] + b1);
+          }
+          for (; u < t1; ++u) {
+            store(u, o, dot(x + int64_t(u) * in, w0, in) + b0);
+            store(u, o + 1, dot(x + int64_t(u) * in, w1, in) + b1);
+          }
+        }
       }
-      for (; t < rows; ++t) {
-        store(t, o, dot(x + int64_t(t) * in, w0, in) + b0);
-        store(t, o + 1, dot(x + int64_t(t) * in, w1, in) + b1);
+      for (int64_t o = pairEnd; o < end; ++o) {
+        const float* wRow = w + o * int64_t(in);
+        const float b = bias ? bias[o] : 0.0f;
+        for (int t = t0; t < t1; ++t)
+          store(t, o, dot(x + int64_t(t) * in, wRow, in) + b);
       }
-    }
-    for (; o < end; ++o) {
-      const float* wRow = w + o * int64_t(in);
-      const float b = bias ? bias[o] : 0.0f;
-      for (int t = 0; t < rows; ++t)
-        store(t, o, dot(x + int64_t(t) * in, wRow, in) + b);
     }
   });
 }
@@ -357,7 +548,21 @@ void attention(CpuThreadPool& pool, const float* q, int n, int pos, const KvCach
       const float* qh = q + t * qWidth + int64_t(h) * headDim;
       const int kvh = h / group;
       float maxScore = -INFINITY;
-      for (int j = first; j <= p; ++j) {
+      int j = first;
+      if (kFloat) // four keys at a time, the same dot()s
+        for (; j + 4 <= p + 1; j += 4) {
+          const float* keys[4];
+          for (int k = 0; k < 4; ++k)
+            keys[k] = kFloat + (int64_t(j + k) * shape.kvHeads + kvh) * headDim;
+          float dots[4];
+          dot1x4(qh, keys, headDim, dots);
+          for (int k = 0; k < 4; ++k) {
+            const float s = shape.scale * dots[k];
+            scores[j + k - first] = s;
+            maxScore = std::max(maxScore, s);
+          }
+        }
+      for (; j <= p; ++j) {
         const int64_t row = int64_t(j) * shape.kvHeads + kvh;
         const float dot = kFloat    ? cpu::dot(qh, kFloat + row * headDim, headDim)
                           : kCache.q8 ? dotCodes(qh, q8Codes(kCache, row, headDim), kScales[row],
@@ -374,6 +579,13 @@ void attention(CpuThreadPool& pool, const float* q, int n, int pos, const KvCach
         sum += e;
       }
       float* oh = out + t * qWidth + int64_t(h) * headDim;
+      if (vFloat) {
+        for (int j = first; j <= p; ++j)
+          scores[j - first] = scores[j - first] / sum;
+        weightedRowSum(scores, vFloat + (int64_t(first) * shape.kvHeads + kvh) * headDim,
+                       int64_t(shape.kvHeads) * headDim, p - first + 1, headDim, oh);
+        continue;
+      }
       std::fill(oh, oh + headDim, 0.0f);
       for (int j = first; j <= p; ++j) {
         const float weight = scores[j - first] / sum;

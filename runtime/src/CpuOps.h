@@ -20,8 +20,19 @@ void rmsNorm(CpuThreadPool& pool, const float* x, const float* weight, float* y,
 
 // y[t, o] = sum_i x[t, i] * w[o, i] (+ bias[o]); w is [out, in]. bias may be null.
 // y = x W^T (+ bias) (+ residual: the fused residual add, which may alias y).
+// Token rows are processed in blocks of linearTokenBlock(in) (an even number);
+// the results do not depend on it.
 void linear(CpuThreadPool& pool, const float* x, int rows, const float* w, const float* bias,
             int in, int out, float* y, const float* residual = nullptr);
+int linearTokenBlock(int in);
+
+// Attention's inner loops (public for tests). Four dot products of a with
+// b[0..3] (count values each), the same bits as linear() gives for one row.
+void dot1x4(const float* a, const float* const b[4], int64_t count, float* out);
+// out[d] = sum_j weights[j] * rows[j * stride + d] for d < width, each sum in
+// order of j from 0, as the plain loop computes it.
+void weightedRowSum(const float* weights, const float* rows, int64_t stride, int count,
+                    int width, float* out);
 
 // Dynamic NTK inverse frequencies for a step ending at seqLen, computed in f32
 // step by step as transformers' _compute_dynamic_ntk_parameters does.

@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -65,6 +67,11 @@ std::vector<float> lastLogits(const PlanFile& file) {
   std::vector<float> logits(size_t(file.plan().model()->vocab_size()));
   EXPECT_TRUE((*executor)->forward(tokens.data(), int(tokens.size()), 0, logits.data()).isOk());
   return logits;
+}
+
+std::vector<char> fileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 double relativeRms(const std::vector<float>& ref, const std::vector<float>& got) {
@@ -156,6 +163,17 @@ TEST_F(QuantizePassTest, MixedPrecisionMeetsTheBudget) {
   EXPECT_LE(mixed.report.bitsPerWeight(), 3.5);
   EXPECT_GT(mixed.report.bitsPerWeight(), 3.0); // the allocator spends the budget
   EXPECT_EQ(mixed.report.totalBytes, mixed.planWeightBytes);
+  // The chosen candidates' bytes are kept for the final store; quantizing the
+  // chosen formats again instead (as when the candidates do not fit memory)
+  // gives the same plan, byte for byte.
+  QuantOptions again = o;
+  again.keepCandidateBytes = 0;
+  Compiled remade = compile(again, tempPath("mixed_remade"));
+  ASSERT_TRUE(remade.file);
+  EXPECT_EQ(fileBytes(tempPath("mixed")), fileBytes(tempPath("mixed_remade")));
+  ASSERT_EQ(remade.report.tensors.size(), mixed.report.tensors.size());
+  for (size_t i = 0; i < mixed.report.tensors.size(); ++i)
+    EXPECT_EQ(remade.report.tensors[i].relativeError, mixed.report.tensors[i].relativeError);
   // AWQ stores the norms it folds into as f32: the budget counts them so.
   o.awq = true;
   o.bpw = 4.5;
@@ -164,6 +182,20 @@ TEST_F(QuantizePassTest, MixedPrecisionMeetsTheBudget) {
   EXPECT_LE(awq.report.bitsPerWeight(), 4.5);
   EXPECT_GT(awq.report.bitsPerWeight(), 4.4);
   EXPECT_EQ(awq.report.totalBytes, awq.planWeightBytes);
+}
+
+// --act-order reaches GPTQ: other bytes than natural order, still close to
+// the float model.
+TEST_F(QuantizePassTest, ActOrderChangesTheWeightsAndStaysClose) {
+  QuantOptions o = uniform("q4", 64);
+  ASSERT_TRUE(isQuantSwitch("--act-order"));
+  ASSERT_FALSE(bool(applyQuantFlag("--act-order", "", o)));
+  ASSERT_TRUE(o.actOrder);
+  Compiled act = compile(o, tempPath("q4act"));
+  Compiled natural = compile(uniform("q4", 64), tempPath("q4natural"));
+  ASSERT_TRUE(act.file && natural.file);
+  EXPECT_NE(fileBytes(tempPath("q4act")), fileBytes(tempPath("q4natural")));
+  EXPECT_LT(relativeRms(*fpLogits_, lastLogits(*act.file)), 0.25);
 }
 
 TEST(QuantizeOptionsTest, BadOptionsAreClearErrors) {

@@ -1,13 +1,14 @@
 // GPTQ (Gptq.h) and its inverse-Hessian factor (HessianFactor.h): the factor's
 // defining identities, GPTQ = RTN when there is nothing to compensate, GPTQ
 // beating RTN on correlated inputs, the loss estimate, dead columns, failure
-// without aborting, and thread independence.
+// without aborting, and independence of threads, block size and vector width.
 #include "Gptq.h"
 #include "HessianFactor.h"
 #include "Packing.h"
 #include "QuantError.h"
 #include "QuantTestUtil.h"
 #include "Rtn.h"
+#include "SimdLanes.h"
 
 #include <gtest/gtest.h>
 
@@ -384,6 +385,71 @@ TEST(Gptq, SharedFactorGivesTheSameResult) {
     Result<GptqResult> refused = quantizeGptq(p.w.data(), p.rows, *factor, {4, 64}, otherOrder);
     ASSERT_FALSE(refused.isOk());
     EXPECT_NE(refused.status().message().find("column order"), std::string::npos);
+  }
+}
+
+// Every compensation is one running sum per row, added up in column order
+// whenever it is brought up to date (Gptq.cpp), so the block size of the lazy
+// batch update does not change a bit: block 1 (every update applied at once, the
+// unblocked algorithm), sizes that split groups (7, 48), the default, and one
+// block for the whole row. 45 rows: the last tile has padding rows.
+TEST(Gptq, BlockSizeDoesNotChangeABit) {
+  Correlated p = correlatedProblem(21);
+  p.rows = 45;
+  p.w.resize(size_t(p.rows * p.cols));
+  for (bool actOrder : {false, true})
+    for (int group : {32, 128}) {
+      SCOPED_TRACE(std::string(actOrder ? "act-order" : "natural") + " group " +
+                   std::to_string(group));
+      GptqOptions unblocked;
+      unblocked.actOrder = actOrder;
+      unblocked.blockSize = 1;
+      Result<GptqResult> ref =
+          quantizeGptq(p.w.data(), p.rows, p.cols, p.h.data(), {3, group}, unblocked);
+      ASSERT_TRUE(ref.isOk());
+      for (int block : {7, 48, 128, 100000}) {
+        SCOPED_TRACE("block " + std::to_string(block));
+        GptqOptions options = unblocked;
+        options.blockSize = block;
+        Result<GptqResult> g =
+            quantizeGptq(p.w.data(), p.rows, p.cols, p.h.data(), {3, group}, options);
+        ASSERT_TRUE(g.isOk());
+        EXPECT_EQ(g->tensor.packed, ref->tensor.packed);
+        EXPECT_EQ(g->tensor.dequantized, ref->tensor.dequantized);
+        EXPECT_EQ(g->lossEstimate, ref->lossEstimate);
+      }
+    }
+}
+
+// The rows of a tile are the SIMD lanes and no sum is split across lanes, so
+// the 4-lane (SSE), 8-lane (AVX2) and 16-lane (AVX-512) kernels give the same
+// bytes; the widths this CPU lacks are refused with a message.
+TEST(Gptq, SameBytesForEveryVectorWidth) {
+  Correlated p = correlatedProblem(22);
+  p.rows = 50;
+  p.w.resize(size_t(p.rows * p.cols));
+  for (bool actOrder : {false, true}) {
+    GptqOptions narrow;
+    narrow.actOrder = actOrder;
+    narrow.lanes = 4;
+    Result<GptqResult> ref = quantizeGptq(p.w.data(), p.rows, p.cols, p.h.data(), {4, 64}, narrow);
+    ASSERT_TRUE(ref.isOk());
+    for (int lanes : {8, 16}) {
+      SCOPED_TRACE(std::to_string(lanes) + " lanes" + (actOrder ? " act-order" : ""));
+      GptqOptions options = narrow;
+      options.lanes = lanes;
+      Result<GptqResult> g =
+          quantizeGptq(p.w.data(), p.rows, p.cols, p.h.data(), {4, 64}, options);
+      if (lanes > widestLanes()) {
+        ASSERT_FALSE(g.isOk());
+        EXPECT_NE(g.status().message().find("lane"), std::string::npos);
+        continue;
+      }
+      ASSERT_TRUE(g.isOk());
+      EXPECT_EQ(g->tensor.packed, ref->tensor.packed);
+      EXPECT_EQ(g->tensor.dequantized, ref->tensor.dequantized);
+      EXPECT_EQ(g->lossEstimate, ref->lossEstimate);
+    }
   }
 }
 

@@ -104,20 +104,59 @@ TEST(CpuOps, LinearWithFusedResidualEqualsLinearThenAddEvenInPlace) {
   EXPECT_NE(inPlace, plain);
 }
 
-// Rows computed together (pairs of rows and outputs share loads) equal the
-// same rows computed one at a time, bit for bit: prefill and decode agree.
+// Rows computed together (pairs or, with AVX-512, quads of rows times pairs of
+// outputs share loads; blocks of token rows and of weight rows stay in cache)
+// equal the same rows computed one at a time, bit for bit: prefill and decode
+// agree. Widths with and without a tail past the last 8 values (only those
+// without one take the quads); rows span two and a half token blocks, the 131
+// outputs (odd) two weight blocks of 64 rows at width 1024.
 TEST(CpuOps, LinearRowsAreBitIdenticalToSingleRows) {
-  const int rows = 5, in = 77, out = 31;
-  const std::vector<float> x = randomValues(rows * in, 7);
-  const std::vector<float> w = randomValues(out * in, 8);
-  const std::vector<float> b = randomValues(out, 9);
-  CpuThreadPool pool(3);
-  std::vector<float> all(rows * out), single(out);
-  cpu::linear(pool, x.data(), rows, w.data(), b.data(), in, out, all.data());
-  for (int t = 0; t < rows; ++t) {
-    cpu::linear(pool, x.data() + t * in, 1, w.data(), b.data(), in, out, single.data());
-    for (int o = 0; o < out; ++o)
-      ASSERT_EQ(all[t * out + o], single[o]) << "row " << t << " output " << o;
+  for (int in : {77, 1024}) {
+    SCOPED_TRACE("in " + std::to_string(in));
+    const int rows = 2 * cpu::linearTokenBlock(in) + 3, out = 131;
+    ASSERT_LT(rows, 2000);
+    const std::vector<float> x = randomValues(rows * in, 7);
+    const std::vector<float> w = randomValues(out * in, 8);
+    const std::vector<float> b = randomValues(out, 9);
+    CpuThreadPool pool(3);
+    std::vector<float> all(rows * out), single(out);
+    cpu::linear(pool, x.data(), rows, w.data(), b.data(), in, out, all.data());
+    for (int t = 0; t < rows; ++t) {
+      cpu::linear(pool, x.data() + t * in, 1, w.data(), b.data(), in, out, single.data());
+      for (int o = 0; o < out; ++o)
+        ASSERT_EQ(all[t * out + o], single[o]) << "row " << t << " output " << o;
+    }
+  }
+}
+
+// Attention's fast paths (four keys per call; the output row kept in
+// registers over the values) give the plain loops' bits: widths with and
+// without the vector paths.
+TEST(CpuOps, AttentionInnerLoopsGiveThePlainLoopsBits) {
+  for (int width : {40, 64, 128}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    const int count = 37;
+    const std::vector<float> a = randomValues(width, 3);
+    const std::vector<float> rows = randomValues(count * 2 * width, 4); // stride 2 * width
+    const std::vector<float> weights = randomValues(count, 5);
+    // dot1x4 against linear() of one row over four weight rows (dot()'s bits).
+    std::vector<float> keys(4 * width);
+    for (int k = 0; k < 4; ++k)
+      std::copy(rows.begin() + k * 2 * width, rows.begin() + (k * 2 + 1) * width,
+                keys.begin() + k * width);
+    const float* const b[4] = {&rows[0], &rows[2 * width], &rows[4 * width], &rows[6 * width]};
+    float fast[4], plain[4];
+    cpu::dot1x4(a.data(), b, width, fast);
+    CpuThreadPool pool(1);
+    cpu::linear(pool, a.data(), 1, keys.data(), nullptr, width, 4, plain);
+    for (int k = 0; k < 4; ++k)
+      EXPECT_EQ(fast[k], plain[k]) << k;
+    std::vector<float> sum(width), expected(width, 0.0f);
+    cpu::weightedRowSum(weights.data(), rows.data(), 2 * width, count, width, sum.data());
+    for (int j = 0; j < count; ++j)
+      for (int d = 0; d < width; ++d)
+        expected[d] += weights[j] * rows[j * 2 * width + d];
+    EXPECT_EQ(sum, expected);
   }
 }
 
