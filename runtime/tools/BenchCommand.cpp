@@ -403,10 +403,16 @@ std::string jsonEscape(const std::string &s) {
 
 // A line of the chart: its (x, y) points.
 struct ChartSeries {
+  std::string name; // legend entry (none when empty)
   std::vector<std::pair<double, double>> points;
 };
 
-Status writeChartPng(const std::string &path, const std::vector<ChartSeries> &series);
+struct ChartLabels {
+  std::string title, x, y;
+};
+
+Status writeChartPng(const std::string &path, const ChartLabels &labels,
+                     const std::vector<ChartSeries> &series);
 
 // The --batch sweep: every prompt length times every batch size, printed as a
 // table or JSON; --plot draws aggregate tok/s against batch size.
@@ -523,12 +529,15 @@ int benchBatches(const BenchOptions &o, Executor &executor, const plan::Plan &p,
     std::vector<ChartSeries> series;
     for (int prompt : o.prompts) {
       ChartSeries line;
+      line.name = "prompt " + std::to_string(prompt);
       for (const BatchResult &r : results)
         if (r.prompt == prompt)
           line.points.push_back({double(r.batch), r.decode.median});
       series.push_back(line);
     }
-    Status s = writeChartPng(o.plot, series);
+    Status s = writeChartPng(o.plot, {"decode tok/s (all sequences) by batch size", "batch size",
+                                      "tok/s"},
+                             series);
     if (!s.isOk()) {
       std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
       return 1;
@@ -672,7 +681,8 @@ int bench(const BenchOptions &o) {
     ChartSeries line;
     for (const PromptResult &r : results)
       line.points.push_back({double(r.prompt), r.decode.median});
-    Status s = writeChartPng(o.plot, {line});
+    Status s = writeChartPng(o.plot, {"decode tok/s by context length", "prompt tokens", "tok/s"},
+                             {line});
     if (!s.isOk()) {
       std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
       return 1;
@@ -715,14 +725,36 @@ struct Image {
       }
     }
   }
-  // Non-negative integer in a 3x5 digit font, 2x scaled, right-aligned at x.
-  void number(long long value, int xRight, int yTop, uint32_t color) {
-    static const uint16_t glyphs[10] = {0x7B6F, 0x2C97, 0x73E7, 0x73CF, 0x5BC9,
+  // Text in a 3x5 font (digits, letters as capitals, space and ( ) , - . /), 2x scaled:
+  // 8 pixels per character. Bit 14 - (3 row + column) of a glyph is set where it is inked.
+  static uint16_t glyph(char c) {
+    static const uint16_t digits[10] = {0x7B6F, 0x2C97, 0x73E7, 0x73CF, 0x5BC9,
                                         0x79CF, 0x79EF, 0x7249, 0x7BEF, 0x7BCF};
-    const std::string text = std::to_string(std::max(0LL, value));
-    int x = xRight - int(text.size()) * 8;
+    static const uint16_t letters[26] = {
+        0x2BED, 0x6BAE, 0x3923, 0x6B6E, 0x79A7, 0x79A4, 0x396B, 0x5BED, 0x7497,
+        0x126A, 0x5BAD, 0x4927, 0x5FED, 0x6B6D, 0x2B6A, 0x6BA4, 0x2B73, 0x6BAD,
+        0x388E, 0x7492, 0x5B6F, 0x5B6A, 0x5BFD, 0x5AAD, 0x5A92, 0x72A7};
+    if (c >= '0' && c <= '9')
+      return digits[c - '0'];
+    if (c >= 'a' && c <= 'z')
+      c = char(c - 'a' + 'A');
+    if (c >= 'A' && c <= 'Z')
+      return letters[c - 'A'];
+    switch (c) {
+    case '(': return 0x2922;
+    case ')': return 0x224A;
+    case ',': return 0x0014;
+    case '-': return 0x01C0;
+    case '.': return 0x0002;
+    case '/': return 0x12A4;
+    default: return 0; // space and anything else: blank
+    }
+  }
+  static int textWidth(const std::string &text) { return int(text.size()) * 8; }
+  void text(const std::string &text, int xLeft, int yTop, uint32_t color) {
+    int x = xLeft;
     for (char c : text) {
-      const uint16_t g = glyphs[c - '0'];
+      const uint16_t g = glyph(c);
       for (int row = 0; row < 5; ++row)
         for (int col = 0; col < 3; ++col)
           if (g & (1u << (14 - (row * 3 + col))))
@@ -730,6 +762,11 @@ struct Image {
               set(x + col * 2 + s % 2, yTop + row * 2 + s / 2, color);
       x += 8;
     }
+  }
+  // Non-negative integer, right-aligned at x.
+  void number(long long value, int xRight, int yTop, uint32_t color) {
+    const std::string digits = std::to_string(std::max(0LL, value));
+    text(digits, xRight - textWidth(digits), yTop, color);
   }
 };
 
@@ -803,8 +840,11 @@ std::vector<uint8_t> encodePng(const Image &image) {
   return png;
 }
 
-Status writeChartPng(const std::string &path, const std::vector<ChartSeries> &series) {
-  constexpr int kW = 640, kH = 400, kLeft = 70, kRight = 20, kTop = 20, kBottom = 40;
+// A line chart: title on top, the y axis' name above it, the x axis' name under its
+// numbers, a legend (series with names) in the plot's top-left corner.
+Status writeChartPng(const std::string &path, const ChartLabels &labels,
+                     const std::vector<ChartSeries> &series) {
+  constexpr int kW = 640, kH = 400, kLeft = 70, kRight = 20, kTop = 44, kBottom = 52;
   constexpr uint32_t kAxis = 0x000000, kGrid = 0xdddddd;
   constexpr uint32_t kLines[] = {0x1f5fbf, 0xd0641e, 0x2a9d3c, 0x9b2fae, 0x8c6d1f, 0x17a2b8};
   Image image(kW, kH);
@@ -833,10 +873,14 @@ Status writeChartPng(const std::string &path, const std::vector<ChartSeries> &se
     image.line(px(fx), kTop + plotH, px(fx), kTop + plotH + 5, kAxis);
     image.number(std::llround(fx), px(fx) + 12, kTop + plotH + 10, kAxis);
   }
-  image.line(kLeft, kTop, kLeft, kTop + plotH, kAxis);               // y axis: decode tok/s
-  image.line(kLeft, kTop + plotH, kLeft + plotW, kTop + plotH, kAxis); // x axis: context or batch
+  image.line(kLeft, kTop, kLeft, kTop + plotH, kAxis);
+  image.line(kLeft, kTop + plotH, kLeft + plotW, kTop + plotH, kAxis);
+  image.text(labels.title, (kW - Image::textWidth(labels.title)) / 2, 8, kAxis);
+  image.text(labels.y, 8, kTop - 18, kAxis);
+  image.text(labels.x, kLeft + (plotW - Image::textWidth(labels.x)) / 2, kH - 18, kAxis);
   for (size_t l = 0; l < series.size(); ++l) {
     const uint32_t color = kLines[l % (sizeof(kLines) / sizeof(kLines[0]))];
+    image.text(series[l].name, kLeft + 10, kTop + 8 + 14 * int(l), color);
     const auto &points = series[l].points;
     for (size_t i = 0; i < points.size(); ++i) {
       const int x = px(points[i].first), y = py(points[i].second);

@@ -201,8 +201,58 @@ TEST(Cli, InspectTextAndJson) {
   }
 }
 
+// Pixels of a PNG written by ninfer bench --plot (8-bit RGB, no filter, stored
+// deflate blocks: what its writer produces), as rows of width x 3 bytes; empty if
+// the file is not such a PNG.
+std::vector<std::vector<uint8_t>> readPlotPixels(const std::string &path, int &width,
+                                                 int &height) {
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  auto be32 = [&](size_t at) {
+    return uint32_t(file[at]) << 24 | uint32_t(file[at + 1]) << 16 | uint32_t(file[at + 2]) << 8 |
+           file[at + 3];
+  };
+  if (file.size() < 33 || std::string(file.begin() + 1, file.begin() + 4) != "PNG")
+    return {};
+  width = int(be32(16));
+  height = int(be32(20));
+  std::vector<uint8_t> zlib;
+  for (size_t at = 8; at + 12 <= file.size();) {
+    const uint32_t length = be32(at);
+    if (std::string(file.begin() + at + 4, file.begin() + at + 8) == "IDAT")
+      zlib.insert(zlib.end(), file.begin() + at + 8, file.begin() + at + 8 + length);
+    at += 12 + length;
+  }
+  std::vector<uint8_t> raw;
+  for (size_t at = 2; at + 5 <= zlib.size();) { // stored blocks after the zlib header
+    const bool last = zlib[at] & 1;
+    const size_t length = zlib[at + 1] | size_t(zlib[at + 2]) << 8;
+    raw.insert(raw.end(), zlib.begin() + at + 5, zlib.begin() + at + 5 + length);
+    at += 5 + length;
+    if (last)
+      break;
+  }
+  const size_t stride = size_t(width) * 3 + 1;
+  if (raw.size() != stride * size_t(height))
+    return {};
+  std::vector<std::vector<uint8_t>> rows;
+  for (int y = 0; y < height; ++y)
+    rows.emplace_back(raw.begin() + y * stride + 1, raw.begin() + (y + 1) * stride);
+  return rows;
+}
+
+// Dark pixels in rows [y0, y1) of a plot.
+int inkInRows(const std::vector<std::vector<uint8_t>> &rows, int y0, int y1) {
+  int ink = 0;
+  for (int y = y0; y < y1 && y < int(rows.size()); ++y)
+    for (size_t i = 0; i + 2 < rows[size_t(y)].size(); i += 3)
+      ink += rows[size_t(y)][i] + rows[size_t(y)][i + 1] + rows[size_t(y)][i + 2] < 200;
+  return ink;
+}
+
 // ninfer bench --batch on the CPU executor: a row per batch size with the
-// ratio to batch 1, the same in JSON, and clean refusals.
+// ratio to batch 1, the same in JSON, a labelled plot, and clean refusals.
 TEST(Cli, BenchBatchSweep) {
   TinyModelSpec spec;
   spec.maxBatch = 4;
@@ -218,10 +268,22 @@ TEST(Cli, BenchBatchSweep) {
   for (std::string line; std::getline(lines, line);) {
     std::istringstream fields(line);
     int prompt = 0, batch = 0;
-    if (fields >> prompt >> batch && prompt == 3)
+    if (fields >> prompt >> batch && prompt == 3) {
       EXPECT_EQ(batch, std::vector<int>({1, 2, 4})[size_t(rows++)]) << line;
+    }
   }
   EXPECT_EQ(rows, 3) << table.out;
+  // The plot: its title (rows 8-17) and the x axis' name (rows 382-391) are drawn in the
+  // margins, where nothing else is.
+  const std::string plot = tempPath("batch.png");
+  ASSERT_EQ(runCli("bench " + path + common + " --batch 1,2 --plot " + plot).exitCode, 0);
+  int width = 0, height = 0;
+  const std::vector<std::vector<uint8_t>> pixels = readPlotPixels(plot, width, height);
+  ASSERT_EQ(pixels.size(), 400u);
+  EXPECT_EQ(width, 640);
+  EXPECT_GT(inkInRows(pixels, 8, 18), 100);
+  EXPECT_GT(inkInRows(pixels, 382, 392), 50);
+  EXPECT_EQ(inkInRows(pixels, 0, 8), 0);
   CliResult json = runCli("bench " + path + common + " --batch 1,4 --json");
   ASSERT_EQ(json.exitCode, 0) << json.err;
   EXPECT_NE(json.out.find("\"batch_runs\""), std::string::npos) << json.out;
