@@ -53,9 +53,6 @@ public:
       : file_(file), pool_(threads), observer_(observer) {}
 
   Status init();
-  Status forward(const int32_t* tokens, int n, int pos, float* logits) override {
-    return forwardSequence(0, tokens, n, pos, logits);
-  }
   Status forwardSequence(int sequence, const int32_t* tokens, int n, int pos,
                          float* logits) override;
   Status forwardBatch(const int32_t* tokens, const int32_t* positions, const int32_t* sequences,

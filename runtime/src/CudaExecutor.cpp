@@ -75,9 +75,6 @@ public:
   ~CudaExecutor() override;
 
   Status init(int ordinal);
-  Status forward(const int32_t *tokens, int n, int pos, float *logits) override {
-    return forwardSequence(0, tokens, n, pos, logits);
-  }
   Status forwardSequence(int sequence, const int32_t *tokens, int n, int pos,
                          float *logits) override;
   Status forwardBatch(const int32_t *tokens, const int32_t *positions, const int32_t *sequences,

@@ -235,7 +235,8 @@ TEST(EvalChunks, TokensWithBos) {
 class RecordingExecutor : public Executor {
 public:
   explicit RecordingExecutor(int vocab) : vocab_(vocab) {}
-  Status forward(const int32_t* tokens, int n, int pos, float* logits) override {
+  Status forwardSequence(int /*sequence: one*/, const int32_t* tokens, int n, int pos,
+                         float* logits) override {
     steps.push_back({n, pos, std::vector<int32_t>(tokens, tokens + n)});
     const int last = pos + n - 1;
     for (int v = 0; v < vocab_; ++v)
@@ -444,8 +445,9 @@ TEST(EvalTinyPlan, KldOfAPlanAgainstItself) {
 class LastRowOnly : public Executor {
 public:
   explicit LastRowOnly(Executor& inner) : inner_(inner) {}
-  Status forward(const int32_t* tokens, int n, int pos, float* logits) override {
-    return inner_.forward(tokens, n, pos, logits);
+  Status forwardSequence(int sequence, const int32_t* tokens, int n, int pos,
+                         float* logits) override {
+    return inner_.forwardSequence(sequence, tokens, n, pos, logits);
   }
   std::string name() const override { return inner_.name(); }
 

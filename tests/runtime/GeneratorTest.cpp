@@ -16,7 +16,8 @@ namespace {
 class CountingExecutor : public Executor {
 public:
   explicit CountingExecutor(int vocab) : vocab_(vocab) {}
-  Status forward(const int32_t* tokens, int n, int pos, float* logits) override {
+  Status forwardSequence(int /*sequence: one*/, const int32_t* tokens, int n, int pos,
+                         float* logits) override {
     calls.push_back({n, pos});
     std::fill(logits, logits + vocab_, 0.0f);
     logits[(tokens[n - 1] + 1) % vocab_] = 1.0f;

@@ -28,20 +28,19 @@ struct LaunchTiming {
 class Executor {
 public:
   virtual ~Executor() = default;
-  // tokens: n ids, 1 <= n <= max_step_tokens, pos + n <= context.
-  // logits: vocab_size floats for the step's last token.
-  virtual Status forward(const int32_t* tokens, int n, int pos, float* logits) = 0;
+  // One step of sequence `sequence`'s KV-cache slot (0 <= sequence < maxBatch();
+  // sequences never see each other's cache). tokens: n ids, 1 <= n <=
+  // max_step_tokens, pos + n <= context. logits: vocab_size floats for the step's
+  // last token.
+  virtual Status forwardSequence(int sequence, const int32_t* tokens, int n, int pos,
+                                 float* logits) = 0;
+  // forwardSequence() of sequence 0, the only one of most plans.
+  Status forward(const int32_t* tokens, int n, int pos, float* logits) {
+    return forwardSequence(0, tokens, n, pos, logits);
+  }
   virtual std::string name() const = 0;
   // The plan's number of sequence slots (Plan.max_batch; 1 for most plans).
   virtual int maxBatch() const { return 1; }
-  // forward() in the KV-cache slot of sequence `sequence` (0 <= sequence <
-  // maxBatch()); forward() is sequence 0. Sequences never see each other's cache.
-  virtual Status forwardSequence(int sequence, const int32_t* tokens, int n, int pos,
-                                 float* logits) {
-    if (sequence == 0)
-      return forward(tokens, n, pos, logits);
-    return Status::error(name() + " runs sequence 0 only");
-  }
   // One decode step of `batch` distinct sequences (1 <= batch <= maxBatch()):
   // row t appends token tokens[t] at position positions[t] to the cache of
   // sequence sequences[t] and attends to that sequence's positions
