@@ -52,6 +52,7 @@ static_assert(kMaxBatch <= kLinearGemvRows, "a batch step runs the GEMV kernels 
 constexpr int kDecodeThreads = 128;
 constexpr int kDecodeMinKeys = 32;
 constexpr int kMaxDecodeSplits = 64;
+constexpr int kDecodeTileKeys = 16; // keys per tile of the tensor-core decode kernel
 constexpr int kPrefillThreads = 256;
 constexpr int kPrefillKeys = 32;
 static_assert(int(plan::DType::F16) == 1 && int(plan::DType::Q8_KV) == 18,
@@ -94,6 +95,15 @@ struct LaunchShape {
 int decodeHeadsPerBlock(int group) { return std::min(group, 8); }
 int decodeHeadChunks(int group) { return ceilDiv(group, decodeHeadsPerBlock(group)); }
 
+// Dynamic shared memory of attentionDecodeMma: two stages of a 16-key K and V
+// tile per warp (rows of head_dim + 8 halves), reused for the warps' merge.
+uint32_t decodeMmaSharedBytes(int headDim, int group) {
+  const int warps = kDecodeThreads / 32;
+  const int rings = warps * 4 * kDecodeTileKeys * (headDim + 8) * 2;
+  const int merge = warps * decodeHeadsPerBlock(group) * (3 + headDim) * 4;
+  return static_cast<uint32_t>(std::max(rings, merge));
+}
+
 // Queries per warp of the prefill kernel: at most 32 accumulators per lane, and
 // shared memory within the 64 KiB every target (sm_75 too) can opt into.
 int prefillQueriesPerWarp(int headDim) { return headDim <= 128 ? 8 : 2; }
@@ -135,7 +145,8 @@ struct RopeAppend {
 
 class Emitter {
 public:
-  // tensorCoreGemm: every target is sm_80+, so prefill GEMMs may use gemm_mma.cuh.
+  // tensorCoreGemm: every target is sm_80+, so prefill GEMMs may use gemm_mma.cuh and
+  // decode attention attentionDecodeMma.
   Emitter(plan::PlanT &plan, bool fuseLaunches, bool tensorCoreGemm)
       : plan_(plan), fuseLaunches_(fuseLaunches), tensorCoreGemm_(tensorCoreGemm) {}
 
@@ -777,18 +788,22 @@ private:
     NINFER_RETURN_IF_ERROR(addKernel(op, "kv_append", append.str(), appendShape));
 
     const int group = a.heads / a.kv_heads;
+    // f16 caches of head_dim 16..128 (a multiple of 16) decode on tensor cores.
+    const bool mmaDecode = tensorCoreGemm_ && kvType == DType::F16 && a.head_dim % 16 == 0 &&
+                           a.head_dim <= 128;
     std::ostringstream decode;
-    decode << "ninfer::dev::attentionDecode<" << a.heads << ", " << a.kv_heads << ", "
-           << a.head_dim << ", " << a.window << ", " << a.context << ", " << kvDtype << ", "
-           << splits << ">(" << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[3])
-           << ", " << raw(op.inputs[4]) << ", " << ptr("float*", op.outputs[0]) << ", "
+    decode << "ninfer::dev::" << (mmaDecode ? "attentionDecodeMma<" : "attentionDecode<")
+           << a.heads << ", " << a.kv_heads << ", " << a.head_dim << ", " << a.window << ", "
+           << a.context << ", " << (mmaDecode ? "" : kvDtype + ", ") << splits << ">("
+           << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[3]) << ", "
+           << raw(op.inputs[4]) << ", " << ptr("float*", op.outputs[0]) << ", "
            << (op.inputs.size() == 6 ? raw(op.inputs[5]) : std::string("nullptr")) << ", "
            << floatLiteral(a.scale) << ", state)";
     const uint32_t decodeBlocks = static_cast<uint32_t>(a.kv_heads * decodeHeadChunks(group));
     LaunchShape decodeShape{{decodeBlocks, static_cast<uint32_t>(splits), 1},
                             {0, 0, 0},
                             {kDecodeThreads, 1, 1},
-                            0,
+                            mmaDecode ? decodeMmaSharedBytes(a.head_dim, group) : 0,
                             1,
                             1};
     decodeShape.steps = plan::LaunchSteps::Sequence;
@@ -971,7 +986,7 @@ int attentionDecodeSplits(int context) {
 uint64_t attentionWorkspaceBytes(int heads, int kvHeads, int headDim, int context) {
   const uint64_t partials = uint64_t(heads) * uint64_t(attentionDecodeSplits(context));
   const uint64_t counters = uint64_t(kvHeads) * uint64_t(decodeHeadChunks(heads / kvHeads));
-  return 4 * (partials * uint64_t(headDim + 2) + counters);
+  return (4 * (partials * uint64_t(headDim + 2) + counters) + 15) / 16 * 16; // rows stay aligned
 }
 
 Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {

@@ -30,9 +30,13 @@
 //   split the block writes the output; otherwise it writes (max, sum, acc)
 //   partials to the workspace and the last block of the kv head (an atomic
 //   ticket) combines them in split order, so results do not depend on block
-//   timing, then resets its counter to 0 for the next op.
+//   timing, then resets its counter to 0 for the next op (finishDecodeBlock:
+//   one round of loads for the split weights, float4 partials eight splits at
+//   a time; a combine that walked the splits one load after another took 4.5
+//   of the kernel's 11 us on the H200). attentionDecodeMma (below) is the same
+//   kernel on tensor cores for f16 caches.
 //   Workspace (f32 units): acc [HEADS][SPLITS][HD], max [HEADS][SPLITS],
-//   sum [HEADS][SPLITS], then KVH * HCH u32 counters (zeroed at load);
+//   sum [HEADS][SPLITS], then KVH * HCH u32 counters (zeroed at load), padded to 16 bytes;
 //   attentionWorkspaceBytes in KernelEmitter.cpp sizes it the same way. A batch
 //   step's row z uses the z-th such block (decodeWorkspaceFloats apart).
 //
@@ -50,6 +54,7 @@
 
 #include "KvFormat.h"
 #include "common.cuh"
+#include "gemm_mma.cuh"
 
 namespace ninfer {
 namespace dev {
@@ -58,6 +63,8 @@ constexpr int kKvF16 = 1;  // plan DType F16
 constexpr int kKvQ8 = 18;  // plan DType Q8_KV
 constexpr int kDecodeThreads = 128;
 constexpr int kDecodeMinKeys = 32;
+constexpr int kDecodeMmaMinKeys = 64; // 4 warps x one 16-key tile
+constexpr int kDecodeTileKeys = 16;
 constexpr int kPrefillThreads = 256;
 constexpr int kPrefillKeys = 32;
 
@@ -66,6 +73,11 @@ template <int GROUP> __host__ __device__ constexpr int decodeHeadsPerBlock() { r
 template <int GROUP> __host__ __device__ constexpr int decodeHeadChunks() {
   return (GROUP + decodeHeadsPerBlock<GROUP>() - 1) / decodeHeadsPerBlock<GROUP>();
 }
+
+// Halves per shared K/V row of the tensor-core decode kernel, and its dynamic
+// shared memory: per warp two stages of a K and a V tile, reused for the merge
+// (decodeMmaSharedBytes in KernelEmitter.cpp computes the same).
+template <int HD> __host__ __device__ constexpr int decodeMmaRowHalves() { return HD + 8; }
 
 template <int CONTEXT, int KVH, int HD>
 __device__ __forceinline__ float *q8Scales(void *cache) {
@@ -188,36 +200,31 @@ __device__ __forceinline__ void mergeSoftmax(float &m, float &l, float *a, float
 // f32 units of one row's decode workspace (layout above).
 template <int HEADS, int KVH, int HD, int SPLITS>
 __host__ __device__ constexpr long long decodeWorkspaceFloats() {
-  return static_cast<long long>(HEADS) * SPLITS * (HD + 2) +
-         static_cast<long long>(KVH) * decodeHeadChunks<HEADS / KVH>();
+  // Rounded up to 4 floats, so every row's partials stay 16-byte aligned.
+  return (static_cast<long long>(HEADS) * SPLITS * (HD + 2) +
+          static_cast<long long>(KVH) * decodeHeadChunks<HEADS / KVH>() + 3) / 4 * 4;
 }
 
+// Where a decode block works: the keys [j0, j1) of its split (of `splits`),
+// its kv head and its query heads firstHead .. firstHead + heads - 1.
+struct DecodeSlice {
+  int splits, split, j0, j1, kvh, firstHead, heads;
+};
+
+// Moves q, the caches, out and the workspace to this block's row of the step
+// (grid z in batch steps; single-sequence steps decode one token) and splits
+// the visible keys into runs of at least minKeys. False when the block has
+// nothing to do (not a decode step, a row past the step, an empty split).
 template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int KVT, int SPLITS>
-__device__ __forceinline__ void attentionDecode(const float *q, const void *kCache,
-                                                const void *vCache, float *out, void *workspace,
-                                                float scale, const StepState *state) {
-  static_assert(HD % 8 == 0 && HD <= 256, "head_dim must be a multiple of 8, at most 256");
+__device__ __forceinline__ bool decodeSlice(int minKeys, const float *&q, const void *&kCache,
+                                            const void *&vCache, float *&out, void *&workspace,
+                                            const StepState *state, DecodeSlice &slice) {
   constexpr int kGroup = HEADS / KVH;
   constexpr int kHpb = decodeHeadsPerBlock<kGroup>();
   constexpr int kHch = decodeHeadChunks<kGroup>();
-  constexpr int kChunks = HD / 8;
-  constexpr int kLpr = kChunks <= 1 ? 1 : kChunks <= 2 ? 2 : kChunks <= 4 ? 4 : kChunks <= 8 ? 8
-                     : kChunks <= 16 ? 16 : 32;
-  constexpr int kRpw = kWarpSize / kLpr;
-  constexpr int kWarps = kDecodeThreads / kWarpSize;
-  constexpr int kRowGroups = kWarps * kRpw;
-  constexpr int kUnroll = 2;
-  __shared__ float sM[kWarps][kHpb];
-  __shared__ float sL[kWarps][kHpb];
-  __shared__ __align__(16) float sAcc[kWarps][kHpb][HD];
-  __shared__ float sW[kHpb][SPLITS];
-  __shared__ bool sLast;
-
-  // Single-sequence steps decode one token (grid z = 1); batch steps one token
-  // of each sequence, row z.
   const int row = blockIdx.z;
   if ((state->batch == 0 && state->nTokens != 1) || row >= state->nTokens)
-    return;
+    return false;
   kCache = slotCache<KVT, CONTEXT, KVH, HD>(kCache, stepSequence(state, row));
   vCache = slotCache<KVT, CONTEXT, KVH, HD>(vCache, stepSequence(state, row));
   q += static_cast<long long>(row) * HEADS * HD;
@@ -228,17 +235,171 @@ __device__ __forceinline__ void attentionDecode(const float *q, const void *kCac
   const int p = min(stepPosition(state, row), CONTEXT - 1);
   const int lo = WINDOW > 0 ? max(0, p - WINDOW + 1) : 0;
   const int len = p - lo + 1;
-  int splits = min(SPLITS, (len + kDecodeMinKeys - 1) / kDecodeMinKeys);
+  int splits = min(SPLITS, (len + minKeys - 1) / minKeys);
   const int chunk = (len + splits - 1) / splits;
   splits = (len + chunk - 1) / chunk; // every split below is non-empty
-  const int s = blockIdx.y;
-  if (s >= splits)
+  slice.splits = splits;
+  slice.split = blockIdx.y;
+  if (slice.split >= splits)
+    return false;
+  slice.j0 = lo + slice.split * chunk;
+  slice.j1 = min(slice.j0 + chunk, p + 1);
+  slice.kvh = blockIdx.x / kHch;
+  slice.firstHead = slice.kvh * kGroup + (blockIdx.x % kHch) * kHpb;
+  slice.heads = min(kHpb, (slice.kvh + 1) * kGroup - slice.firstHead);
+  return true;
+}
+
+// The end of a decode block: merges the softmax states its WARPS left in
+// shared memory (sM, sL: [WARPS][HPB] max and sum in natural-log units, l == 0
+// for an empty state; sAcc: [WARPS][HPB][HD] unnormalized outputs; sF:
+// [WARPS][HPB] scratch), then writes the output (one split) or its split's
+// partials, and the last block of the kv head combines the splits in order.
+template <int HEADS, int HD, int SPLITS, int WARPS, int HPB>
+__device__ __forceinline__ void finishDecodeBlock(const float *sM, const float *sL, float *sF,
+                                                  const float *sAcc, const DecodeSlice &slice,
+                                                  float *out, void *workspace) {
+  __shared__ float sMax[HPB], sSum[HPB];
+  __shared__ float sW[HPB][SPLITS];
+  __shared__ bool sLast;
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const int heads = slice.heads, splits = slice.splits, s = slice.split;
+  const float negInf = __int_as_float(0xff800000);
+  __syncthreads();
+  if (threadIdx.x < heads) {
+    const int g = threadIdx.x;
+    float mAll = negInf;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w)
+      mAll = fmaxf(mAll, sM[w * HPB + g]);
+    float lAll = 0.0f;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) {
+      const float f = sL[w * HPB + g] > 0.0f ? expf(sM[w * HPB + g] - mAll) : 0.0f;
+      sF[w * HPB + g] = f;
+      lAll += sL[w * HPB + g] * f;
+    }
+    sMax[g] = mAll;
+    sSum[g] = lAll;
+  }
+  __syncthreads();
+
+  float *partAcc = static_cast<float *>(workspace);
+  float *partMax = partAcc + HEADS * SPLITS * HD;
+  float *partSum = partMax + HEADS * SPLITS;
+  unsigned int *counters = reinterpret_cast<unsigned int *>(partSum + HEADS * SPLITS);
+  for (int idx = threadIdx.x; idx < heads * HD; idx += blockDim.x) {
+    const int g = idx / HD;
+    const int d = idx % HD;
+    float a = 0.0f;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w)
+      a += sAcc[(w * HPB + g) * HD + d] * sF[w * HPB + g];
+    const int h = slice.firstHead + g;
+    if (splits == 1) {
+      out[static_cast<long long>(h) * HD + d] = a / sSum[g];
+    } else {
+      partAcc[(h * SPLITS + s) * HD + d] = a;
+      if (d == 0) {
+        partMax[h * SPLITS + s] = sMax[g];
+        partSum[h * SPLITS + s] = sSum[g];
+      }
+    }
+  }
+  if (splits == 1)
     return;
-  const int j0 = lo + s * chunk;
-  const int j1 = min(j0 + chunk, p + 1);
-  const int kvh = blockIdx.x / kHch;
-  const int firstHead = kvh * kGroup + (blockIdx.x % kHch) * kHpb;
-  const int heads = min(kHpb, (kvh + 1) * kGroup - firstHead);
+
+  // Last block of this kv head's head chunk combines the splits in order.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    sLast = atomicAdd(&counters[blockIdx.x], 1u) == static_cast<unsigned int>(splits - 1);
+  __syncthreads();
+  if (!sLast)
+    return;
+  __threadfence();
+  // Split weights exp(m_i - max) / sum: a warp per head, each lane holding its
+  // splits' (max, sum) in registers (one round of loads).
+  constexpr int kPerLane = (SPLITS + kWarpSize - 1) / kWarpSize;
+  for (int g = warp; g < heads; g += WARPS) {
+    const int h = slice.firstHead + g;
+    float mi[kPerLane], li[kPerLane];
+    float mAll = negInf;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      const int i = lane + k * kWarpSize;
+      mi[k] = i < splits ? __ldcg(partMax + h * SPLITS + i) : negInf;
+      li[k] = i < splits ? __ldcg(partSum + h * SPLITS + i) : 0.0f;
+      mAll = fmaxf(mAll, mi[k]);
+    }
+    mAll = warpMax(mAll);
+    float lAll = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      mi[k] = lane + k * kWarpSize < splits ? expf(mi[k] - mAll) : 0.0f;
+      lAll += li[k] * mi[k];
+    }
+    lAll = warpSum(lAll);
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k)
+      if (lane + k * kWarpSize < splits)
+        sW[g][lane + k * kWarpSize] = mi[k] / lAll;
+  }
+  __syncthreads();
+  // A float4 of one head's output per thread; its splits' partials are loaded
+  // eight at a time before they are summed (in split order).
+  for (int idx = threadIdx.x; idx < heads * HD / 4; idx += blockDim.x) {
+    const int g = idx / (HD / 4);
+    const int d = 4 * (idx % (HD / 4));
+    const int h = slice.firstHead + g;
+    const float4 *part = reinterpret_cast<const float4 *>(partAcc + h * SPLITS * HD + d);
+    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int i0 = 0; i0 < splits; i0 += 8) {
+      float4 p[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k)
+        p[k] = i0 + k < splits ? __ldcg(part + (i0 + k) * (HD / 4)) : make_float4(0, 0, 0, 0);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const float w = i0 + k < splits ? sW[g][i0 + k] : 0.0f;
+        o.x += p[k].x * w;
+        o.y += p[k].y * w;
+        o.z += p[k].z * w;
+        o.w += p[k].w * w;
+      }
+    }
+    *reinterpret_cast<float4 *>(out + static_cast<long long>(h) * HD + d) = o;
+  }
+  if (threadIdx.x == 0)
+    counters[blockIdx.x] = 0u;
+}
+
+template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int KVT, int SPLITS>
+__device__ __forceinline__ void attentionDecode(const float *q, const void *kCache,
+                                                const void *vCache, float *out, void *workspace,
+                                                float scale, const StepState *state) {
+  static_assert(HD % 8 == 0 && HD <= 256, "head_dim must be a multiple of 8, at most 256");
+  constexpr int kGroup = HEADS / KVH;
+  constexpr int kHpb = decodeHeadsPerBlock<kGroup>();
+  constexpr int kChunks = HD / 8;
+  constexpr int kLpr = kChunks <= 1 ? 1 : kChunks <= 2 ? 2 : kChunks <= 4 ? 4 : kChunks <= 8 ? 8
+                     : kChunks <= 16 ? 16 : 32;
+  constexpr int kRpw = kWarpSize / kLpr;
+  constexpr int kWarps = kDecodeThreads / kWarpSize;
+  constexpr int kRowGroups = kWarps * kRpw;
+  constexpr int kUnroll = 2;
+  __shared__ float sM[kWarps][kHpb];
+  __shared__ float sL[kWarps][kHpb];
+  __shared__ float sF[kWarps][kHpb];
+  __shared__ __align__(16) float sAcc[kWarps][kHpb][HD];
+
+  DecodeSlice slice;
+  if (!decodeSlice<HEADS, KVH, HD, WINDOW, CONTEXT, KVT, SPLITS>(kDecodeMinKeys, q, kCache, vCache,
+                                                                 out, workspace, state, slice))
+    return;
+  const int j0 = slice.j0, j1 = slice.j1, kvh = slice.kvh;
+  const int firstHead = slice.firstHead, heads = slice.heads;
 
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
@@ -341,68 +502,196 @@ __device__ __forceinline__ void attentionDecode(const float *q, const void *kCac
           sAcc[warp][g][8 * c + i] = acc[g][i];
     }
   }
-  __syncthreads();
+  finishDecodeBlock<HEADS, HD, SPLITS, kWarps, kHpb>(&sM[0][0], &sL[0][0], &sF[0][0],
+                                                     &sAcc[0][0][0], slice, out, workspace);
+}
 
-  float *partAcc = static_cast<float *>(workspace);
-  float *partMax = partAcc + HEADS * SPLITS * HD;
-  float *partSum = partMax + HEADS * SPLITS;
-  unsigned int *counters = reinterpret_cast<unsigned int *>(partSum + HEADS * SPLITS);
-  for (int idx = threadIdx.x; idx < heads * HD; idx += kDecodeThreads) {
-    const int g = idx / HD;
-    const int d = idx % HD;
-    float mAll = sM[0][g], lAll = sL[0][g], aAll = sAcc[0][g][d];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+
+// Two floats as a pair of halves (hi) plus the pair of their rounding errors
+// (lo): hi + lo carries ~22 bits, so two f16 mma passes give f32-grade products.
+__device__ __forceinline__ void splitHalves(float a, float b, unsigned int &hi, unsigned int &lo) {
+  hi = packPair<kF16>(a, b);
+  lo = packPair<kF16>(a - f16ToF32(static_cast<unsigned short>(hi & 0xffffu)),
+                      b - f16ToF32(static_cast<unsigned short>(hi >> 16)));
+}
+
+// attentionDecode on tensor cores, for f16 caches with HD % 16 == 0 and
+// HD <= 128 (the emitter picks it on sm_80+): same grid, block, workspace and
+// split combine, splits of at least kDecodeMmaMinKeys keys. Warp w takes the
+// 16-key tiles w, w + 4, ... of its block's split, each copied into its own
+// two-stage shared ring with cp.async (rows padded to HD + 8 halves, so
+// ldmatrix's 8 rows fall in distinct banks), the next one in flight while it
+// computes this one:
+//   S = Q K^T  as m16n8k16 with the block's heads as the 16 rows (the first
+//              HPB used), two key tiles of 8 as n, HD / 16 k-steps; q is
+//              scaled by scale * log2(e) and split into f16 hi + lo parts
+//              (two mma passes), K fragments by ldmatrix;
+//   softmax    online, in the accumulator layout: lane l owns head l / 4 and
+//              keys 2 (l % 4), +1, +8, +9; row max over the 4 lanes by shuffles;
+//   O += P V   P's accumulator registers are already the A fragment of the
+//              next mma (hi + lo again), V fragments by ldmatrix.trans.
+// Then the warps' states go through finishDecodeBlock in natural-log units.
+template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int SPLITS>
+__device__ __forceinline__ void attentionDecodeMma(const float *q, const void *kCache,
+                                                   const void *vCache, float *out,
+                                                   void *workspace, float scale,
+                                                   const StepState *state) {
+  static_assert(HD % 16 == 0 && HD <= 128, "tensor-core decode: head_dim % 16 == 0, <= 128");
+  constexpr int kGroup = HEADS / KVH;
+  constexpr int kHpb = decodeHeadsPerBlock<kGroup>();
+  constexpr int kWarps = kDecodeThreads / kWarpSize;
+  constexpr int kSteps = HD / 16;
+  constexpr int kLd = decodeMmaRowHalves<HD>();
+  constexpr int kTile = kDecodeTileKeys * kLd; // halves of one K or V tile
+  extern __shared__ __align__(16) unsigned char decodeShared[];
+
+  DecodeSlice slice;
+  if (!decodeSlice<HEADS, KVH, HD, WINDOW, CONTEXT, kKvF16, SPLITS>(
+          kDecodeMmaMinKeys, q, kCache, vCache, out, workspace, state, slice))
+    return;
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const int g = lane / 4; // head row of this lane (C and A fragments)
+  const int t = lane % 4;
+  const float negInf = __int_as_float(0xff800000);
+
+  // This warp's ring: stage st holds K at ring + 2 st kTile, V after it.
+  unsigned short *ring = reinterpret_cast<unsigned short *>(decodeShared) + warp * 4 * kTile;
+  const unsigned short *kc = static_cast<const unsigned short *>(kCache);
+  const unsigned short *vc = static_cast<const unsigned short *>(vCache);
+  const int tiles = (slice.j1 - slice.j0 + kDecodeTileKeys - 1) / kDecodeTileKeys;
+  const auto fetch = [&](int tile, int st) {
+    const int t0 = slice.j0 + tile * kDecodeTileKeys;
+    unsigned short *kS = ring + 2 * st * kTile;
 #pragma unroll
-    for (int w = 1; w < kWarps; ++w)
-      mergeSoftmax<1>(mAll, lAll, &aAll, sM[w][g], sL[w][g], &sAcc[w][g][d]);
-    const int h = firstHead + g;
-    if (splits == 1) {
-      out[static_cast<long long>(h) * HD + d] = aAll / lAll;
+    for (int c = lane; c < kDecodeTileKeys * HD / 8; c += kWarpSize) {
+      const int r = c / (HD / 8), col = (c % (HD / 8)) * 8;
+      const int j = t0 + r;
+      const bool in = j < slice.j1;
+      const long long at = (static_cast<long long>(in ? j : slice.j0) * KVH + slice.kvh) * HD + col;
+      cpAsync16(kS + r * kLd + col, kc + at, in ? 16 : 0);
+      cpAsync16(kS + kTile + r * kLd + col, vc + at, in ? 16 : 0);
+    }
+    cpAsyncCommit();
+  };
+  if (warp < tiles)
+    fetch(warp, 0);
+
+  // Q as A fragments: row g = head firstHead + g (zero past the block's heads),
+  // k-step ks columns 16 ks + 2t, +1 (a[0]) and +8, +9 (a[2]); rows 8-15 are zero.
+  const float qScale = scale * 1.4426950408889634f;
+  unsigned int qHi[kSteps][2], qLo[kSteps][2];
+  const float *qRow = q + static_cast<long long>(slice.firstHead + min(g, slice.heads - 1)) * HD;
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int d = 16 * ks + 8 * half + 2 * t;
+      const bool use = g < slice.heads;
+      splitHalves(use ? qRow[d] * qScale : 0.0f, use ? qRow[d + 1] * qScale : 0.0f,
+                  qHi[ks][half], qLo[ks][half]);
+    }
+
+  float o[HD / 8][4];
+#pragma unroll
+  for (int n = 0; n < HD / 8; ++n)
+    o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m = negInf, l = 0.0f; // log2 units; l is this lane's share of its row's sum
+
+  for (int i = 0; warp + kWarps * i < tiles; ++i) {
+    const int st = i & 1;
+    const int tile = warp + kWarps * i;
+    if (tile + kWarps < tiles) {
+      fetch(tile + kWarps, st ^ 1);
+      cpAsyncWait<1>();
     } else {
-      partAcc[(h * SPLITS + s) * HD + d] = aAll;
-      if (d == 0) {
-        partMax[h * SPLITS + s] = mAll;
-        partSum[h * SPLITS + s] = lAll;
+      cpAsyncWait<0>();
+    }
+    __syncwarp();
+    const unsigned short *kS = ring + 2 * st * kTile;
+    const unsigned short *vS = kS + kTile;
+
+    float sHi[2][4] = {}, sLo[2][4] = {};
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+      unsigned int kb[4];
+      ldmatrix4(kb, kS + ((lane / 16) * 8 + lane % 8) * kLd + 16 * ks + ((lane / 8) % 2) * 8);
+      const unsigned int aHi[4] = {qHi[ks][0], 0u, qHi[ks][1], 0u};
+      const unsigned int aLo[4] = {qLo[ks][0], 0u, qLo[ks][1], 0u};
+      mma16816<kF16>(sHi[0], aHi, kb[0], kb[1]);
+      mma16816<kF16>(sLo[0], aLo, kb[0], kb[1]);
+      mma16816<kF16>(sHi[1], aHi, kb[2], kb[3]);
+      mma16816<kF16>(sLo[1], aLo, kb[2], kb[3]);
+    }
+    const int t0 = slice.j0 + tile * kDecodeTileKeys;
+    float s[2][2];
+    float mx = negInf;
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const bool in = t0 + 8 * n + 2 * t + e < slice.j1;
+        s[n][e] = in ? sHi[n][e] + sLo[n][e] : negInf;
+        mx = fmaxf(mx, s[n][e]);
       }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float mNew = fmaxf(m, mx); // finite: key t0 is in every tile
+    const float correction = exp2f(m - mNew);
+    m = mNew;
+    float p[2][2];
+    float sum = 0.0f;
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        p[n][e] = exp2f(s[n][e] - mNew);
+        sum += p[n][e];
+      }
+    l = l * correction + sum;
+    unsigned int pHi[4] = {0u, 0u, 0u, 0u}, pLo[4] = {0u, 0u, 0u, 0u};
+    splitHalves(p[0][0], p[0][1], pHi[0], pLo[0]);
+    splitHalves(p[1][0], p[1][1], pHi[2], pLo[2]);
+#pragma unroll
+    for (int d0 = 0; d0 < HD; d0 += 16) {
+      o[d0 / 8][0] *= correction;
+      o[d0 / 8][1] *= correction;
+      o[d0 / 8 + 1][0] *= correction;
+      o[d0 / 8 + 1][1] *= correction;
+      unsigned int vb[4];
+      ldmatrix4Trans(vb, vS + (((lane / 8) % 2) * 8 + lane % 8) * kLd + d0 + (lane / 16) * 8);
+      mma16816<kF16>(o[d0 / 8], pHi, vb[0], vb[1]);
+      mma16816<kF16>(o[d0 / 8], pLo, vb[0], vb[1]);
+      mma16816<kF16>(o[d0 / 8 + 1], pHi, vb[2], vb[3]);
+      mma16816<kF16>(o[d0 / 8 + 1], pLo, vb[2], vb[3]);
+    }
+    __syncwarp(); // every lane is done with this stage before it is refilled
+  }
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+
+  // The rings are done with (every copy was waited for): reuse them for the merge.
+  __syncthreads();
+  float *sM = reinterpret_cast<float *>(decodeShared);
+  float *sL = sM + kWarps * kHpb;
+  float *sF = sL + kWarps * kHpb;
+  float *sAcc = sF + kWarps * kHpb;
+  if (g < kHpb) {
+    if (t == 0) {
+      sM[warp * kHpb + g] = m * 0.6931471805599453f; // natural-log units
+      sL[warp * kHpb + g] = l;
+    }
+#pragma unroll
+    for (int n = 0; n < HD / 8; ++n) {
+      sAcc[(warp * kHpb + g) * HD + 8 * n + 2 * t] = o[n][0];
+      sAcc[(warp * kHpb + g) * HD + 8 * n + 2 * t + 1] = o[n][1];
     }
   }
-  if (splits == 1)
-    return;
-
-  // Last block of this kv head's head chunk combines the splits in order.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0)
-    sLast = atomicAdd(&counters[blockIdx.x], 1u) == static_cast<unsigned int>(splits - 1);
-  __syncthreads();
-  if (!sLast)
-    return;
-  __threadfence();
-  for (int g = warp; g < heads; g += kWarps) {
-    const int h = firstHead + g;
-    float mAll = negInf;
-    for (int i = lane; i < splits; i += kWarpSize)
-      mAll = fmaxf(mAll, __ldcg(partMax + h * SPLITS + i));
-    mAll = warpMax(mAll);
-    float lAll = 0.0f;
-    for (int i = lane; i < splits; i += kWarpSize)
-      lAll += __ldcg(partSum + h * SPLITS + i) * expf(__ldcg(partMax + h * SPLITS + i) - mAll);
-    lAll = warpSum(lAll);
-    for (int i = lane; i < splits; i += kWarpSize)
-      sW[g][i] = expf(__ldcg(partMax + h * SPLITS + i) - mAll) / lAll;
-  }
-  __syncthreads();
-  for (int idx = threadIdx.x; idx < heads * HD; idx += kDecodeThreads) {
-    const int g = idx / HD;
-    const int d = idx % HD;
-    const int h = firstHead + g;
-    float o = 0.0f;
-    for (int i = 0; i < splits; ++i)
-      o += __ldcg(partAcc + (h * SPLITS + i) * HD + d) * sW[g][i];
-    out[static_cast<long long>(h) * HD + d] = o;
-  }
-  if (threadIdx.x == 0)
-    counters[blockIdx.x] = 0u;
+  finishDecodeBlock<HEADS, HD, SPLITS, kWarps, kHpb>(sM, sL, sF, sAcc, slice, out, workspace);
 }
+
+#endif // __CUDA_ARCH__ >= 800
 
 template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int KVT, int QPW>
 __device__ __forceinline__ void attentionPrefill(const float *q, const void *kCache,

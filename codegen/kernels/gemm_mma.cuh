@@ -85,8 +85,9 @@ __device__ __forceinline__ void cpAsync16(void *sharedDst, const void *globalSrc
                : "memory");
 }
 __device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cpAsyncWaitAll() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N> __device__ __forceinline__ void cpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 // Four 8x8 matrices of 16-bit values; lane l gives the address of row l % 8 of matrix
@@ -94,6 +95,14 @@ __device__ __forceinline__ void cpAsyncWaitAll() {
 __device__ __forceinline__ void ldmatrix4(unsigned int (&r)[4], const unsigned short *p) {
   const unsigned int a = static_cast<unsigned int>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+// The same, each matrix transposed: lane l receives row 2 (l % 4) and 2 (l % 4) + 1 of
+// column l / 4 (B fragments of a row-major [k][n] tile).
+__device__ __forceinline__ void ldmatrix4Trans(unsigned int (&r)[4], const unsigned short *p) {
+  const unsigned int a = static_cast<unsigned int>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(a));
 }
@@ -201,7 +210,7 @@ __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager
     loadXTile<K>(x, rows, m0, 0, xTile);
     stager.store(bS(0));
     storeXTile<DT>(aS(0), xTile);
-    cpAsyncWaitAll();
+    cpAsyncWait<0>();
     __syncthreads();
 
     for (int ks = 0; ks < kSteps; ++ks) {
@@ -240,7 +249,7 @@ __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager
         stager.store(bS(cur ^ 1));
         storeXTile<DT>(aS(cur ^ 1), xTile);
       }
-      cpAsyncWaitAll();
+      cpAsyncWait<0>();
       __syncthreads();
     }
 

@@ -141,7 +141,7 @@ TEST(Nvrtc, EmitsCubinsForAllArchsAndPtx) {
   EXPECT_NE(k.args, v.args);
   EXPECT_EQ(k.args.size(), 3u); // input, weight, output
   // The plan with kernels still writes (and the source is kept for inspection).
-  EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::attentionDecode<4, 2, 16"),
+  EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::attentionDecodeMma<4, 2, 16"),
             std::string::npos);
   const std::string path = test::tempPlanPath("nvrtc");
   Status written = t.write(path);
@@ -327,46 +327,63 @@ TEST(Nvrtc, AttentionVariantsCompile) {
       {16, 2, 128, 0, DType::Q8_KV, 2}, {8, 1, 256, 100, DType::F16, 1},
       {32, 1, 64, 0, DType::Q8_KV, 4},  {6, 3, 96, 7, DType::Q8_KV, 3},
       {4, 2, 48, 0, DType::F16, 2},     {12, 2, 80, 0, DType::Q8_KV, 2}};
-  TestPlan t(512, context);
-  const uint32_t workspace = t.addWorkspace("workspace", 8u << 20);
-  for (const Case &c : cases) {
-    const uint32_t q = t.addActivation("q", c.heads * c.headDim);
-    const uint32_t k = t.addActivation("k", c.kvHeads * c.headDim);
-    const uint32_t v = t.addActivation("v", c.kvHeads * c.headDim);
-    const uint32_t o = t.addActivation("o", c.heads * c.headDim);
-    plan::AttentionAttrsT a;
-    a.heads = c.heads;
-    a.kv_heads = c.kvHeads;
-    a.head_dim = c.headDim;
-    a.window = c.window;
-    a.scale = 0.125f;
-    a.context = context;
-    t.addOp("attention", a,
-            {q, k, v, t.addKvCache("kc", context, c.kvHeads, c.headDim, c.cache),
-             t.addKvCache("vc", context, c.kvHeads, c.headDim, c.cache), workspace},
-            {o});
-  }
-  KernelOptions options;
-  options.archs = {"sm_75", "sm_86", "sm_90"}; // the three shared-memory limits
-  options.embedPtx = false;
-  Status status = emitKernels(t.plan, options);
-  ASSERT_TRUE(status.isOk()) << status.message();
-  EXPECT_EQ(t.plan.kernels->cubins.size(), 3u);
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const auto &launches = t.plan.ops[i]->launches;
-    ASSERT_EQ(launches.size(), 3u);
-    EXPECT_EQ(launches[1]->grid_base, (std::vector<uint32_t>{cases[i].decodeBlocks, 64, 1}));
-    EXPECT_EQ(launches[1]->grid_per_token, (std::vector<uint32_t>{0, 0, 0}));
-    EXPECT_EQ(launches[0]->min_tokens, 0u); // the append runs in every step
-    EXPECT_EQ(launches[0]->max_tokens, 0u);
-    EXPECT_EQ(launches[1]->min_tokens, 1u); // decode: 1-token steps only
-    EXPECT_EQ(launches[1]->max_tokens, 1u);
-    EXPECT_EQ(launches[2]->min_tokens, 2u); // prefill: the others
-    EXPECT_EQ(launches[2]->max_tokens, 0u);
-    EXPECT_EQ(launches[2]->grid_base[0], uint32_t(cases[i].heads));
-    EXPECT_EQ(launches[2]->grid_per_token, (std::vector<uint32_t>{0, 1, 0}));
-    EXPECT_LE(launches[2]->shared_bytes, 64u * 1024);
-    EXPECT_GT(launches[2]->shared_bytes, 0u);
+  // sm_75 among the targets: CUDA-core decode everywhere. sm_80+ only: f16 caches of
+  // head_dim % 16 == 0 and <= 128 decode on tensor cores, with dynamic shared memory.
+  for (bool tensorCores : {false, true}) {
+    TestPlan t(512, context);
+    const uint32_t workspace = t.addWorkspace("workspace", 8u << 20);
+    for (const Case &c : cases) {
+      const uint32_t q = t.addActivation("q", c.heads * c.headDim);
+      const uint32_t k = t.addActivation("k", c.kvHeads * c.headDim);
+      const uint32_t v = t.addActivation("v", c.kvHeads * c.headDim);
+      const uint32_t o = t.addActivation("o", c.heads * c.headDim);
+      plan::AttentionAttrsT a;
+      a.heads = c.heads;
+      a.kv_heads = c.kvHeads;
+      a.head_dim = c.headDim;
+      a.window = c.window;
+      a.scale = 0.125f;
+      a.context = context;
+      t.addOp("attention", a,
+              {q, k, v, t.addKvCache("kc", context, c.kvHeads, c.headDim, c.cache),
+               t.addKvCache("vc", context, c.kvHeads, c.headDim, c.cache), workspace},
+              {o});
+    }
+    KernelOptions options;
+    options.archs = tensorCores ? std::vector<std::string>{"sm_80", "sm_90"}
+                                : std::vector<std::string>{"sm_75", "sm_86", "sm_90"};
+    options.embedPtx = false;
+    Status status = emitKernels(t.plan, options);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    EXPECT_EQ(t.plan.kernels->cubins.size(), options.archs.size());
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const Case &c = cases[i];
+      const auto &launches = t.plan.ops[i]->launches;
+      ASSERT_EQ(launches.size(), 3u);
+      EXPECT_EQ(launches[1]->grid_base, (std::vector<uint32_t>{c.decodeBlocks, 64, 1}));
+      EXPECT_EQ(launches[1]->grid_per_token, (std::vector<uint32_t>{0, 0, 0}));
+      EXPECT_EQ(launches[0]->min_tokens, 0u); // the append runs in every step
+      EXPECT_EQ(launches[0]->max_tokens, 0u);
+      EXPECT_EQ(launches[1]->min_tokens, 1u); // decode: 1-token steps only
+      EXPECT_EQ(launches[1]->max_tokens, 1u);
+      EXPECT_EQ(launches[2]->min_tokens, 2u); // prefill: the others
+      EXPECT_EQ(launches[2]->max_tokens, 0u);
+      EXPECT_EQ(launches[2]->grid_base[0], uint32_t(c.heads));
+      EXPECT_EQ(launches[2]->grid_per_token, (std::vector<uint32_t>{0, 1, 0}));
+      EXPECT_LE(launches[2]->shared_bytes, 64u * 1024);
+      EXPECT_GT(launches[2]->shared_bytes, 0u);
+      const bool mma = tensorCores && c.cache == DType::F16 && c.headDim % 16 == 0 &&
+                       c.headDim <= 128;
+      const std::string decode = std::string(mma ? "attentionDecodeMma<" : "attentionDecode<") +
+                                 std::to_string(c.heads) + ", " + std::to_string(c.kvHeads) +
+                                 ", " + std::to_string(c.headDim) + ", ";
+      EXPECT_NE(t.plan.kernels->source.find(decode), std::string::npos) << decode;
+      // Batch rows' partials are read as float4: every row's workspace stays aligned.
+      EXPECT_EQ(attentionWorkspaceBytes(c.heads, c.kvHeads, c.headDim, context) % 16, 0u);
+      // Two stages of a 16-key K and V tile per warp, rows padded by 8 halves.
+      EXPECT_EQ(launches[1]->shared_bytes, mma ? 4u * 4 * 16 * (c.headDim + 8) * 2 : 0u)
+          << decode;
+    }
   }
   // A workspace smaller than the decode partials is refused, naming the op.
   TestPlan small(8, context);
@@ -382,6 +399,8 @@ TEST(Nvrtc, AttentionVariantsCompile) {
                small.addKvCache("kc", context, 1, 64), small.addKvCache("vc", context, 1, 64),
                small.addWorkspace("ws", 256)},
               {small.addActivation("o", 64)});
+  KernelOptions options;
+  options.archs = {"sm_90"};
   Status refused = emitKernels(small.plan, options);
   ASSERT_FALSE(refused.isOk());
   EXPECT_NE(refused.message().find("workspace buffer 'ws'"), std::string::npos)
