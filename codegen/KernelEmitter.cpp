@@ -440,12 +440,17 @@ private:
   }
 
   // The members of a linear group, described.
+  // The f16/bf16/f32 GEMVs of a group split their work as one layer of the group's
+  // total outputs would (SHAPE_N of linear.cuh).
   Status describeGroup(const LinearGroup &group, std::vector<LinearKernel> &members) {
+    int total = 0;
+    for (size_t m = group.head; m < group.head + group.size; ++m)
+      total += plan_.ops[m]->attrs.AsLinearAttrs()->out_features;
     for (size_t m = group.head; m < group.head + group.size; ++m) {
       OpT &memberOp = *plan_.ops[m];
       members.emplace_back();
       NINFER_RETURN_IF_ERROR(
-          describeLinear(memberOp, *memberOp.attrs.AsLinearAttrs(), members.back()));
+          describeLinear(memberOp, *memberOp.attrs.AsLinearAttrs(), members.back(), total));
     }
     return Status::ok();
   }
@@ -469,8 +474,9 @@ private:
     return text.str();
   }
 
-  // Checks a linear op and says how its kernels are written.
-  Status describeLinear(OpT &op, const plan::LinearAttrsT &a, LinearKernel &k) {
+  // Checks a linear op and says how its kernels are written (shapeN: see describeGroup;
+  // 0 for the op's own out_features).
+  Status describeLinear(OpT &op, const plan::LinearAttrsT &a, LinearKernel &k, int shapeN = 0) {
     const size_t arity = 2 + (a.has_bias ? 1 : 0) + (a.residual ? 1 : 0);
     NINFER_RETURN_IF_ERROR(checkArity(op, arity, arity, 1));
     if (a.in_features <= 0 || a.out_features <= 0)
@@ -499,16 +505,20 @@ private:
     const int elemsPer16 = 16 / dtypeBytes(wType);
     const bool vec = a.in_features % elemsPer16 == 0 && a.in_features % 4 == 0 &&
                      aligned16(op.inputs[0]) && aligned16(op.inputs[1]);
+    if (shapeN <= 0)
+      shapeN = a.out_features;
     std::ostringstream head;
     head << "ninfer::dev::linear<" << int(wType) << ", " << biasType << ", "
          << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", " << a.out_features;
     k.suffix = "linear";
-    k.call = linearCall(op, a, head.str(), std::string(", ") + (vec ? "true" : "false"));
+    k.call = linearCall(op, a, head.str(),
+                        std::string(", ") + (vec ? "true" : "false") +
+                            (shapeN != a.out_features ? ", " + std::to_string(shapeN) : ""));
     k.mmaGemm = wType != DType::F32 && vec; // linear.cuh's choice of GEMM
     // The grid does not scale with the token count: the GEMM paths grid-stride over
     // tiles. The GEMV's rows per block: ninfer/GemvShapes.h.
     k.blocks = static_cast<uint32_t>(ceilDiv(
-        a.out_features, gemv::linearRowsPerBlock(a.out_features, a.in_features, elemsPer16)));
+        a.out_features, gemv::linearRowsPerBlock(shapeN, a.in_features, elemsPer16)));
     return Status::ok();
   }
 

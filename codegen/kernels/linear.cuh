@@ -23,9 +23,11 @@
 //  * more rows otherwise (f32 weights, sm_75, unaligned): shared-memory tiled GEMM on
 //    CUDA cores, a TM x TN output tile per block, each thread a 4x4 register tile.
 // Tiles and row groups are grid-strided, so the grid does not depend on the token count.
-// Launch: block THREADS = 256, grid (ceil(N / gemv::linearRowsPerBlock(N, K, elems)), 1, 1)
-// (any grid is correct), no dynamic shared memory; the tensor-core GEMM's launch as
-// gemm_mma.cuh says.
+// Launch: block THREADS = 256, grid (ceil(N / gemv::linearRowsPerBlock(SHAPE_N, K, elems)),
+// 1, 1) (any grid is correct), no dynamic shared memory; the tensor-core GEMM's launch as
+// gemm_mma.cuh says. SHAPE_N (N unless given) is the N the GEMV's split is chosen for: a
+// grouped launch passes the group's total, so k and v (N = 1024 next to q's 4096) get
+// q's blocks of 8 rows instead of 2-row blocks that each re-read all of x.
 // last_row_only: x row n-1 -> y row 0.
 #pragma once
 
@@ -82,13 +84,13 @@ __device__ __forceinline__ void gemvChunk(const float *x, int rows, int c, const
 // GEMV with 16-byte weight loads (K % elemsPer16 == 0, 16-byte aligned rows).
 // Warp w of a block takes row group w / KS and the K slice w % KS: full steps of
 // kUnroll x 32 chunks go to the slices in turn, the tail to the next slice.
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int MAXR>
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int MAXR, int SHAPE_N>
 __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const void *w,
                                               const void *bias, const float *residual, float *y,
                                               BlockSlice blocks) {
-  constexpr int RPW = linearRowsPerWarp(N);
+  constexpr int RPW = linearRowsPerWarp(SHAPE_N);
   constexpr int kElems = elemsPer16<WDT>();
-  constexpr int KS = linearKSplit(N, K, kElems);
+  constexpr int KS = linearKSplit(SHAPE_N, K, kElems);
   constexpr int kChunks = K / kElems;
   // 8 loads in flight per lane, fewer when a slice would get no full step (short
   // rows, KS = 1, may have none: they are all tail).
@@ -220,15 +222,16 @@ __device__ __forceinline__ void linearGemvScalar(const float *x, int rows, const
   }
 }
 
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N, bool VEC>
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N, bool VEC, int SHAPE_N>
 __device__ __forceinline__ void linearGemv(const float *x, int rows, const void *w,
                                            const void *bias, const float *residual, float *y,
                                            BlockSlice blocks) {
   if constexpr (VEC) {
     if (rows == 1)
-      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, 1>(x, 1, w, bias, residual, y, blocks);
+      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, 1, SHAPE_N>(x, 1, w, bias, residual, y, blocks);
     else
-      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, kGemvMaxRows>(x, rows, w, bias, residual, y, blocks);
+      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, kGemvMaxRows, SHAPE_N>(x, rows, w, bias, residual, y,
+                                                                     blocks);
   } else {
     linearGemvScalar<WDT, BDT, HAS_BIAS, K, N>(x, rows, w, bias, residual, y, blocks);
   }
@@ -310,17 +313,17 @@ __device__ __forceinline__ void linearTiled(const float *x, int rows, const void
   }
 }
 
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int ROWS, bool VEC>
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int ROWS, bool VEC, int SHAPE_N = N>
 __device__ __forceinline__ void linear(const float *x, const void *w, const void *bias,
                                        const float *residual, float *y, const StepState *state,
                                        BlockSlice blocks = wholeGrid()) {
   static_assert(kGemvMaxRows == kLinearGemvMaxRows, "the emitter's GEMV/GEMM split");
   const int n = state->nTokens;
   if constexpr (ROWS == kRowsLast) {
-    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC>(x + static_cast<long long>(n - 1) * K, 1, w, bias,
+    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, SHAPE_N>(x + static_cast<long long>(n - 1) * K, 1, w, bias,
                                               residual, y, blocks);
   } else if constexpr (ROWS == kRowsGemv) {
-    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC>(x, n, w, bias, residual, y, blocks);
+    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, SHAPE_N>(x, n, w, bias, residual, y, blocks);
   } else {
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     // Only one GEMM path is instantiated per kernel: their static shared memory adds up.

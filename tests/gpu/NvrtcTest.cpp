@@ -311,6 +311,39 @@ TEST(Nvrtc, LargeLinearPathsCompile) {
       }
 }
 
+// An 8B-shaped q/k/v group: its f16 GEMVs split the work as one layer of 6144 outputs
+// would (8 rows per block for k and v too), not as three layers: alone, k and v
+// (1024 outputs) take 2-row blocks, each re-reading all of x.
+TEST(Nvrtc, GroupedGemvSplitsAsOneLayer) {
+  for (bool group : {true, false}) {
+    TestPlan t(16, 64); // steps of more than 8 tokens: groups are formed
+    const uint32_t x = t.addActivation("x", 4096);
+    const int outs[3] = {4096, 1024, 1024};
+    for (int m = 0; m < 3; ++m) {
+      const std::string name = std::string(1, "qkv"[m]);
+      const uint32_t w = t.addDummyWeight("w" + name, DType::F16, {outs[m], 4096}, m + 1, 0.01f, 0.0f);
+      plan::LinearAttrsT a;
+      a.in_features = 4096;
+      a.out_features = outs[m];
+      t.addOp(name, a, {x, w}, {t.addActivation(name, outs[m])});
+    }
+    KernelOptions options;
+    options.archs = {"sm_90"};
+    options.fuseLaunches = group;
+    Status status = emitKernels(t.plan, options);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    EXPECT_EQ(gemv::linearRowsPerBlock(6144, 4096, 8), 8);
+    EXPECT_EQ(gemv::linearRowsPerBlock(1024, 4096, 8), 2);
+    if (group) {
+      EXPECT_EQ(t.plan.ops[0]->launches[0]->grid_base[0], 4096u / 8 + 1024u / 8 + 1024u / 8);
+      EXPECT_NE(t.plan.kernels->source.find("4096, 1024, 1, true, 6144>("), std::string::npos);
+    } else {
+      EXPECT_EQ(t.plan.ops[1]->launches[0]->grid_base[0], 1024u / 2);
+      EXPECT_EQ(t.plan.kernels->source.find("6144>("), std::string::npos);
+    }
+  }
+}
+
 // The attention kernels for every cache dtype, GQA ratio, window and head_dim
 // the parity test runs, compiled for sm_75..sm_90; launch shapes as documented
 // in attention.cuh (decode: kv heads x head chunks by splits; prefill: heads by
