@@ -17,8 +17,7 @@ struct KernelOptions {
   bool embedPtx = true;
   // Launches shared by several ops for short steps: consecutive linear ops with
   // one input (q/k/v, gate/up) in one GEMV grid; RoPE of q and k with the KV-cache
-  // append (f16 caches); RMSNorms folded into the GEMVs that read their output.
-  // ninferc --no-fusion turns it off.
+  // append (f16 caches). ninferc --no-fusion turns it off.
   bool fuseLaunches = true;
   // Called with (done, total) while compiling, for progress display.
   std::function<void(int, int)> progress;

@@ -50,17 +50,6 @@ __device__ __forceinline__ void storeLinearOut(float *y, const float *residual, 
   y[i] = residual ? v + residual[i] : v;
 }
 
-// An RMSNorm folded into the GEMVs that read its output (decode steps; the
-// emitter keeps the norm's own launch for longer steps): the GEMV reads the
-// norm's input x and computes W (x * w) / sqrt(mean(x^2) + eps) per row.
-// NDT, the norm weight's dtype, is a template argument of the linear kernels:
-// kNoNorm when no norm is folded in.
-struct RowNorm {
-  const void *w;
-  float eps;
-};
-constexpr int kNoNorm = -1;
-
 // Values of plan.fbs DType (never renumbered).
 constexpr int kF32 = 0;
 constexpr int kF16 = 1;
@@ -174,42 +163,6 @@ template <int THREADS> __device__ __forceinline__ float blockSum(float v, float 
   for (int w = 0; w < kWarps; ++w)
     total += scratch[w];
   return total;
-}
-
-// inv[r] = 1 / sqrt(mean(x[r]^2) + eps) of rows r < rows of K values (16-byte
-// aligned), computed by the whole block of THREADS and left in shared memory
-// for every thread (a folded RMSNorm, RowNorm). Warps' sums are added in warp
-// order. Called by every thread of the block, before any other use of inv.
-template <int K, int MAXR, int THREADS>
-__device__ __forceinline__ void rowsInvRms(const float *x, int rows, float eps, float *inv) {
-  static_assert(K % 4 == 0, "float4 loads of the rows");
-  constexpr int kWarps = THREADS / kWarpSize;
-  __shared__ float scratch[MAXR][kWarps];
-  const int lane = threadIdx.x % kWarpSize;
-  const int warp = threadIdx.x / kWarpSize;
-#pragma unroll
-  for (int r = 0; r < MAXR; ++r) {
-    if (MAXR == 1 || r < rows) {
-      const float4 *row = reinterpret_cast<const float4 *>(x + static_cast<long long>(r) * K);
-      float sum = 0.0f;
-      for (int i = threadIdx.x; i < K / 4; i += THREADS) {
-        const float4 v = row[i];
-        sum += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-      }
-      sum = warpSum(sum);
-      if (lane == 0)
-        scratch[r][warp] = sum;
-    }
-  }
-  __syncthreads();
-  if (threadIdx.x < MAXR && static_cast<int>(threadIdx.x) < rows) {
-    float total = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w)
-      total += scratch[threadIdx.x][w];
-    inv[threadIdx.x] = 1.0f / sqrtf(total / static_cast<float>(K) + eps);
-  }
-  __syncthreads();
 }
 
 } // namespace dev

@@ -255,29 +255,16 @@ __device__ __forceinline__ void loadXPairs(const float *x, unsigned int (&p)[16]
 // r1 = g + 8 of its tile into the D fragments acc and acc2 (two chains; rows
 // past N come as N - 1, and are not stored). Then the fragments go through
 // shared memory and each (row, token) output sums its tile's K splits in a fixed
-// order (deterministic), times `scale` and, with TOKEN_SCALE, tokenScale[token] (a
-// folded RMSNorm's inverse RMS), plus the bias, and is stored (with the residual).
-// Shared memory of the tensor-core GEMVs, one per kernel however many members of
-// a grouped launch instantiate them (a block runs one member): declared in
-// functions that are not templates on a member's shape, so static shared memory
-// does not add up over the members (the limit is 48 KB).
-__device__ __forceinline__ float (&gemvMmaPartials())[kGemvMmaWarps][32][4] {
-  __shared__ float partial[kGemvMmaWarps][32][4];
-  return partial;
-}
-__device__ __forceinline__ float *gemvNormInv() {
-  __shared__ float inv[kGemvMmaMaxTokens];
-  return inv;
-}
-
-template <int BDT, bool HAS_BIAS, int N, bool TOKEN_SCALE = false, class BODY>
-__device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const float *tokenScale,
-                                             const void *bias, const float *residual, float *y,
-                                             BlockSlice blocks, BODY &&body) {
+// order (deterministic), times `scale`, plus the bias, and is stored (with the
+// residual).
+template <int BDT, bool HAS_BIAS, int N, class BODY>
+__device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const void *bias,
+                                             const float *residual, float *y, BlockSlice blocks,
+                                             BODY &&body) {
   constexpr int kRowTiles = gemv::mmaRowTiles(N);
   constexpr int kSplit = kGemvMmaWarps / kRowTiles;
   constexpr int kTiles = (N + 15) / 16;
-  float(&partial)[kGemvMmaWarps][32][4] = gemvMmaPartials();
+  __shared__ float partial[kGemvMmaWarps][32][4];
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   const int g = lane / 4;
@@ -310,10 +297,7 @@ __device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const float 
       float b = 0.0f;
       if constexpr (HAS_BIAS)
         b = loadAsFloat<BDT>(bias, o);
-      sum *= scale;
-      if constexpr (TOKEN_SCALE)
-        sum *= tokenScale[t];
-      storeLinearOut(y, residual, static_cast<long long>(t) * N + o, sum + b);
+      storeLinearOut(y, residual, static_cast<long long>(t) * N + o, sum * scale + b);
     }
     __syncthreads();
   }
@@ -341,11 +325,6 @@ constexpr bool kStageGemvX = true;
 #else
 constexpr bool kStageGemvX = false;
 #endif
-
-__device__ __forceinline__ XStage (&gemvXStages())[kStageGemvX ? kGemvMmaWarps : 1] {
-  __shared__ XStage stages[kStageGemvX ? kGemvMmaWarps : 1]; // one per kernel (gemvMmaPartials)
-  return stages;
-}
 
 template <int K>
 __device__ __forceinline__ void stageXUnit(const float *x, int rows, XStage &stage) {
@@ -388,36 +367,10 @@ __device__ __forceinline__ void stagedXPairs(const XStage &stage, int g, int c,
                 CODEC::first(j) % 2 ? 0x7632u : 0x5410u);
 }
 
-// A folded RMSNorm's weights (RowNorm) as f16 pairs in a codec's order, staged
-// once per block: run r (32 values of K) at stage[5 r .. 5 r + 3], 80 bytes apart
-// like XStage's runs (a quad's four runs hit distinct banks).
-template <int K> struct NormPairStage {
-  uint4 run[K / 32][5];
-};
-template <int K> __device__ __forceinline__ NormPairStage<K> &normPairStage() {
-  __shared__ NormPairStage<K> stage; // one per K: the members of a group share it
-  return stage;
-}
-
-template <class CODEC, int NDT, int K>
-__device__ __forceinline__ void stageNormPairs(const void *w, NormPairStage<K> &stage) {
-  for (int i = threadIdx.x; i < K / 2; i += kGemvMmaWarps * kWarpSize) {
-    const int run = i / 16, j = i % 16;
-    reinterpret_cast<unsigned int *>(stage.run[run])[j] =
-        packPair<kF16>(loadAsFloat<NDT>(w, 32 * run + CODEC::first(j)),
-                       loadAsFloat<NDT>(w, 32 * run + CODEC::second(j)));
-  }
-}
-
-// NDT, norm: an RMSNorm folded in (RowNorm). The block stages its weights as f16
-// pairs (NormPairStage) and each row's inverse RMS (rowsInvRms) before the tiles;
-// x pairs are multiplied by the weight pairs (one HMUL2 each, so x * w is rounded
-// to f16 once more, and is not normalized yet: it must stay below 65504), and each
-// output by its row's inverse RMS.
-template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int NDT = kNoNorm>
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const unsigned char *w,
                                              const void *bias, const float *residual, float *y,
-                                             BlockSlice blocks, RowNorm norm = {}) {
+                                             BlockSlice blocks) {
   using Packing = quant::QuantPacking<BITS>;
   constexpr int kUnits = K / quant::kQuantUnitValues;
   constexpr int kRowTiles = gemv::mmaRowTiles(N);
@@ -428,12 +381,7 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
   constexpr unsigned int kBias = levelBias<BITS>();
   // Units in flight per lane: 2 keeps the kernel under 85 registers (3 blocks of
   // 256 threads per SM); more warps hide latency better than deeper unrolling.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  // sm_8x spills a folded norm's multiplies at 2 units (sm_90 fits them).
-  constexpr int kUnroll = BITS == 8 || NDT != kNoNorm ? 1 : 2;
-#else
   constexpr int kUnroll = BITS == 8 ? 1 : 2;
-#endif
 
   const int lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, c = lane % 4;
@@ -443,19 +391,12 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
   const bool hasToken = g < rows;
   const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K + 32 * c;
   // Steps of several rows stage x per unit (XStage); one row reads its run directly.
-  XStage &stage = gemvXStages()[kStageGemvX ? threadIdx.x / kWarpSize : 0];
+  __shared__ XStage xStage[kStageGemvX ? kGemvMmaWarps : 1];
+  XStage &stage = xStage[kStageGemvX ? threadIdx.x / kWarpSize : 0];
   const bool staged = kStageGemvX && rows > 1;
-  constexpr bool kNorm = NDT != kNoNorm;
-  static_assert(!kNorm || K <= gemv::kMmaNormMaxK, "the norm's pairs fit shared memory");
-  NormPairStage<kNorm ? K : 32> &normPairs = normPairStage<kNorm ? K : 32>();
-  float *normInv = gemvNormInv();
-  if constexpr (kNorm) {
-    stageNormPairs<RunCodec<BITS>, NDT, K>(norm.w, normPairs);
-    rowsInvRms<K, kGemvMmaMaxTokens, kGemvMmaWarps * kWarpSize>(x, rows, norm.eps, normInv);
-  }
 
-  gemvMmaTiles<BDT, HAS_BIAS, N, kNorm>(
-      rows, 1.0f, normInv, bias, residual, y, blocks,
+  gemvMmaTiles<BDT, HAS_BIAS, N>(
+      rows, 1.0f, bias, residual, y, blocks,
       [&](long long r0, long long r1, float(&acc)[4], float(&acc2)[4]) {
         const unsigned char *w0 = w + r0 * kRowWeightBytes;
         const unsigned char *w1 = w + r1 * kRowWeightBytes;
@@ -493,17 +434,6 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
                 xp[j] = 0u;
             if (staged)
               __syncwarp(); // every lane has its run before the next unit overwrites them
-            if constexpr (kNorm) {
-              const int run = (u0 + i) * 4 + c;
-#pragma unroll
-              for (int q = 0; q < 4; ++q) {
-                const uint4 n = normPairs.run[run][q];
-                xp[4 * q] = hmul2(xp[4 * q], n.x);
-                xp[4 * q + 1] = hmul2(xp[4 * q + 1], n.y);
-                xp[4 * q + 2] = hmul2(xp[4 * q + 2], n.z);
-                xp[4 * q + 3] = hmul2(xp[4 * q + 3], n.w);
-              }
-            }
             unsigned int p0[16], p1[16];
             run0[i].decode(p0);
             run1[i].decode(p1);

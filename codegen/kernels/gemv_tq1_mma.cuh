@@ -85,7 +85,7 @@ __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsig
   const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K;
 
   gemvMmaTiles<BDT, HAS_BIAS, N>(
-      rows, scale, nullptr, bias, residual, y, blocks,
+      rows, scale, bias, residual, y, blocks,
       [&](long long r0, long long r1, float(&acc)[4], float(&acc2)[4]) {
         const unsigned int *w0 = w + r0 * kRowWords;
         const unsigned int *w1 = w + r1 * kRowWords;

@@ -15,9 +15,7 @@
 //    32 x kUnroll chunks has a predicated tail. One butterfly reduction per output
 //    and warp; the K slices' sums are added through shared memory in slice order.
 //    Decode (one row) has its own instantiation, so it keeps one accumulator per
-//    output row. Grid-stride over row groups. An RMSNorm folded in (RowNorm, NDT):
-//    the block first sums each row's squares (rowsInvRms), then every x value is
-//    normalized as it is loaded, (x * inv) * w, as rmsNormBlock and the CPU do.
+//    output row. Grid-stride over row groups.
 //    Expected: >= 80% of HBM bandwidth for K = 4096/14336 and N >= 4096 (enough
 //    loads in flight: 16 warps/SM x 32 lanes x 128 B = 64 KB per SM, more than the
 //    bandwidth-latency product of ~25 KB per SM at 4.3 TB/s and ~1 us).
@@ -27,8 +25,8 @@
 // Tiles and row groups are grid-strided, so the grid does not depend on the token count.
 // Launch: block THREADS = 256, grid (ceil(N / gemv::linearRowsPerBlock(SHAPE_N, K, elems)),
 // 1, 1) (any grid is correct), no dynamic shared memory; the tensor-core GEMM's launch as
-// gemm_mma.cuh says. SHAPE_N (N for a layer of its own) is the N the GEMV's split is chosen
-// for: a grouped launch passes the group's total, so k and v (N = 1024 next to q's 4096) get
+// gemm_mma.cuh says. SHAPE_N (N unless given) is the N the GEMV's split is chosen for: a
+// grouped launch passes the group's total, so k and v (N = 1024 next to q's 4096) get
 // q's blocks of 8 rows instead of 2-row blocks that each re-read all of x.
 // last_row_only: x row n-1 -> y row 0.
 #pragma once
@@ -57,37 +55,15 @@ __device__ __forceinline__ uint4 loadStream16(const uint4 *p) {
   return v;
 }
 
-// Values c * E .. c * E + E - 1 of a folded RMSNorm's weights (RowNorm), as f32.
-template <int NDT, int E>
-__device__ __forceinline__ void loadNormChunk(const void *w, int c, float (&out)[E]) {
-  constexpr int kPer16 = elemsPer16<NDT>();
-  if constexpr (E % kPer16 == 0) {
-    const uint4 *p = reinterpret_cast<const uint4 *>(w) + c * (E / kPer16);
-#pragma unroll
-    for (int q = 0; q < E / kPer16; ++q)
-      unpack16<NDT>(__ldg(p + q), out + q * kPer16);
-  } else {
-#pragma unroll
-    for (int i = 0; i < E; ++i)
-      out[i] = loadAsFloat<NDT>(w, static_cast<long long>(c) * E + i);
-  }
-}
-
 // acc[i][r] += dot(x row r, weight chunk wv of row i) for r < rows; chunk index c.
-// With a folded RMSNorm (NDT), x row r is first normalized as rmsNormBlock does:
-// (x * inv[r]) * w, inv from rowsInvRms.
-template <int WDT, int K, int MAXR, int RPW, int NDT>
+template <int WDT, int K, int MAXR, int RPW>
 __device__ __forceinline__ void gemvChunk(const float *x, int rows, int c, const uint4 (&wv)[RPW],
-                                          float (&acc)[RPW][MAXR], const void *normW,
-                                          const float *inv) {
+                                          float (&acc)[RPW][MAXR]) {
   constexpr int kElems = elemsPer16<WDT>();
   float wf[RPW][kElems];
 #pragma unroll
   for (int i = 0; i < RPW; ++i)
     unpack16<WDT>(wv[i], wf[i]);
-  float nw[NDT != kNoNorm ? kElems : 1];
-  if constexpr (NDT != kNoNorm)
-    loadNormChunk<NDT, kElems>(normW, c, nw);
 #pragma unroll
   for (int r = 0; r < MAXR; ++r) {
     if (MAXR == 1 || r < rows) {
@@ -95,12 +71,7 @@ __device__ __forceinline__ void gemvChunk(const float *x, int rows, int c, const
           reinterpret_cast<const float4 *>(x + static_cast<long long>(r) * K + c * kElems);
 #pragma unroll
       for (int e = 0; e < kElems / 4; ++e) {
-        float4 xv = __ldg(xr + e);
-        if constexpr (NDT != kNoNorm) {
-          const float s = inv[r];
-          xv = make_float4(nw[4 * e] * (xv.x * s), nw[4 * e + 1] * (xv.y * s),
-                           nw[4 * e + 2] * (xv.z * s), nw[4 * e + 3] * (xv.w * s));
-        }
+        const float4 xv = __ldg(xr + e);
 #pragma unroll
         for (int i = 0; i < RPW; ++i)
           acc[i][r] += wf[i][4 * e] * xv.x + wf[i][4 * e + 1] * xv.y + wf[i][4 * e + 2] * xv.z +
@@ -113,12 +84,10 @@ __device__ __forceinline__ void gemvChunk(const float *x, int rows, int c, const
 // GEMV with 16-byte weight loads (K % elemsPer16 == 0, 16-byte aligned rows).
 // Warp w of a block takes row group w / KS and the K slice w % KS: full steps of
 // kUnroll x 32 chunks go to the slices in turn, the tail to the next slice.
-// A folded RMSNorm (NDT, norm) first gets each row's inverse RMS from the block
-// (rowsInvRms: one pass over x, which then sits in L1 for the GEMV's own reads).
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int MAXR, int NDT, int SHAPE_N>
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int MAXR, int SHAPE_N>
 __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const void *w,
                                               const void *bias, const float *residual, float *y,
-                                              BlockSlice blocks, RowNorm norm) {
+                                              BlockSlice blocks) {
   constexpr int RPW = linearRowsPerWarp(SHAPE_N);
   constexpr int kElems = elemsPer16<WDT>();
   constexpr int KS = linearKSplit(SHAPE_N, K, kElems);
@@ -136,9 +105,6 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
   const int slice = warp % KS;
-  __shared__ float normInv[NDT != kNoNorm ? MAXR : 1];
-  if constexpr (NDT != kNoNorm)
-    rowsInvRms<K, MAXR, kLinearThreads>(x, rows, norm.eps, normInv);
   for (int block0 = blocks.index * kRowsPerBlock; block0 < N;
        block0 += blocks.count * kRowsPerBlock) {
     const int o0 = block0 + warp / KS * RPW;
@@ -164,8 +130,7 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
           wv[u][i] = loadStream16(wRow[i] + base + u * kWarpSize);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
-        gemvChunk<WDT, K, MAXR, RPW, NDT>(x, rows, base + u * kWarpSize, wv[u], acc, norm.w,
-                                          normInv);
+        gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc);
     }
     if constexpr (kTailIters > 0) {
       if (slice == kFull % KS) {
@@ -180,8 +145,7 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
 #pragma unroll
         for (int u = 0; u < kTailIters; ++u)
           if (base + u * kWarpSize < kChunks)
-            gemvChunk<WDT, K, MAXR, RPW, NDT>(x, rows, base + u * kWarpSize, wv[u], acc, norm.w,
-                                          normInv);
+            gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc);
       }
     }
 #pragma unroll
@@ -258,18 +222,16 @@ __device__ __forceinline__ void linearGemvScalar(const float *x, int rows, const
   }
 }
 
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N, bool VEC, int NDT, int SHAPE_N>
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N, bool VEC, int SHAPE_N>
 __device__ __forceinline__ void linearGemv(const float *x, int rows, const void *w,
                                            const void *bias, const float *residual, float *y,
-                                           BlockSlice blocks, RowNorm norm) {
-  static_assert(VEC || NDT == kNoNorm, "an RMSNorm is folded into the vector GEMV only");
+                                           BlockSlice blocks) {
   if constexpr (VEC) {
     if (rows == 1)
-      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, 1, NDT, SHAPE_N>(x, 1, w, bias, residual, y, blocks,
-                                                              norm);
+      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, 1, SHAPE_N>(x, 1, w, bias, residual, y, blocks);
     else
-      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, kGemvMaxRows, NDT, SHAPE_N>(x, rows, w, bias,
-                                                                          residual, y, blocks, norm);
+      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, kGemvMaxRows, SHAPE_N>(x, rows, w, bias, residual, y,
+                                                                     blocks);
   } else {
     linearGemvScalar<WDT, BDT, HAS_BIAS, K, N>(x, rows, w, bias, residual, y, blocks);
   }
@@ -351,21 +313,17 @@ __device__ __forceinline__ void linearTiled(const float *x, int rows, const void
   }
 }
 
-// NDT, norm: an RMSNorm folded into the GEMV (RowNorm); the GEMM has none.
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int SHAPE_N, int ROWS, bool VEC,
-          int NDT = kNoNorm>
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int ROWS, bool VEC, int SHAPE_N = N>
 __device__ __forceinline__ void linear(const float *x, const void *w, const void *bias,
                                        const float *residual, float *y, const StepState *state,
-                                       BlockSlice blocks = wholeGrid(), RowNorm norm = {}) {
+                                       BlockSlice blocks = wholeGrid()) {
   static_assert(kGemvMaxRows == kLinearGemvMaxRows, "the emitter's GEMV/GEMM split");
-  static_assert(ROWS != kRowsGemm || NDT == kNoNorm, "the GEMM reads normalized rows");
   const int n = state->nTokens;
   if constexpr (ROWS == kRowsLast) {
-    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, NDT, SHAPE_N>(x + static_cast<long long>(n - 1) * K,
-                                                            1, w, bias, residual, y, blocks, norm);
+    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, SHAPE_N>(x + static_cast<long long>(n - 1) * K, 1, w, bias,
+                                              residual, y, blocks);
   } else if constexpr (ROWS == kRowsGemv) {
-    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, NDT, SHAPE_N>(x, n, w, bias, residual, y, blocks,
-                                                            norm);
+    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, SHAPE_N>(x, n, w, bias, residual, y, blocks);
   } else {
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     // Only one GEMM path is instantiated per kernel: their static shared memory adds up.

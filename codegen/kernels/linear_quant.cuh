@@ -226,20 +226,17 @@ template <int BITS, int GROUP, int K, int N> struct QuantTileStager {
 };
 #endif
 
-// NDT, norm: an RMSNorm folded into the GEMV (RowNorm; tensor-core GEMV only).
-template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int ROWS,
-          int NDT = kNoNorm>
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int ROWS>
 __device__ __forceinline__ void linearQuant(const float* x, const void* w, const void* bias,
                                             const float* residual, float* y,
                                             const StepState* state,
-                                            BlockSlice blocks = wholeGrid(), RowNorm norm = {}) {
+                                            BlockSlice blocks = wholeGrid()) {
   static_assert(K % quant::kQuantUnitValues == 0, "quantized rows are whole 128-value units");
   const unsigned char* wb = static_cast<const unsigned char*>(w);
   const int n = state->nTokens;
   static_assert(kGemvMmaMaxTokens == kLinearGemvMaxRows && kQuantGemvMaxRows == kLinearGemvMaxRows,
                 "the emitter's GEMV/GEMM split");
   if constexpr (ROWS == kRowsGemm) {
-    static_assert(NDT == kNoNorm, "the GEMM reads normalized rows");
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     QuantTileStager<BITS, GROUP, K, N> stager{wb};
     gemmMma<QuantTileStager<BITS, GROUP, K, N>, BDT, HAS_BIAS, K, N>(x, n, stager, bias,
@@ -252,10 +249,8 @@ __device__ __forceinline__ void linearQuant(const float* x, const void* w, const
     const int count = ROWS == kRowsLast ? 1 : n;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     // Tensor-core GEMV (gemv_quant_mma.cuh); the CUDA-core one above is for sm_75.
-    gemvQuantMma<BITS, GROUP, BDT, HAS_BIAS, K, N, NDT>(rows, count, wb, bias, residual, y, blocks,
-                                                        norm);
+    gemvQuantMma<BITS, GROUP, BDT, HAS_BIAS, K, N>(rows, count, wb, bias, residual, y, blocks);
 #else
-    static_assert(NDT == kNoNorm, "sm_75 has no folded RMSNorm");
     linearQuantGemv<BITS, GROUP, BDT, HAS_BIAS, K, N>(rows, count, wb, bias, residual, y, blocks);
 #endif
   }

@@ -138,65 +138,6 @@ TEST(OpParity, Linear) {
         }
 }
 
-// An RMSNorm whose output only linear ops read is folded into their decode GEMVs
-// (KernelEmitter.cpp, RowNorm): steps of up to 8 rows normalize each row inside
-// the GEMV (dense weights, and Q4 on the tensor-core GEMV, which rounds x * w to
-// f16), longer ones run the norm and the GEMM. Two readers (a grouped GEMV, one
-// with a bias and one with a fused residual add, each to half the logits), or a
-// last-row-only reader; inputs of scale 3 so the rows' RMS is not 1.
-TEST(OpParity, RmsNormFoldedIntoLinears) {
-  REQUIRE_GPU();
-  for (DType type : {DType::F16, DType::BF16, DType::F32, DType::Q4_G64})
-    for (bool lastRow : {false, true}) {
-      const int in = 512, out = 96;
-      std::mt19937 rng(in + int(type));
-      TestPlan t(64, 128);
-      const uint32_t x = inputRows(t, "x", in, rng, 3.0f);
-      const uint32_t nw =
-          t.addWeight("norm.w", type == DType::Q4_G64 ? DType::BF16 : type, {in},
-                      test::randomValues(in, 0.5f, rng));
-      const uint32_t y = t.addActivation("y", in);
-      plan::RmsNormAttrsT norm;
-      norm.dim = in;
-      norm.eps = 1e-5f;
-      t.addOp("norm", norm, {x, nw}, {y});
-      auto weight = [&](const std::string &name, int seed) {
-        return type == DType::Q4_G64
-                   ? t.addDummyWeight(name, type, {out, in}, uint32_t(seed), 0.05f, 0.0f)
-                   : t.addWeight(name, type, {out, in},
-                                 test::randomValues(size_t(out) * in, 0.1f, rng));
-      };
-      plan::LinearAttrsT a;
-      a.in_features = in;
-      a.out_features = out;
-      if (lastRow) {
-        t.addLogits(1, out);
-        a.last_row_only = true;
-        t.addOp("head", a, {y, weight("head.w", 3)}, {t.logits});
-      } else {
-        const uint32_t z0 = t.addActivation("z0", out), z1 = t.addActivation("z1", out);
-        const uint32_t r = inputRows(t, "r", out, rng);
-        plan::LinearAttrsT biased = a;
-        biased.has_bias = true;
-        t.addOp("l0", biased,
-                {y, weight("l0.w", 4), t.addWeight("l0.b", DType::F32, {out},
-                                                   test::randomValues(out, 1.0f, rng))},
-                {z0});
-        plan::LinearAttrsT residual = a;
-        residual.residual = true;
-        t.addOp("l1", residual, {y, weight("l1.w", 5), r}, {z1});
-        plan::AddAttrsT add;
-        add.dim = out;
-        t.addOp("sum", add, {z0, z1}, {z0});
-        t.addReadout(z0, out);
-      }
-      const double bound = type == DType::Q4_G64 ? 1e-5 : linearBound(type, in);
-      expectParity(t, kSteps, bound,
-                   std::string("RmsNorm folded into Linear ") + typeName(type) +
-                       (lastRow ? " last_row_only" : " x2, bias, residual"));
-    }
-}
-
 // Linear ops that read one input share one decode launch (KernelEmitter.cpp
 // groups them): gate/up feeding a SwiGLU and q/k/v summed by two adds, then an
 // f32 linear to the logits, so every member's output reaches them; dense,

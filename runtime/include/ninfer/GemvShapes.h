@@ -43,9 +43,6 @@ NINFER_HD constexpr int linearRowsPerBlock(int n, int k, int elems) {
 // K splits (less reduction) for long N.
 NINFER_HD constexpr int mmaRowTiles(int n) { return n >= 32768 ? 4 : n >= 8192 ? 2 : 1; }
 NINFER_HD constexpr int mmaRowsPerBlock(int n) { return 16 * mmaRowTiles(n); }
-// Longest row an RMSNorm folded into the quantized GEMV may have: its weights are
-// staged in shared memory as f16 pairs, 2.5 bytes per value (20 KB at 8192).
-constexpr int kMmaNormMaxK = 8192;
 
 // ---- ternary weights on CUDA cores (linear_ternary.cuh: TQ2, and TQ1 on sm_75) ----
 
