@@ -64,8 +64,13 @@ quant::QuantSpec specOfName(llvm::StringRef name) {
   quant::QuantSpec spec;
   spec.bits = 0;
   unsigned bits = 0, group = 0;
-  if (name.consume_front("q") && !name.consumeInteger(10, bits) && name.consume_front("_g") &&
-      !name.consumeInteger(10, group) && name.empty()) {
+  // "q3_g64", or "q3_k16" for K16 (group size 16 means the two-level scales).
+  if (!name.consume_front("q") || name.consumeInteger(10, bits) || !name.consume_front("_"))
+    return spec;
+  const bool k16 = name.consume_front("k");
+  if ((k16 || name.consume_front("g")) && !name.consumeInteger(10, group) && name.empty() &&
+      k16 == (int(group) == quant::kQuantK16Group) &&
+      quant::quantFormatIndex(int(bits), int(group)) >= 0) {
     spec.bits = int(bits);
     spec.groupSize = int(group);
   }
@@ -599,8 +604,9 @@ llvm::Error validateQuantizeSettings(const QuantizeSettings& settings) {
     return quantError(llvm::formatv("Hessian shrinkage must be between 0 and 1, got {0}",
                                     settings.hessianShrink)
                           .str());
-  if (!quant::isQuantGroupSize(settings.groupSize))
-    return quantError("group size must be 32, 64 or 128, got " + llvm::Twine(settings.groupSize));
+  if (!quant::isQuantFormatGroup(settings.groupSize))
+    return quantError("group size must be 32, 64, 128 or 16 (K16), got " +
+                      llvm::Twine(settings.groupSize));
   if (settings.bpw > 0) {
     // The smallest candidate is q2_g64 (2.25 bits), the largest q8_g64 (8.25).
     if (settings.bpw < 2.25 || settings.bpw > 16.0 || !std::isfinite(settings.bpw))
@@ -612,6 +618,9 @@ llvm::Error validateQuantizeSettings(const QuantizeSettings& settings) {
       return quantError("bad sensitivity format '" + settings.sensitivityFormat + "'");
   } else if (!quant::isQuantBits(settings.bits)) {
     return quantError("quantized weights have 8, 6, 5, 4, 3 or 2 bits, got " +
+                      llvm::Twine(settings.bits));
+  } else if (quant::quantFormatIndex(settings.bits, settings.groupSize) < 0) {
+    return quantError("K16 (group 16) formats have 4, 3 or 2 bits, got " +
                       llvm::Twine(settings.bits));
   }
   return llvm::Error::success();
