@@ -89,7 +89,16 @@ uint16_t searchScale(const float* w, const float* importance, int n, int bits,
   uint16_t best = 0;
   int bestSub = 0;
   double bestError = 0.0;
+  // K16 sub-scales already scored (bit s + 32): the coarse grid maps many ideal
+  // scales to the same one, and scoring it again cannot change the choice.
+  uint64_t scoredSubs = 0;
   auto consider = [&](uint16_t candidate, int sub) {
+    if (sub != 0) {
+      const uint64_t bit = uint64_t(1) << (sub + 32);
+      if (scoredSubs & bit)
+        return;
+      scoredSubs |= bit;
+    }
     const float scale = halfBitsToFloat(candidate);
     if (!usableScale(scale) || (!options.clip && scorer.clips(scale)))
       return;
