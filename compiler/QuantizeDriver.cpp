@@ -225,8 +225,8 @@ llvm::Error applyQuantFlag(llvm::StringRef flag, llvm::StringRef value, QuantOpt
     options.bpw = bpw;
   } else if (flag == "--group") {
     int group = 0;
-    if (value.getAsInteger(10, group) || !quant::isQuantGroupSize(group))
-      return optionError("--group expects 32, 64 or 128, got '" + value + "'");
+    if (value.getAsInteger(10, group) || !quant::isQuantFormatGroup(group))
+      return optionError("--group expects 32, 64, 128 or 16 (K16), got '" + value + "'");
     options.group = group;
   } else if (flag == "--calib") {
     options.calibPath = value.str();

@@ -23,8 +23,8 @@ enum class WeightDType { F32, F16, BF16, I32, TQ2,
   // Raw bytes of a checkpoint (Hugging Face BitNet packed weights, see
   // BitNetImport.h); never a plan dtype.
   U8,
-  // More group-quantized weights: Q6G32 + (id - 12) for ids 12.. (Q6, Q5).
-  Q6G32, Q6G64, Q6G128, Q5G32, Q5G64, Q5G128 };
+  // More group-quantized weights: Q6G32 + (id - 12) for ids 12.. (Q6, Q5, K16).
+  Q6G32, Q6G64, Q6G128, Q5G32, Q5G64, Q5G128, Q2K16, Q3K16, Q4K16 };
 // The QuantFormatId of a group-quantized dtype, -1 for the others; and back.
 int quantFormatOf(WeightDType dtype);
 WeightDType weightDTypeOfQuantFormat(int formatId);

@@ -80,7 +80,8 @@ quantization:
                          tq2 (2-bit codes); both with one f32 scale per tensor (docs/ternary.md)
   --bpw X                mixed formats chosen per tensor by measured sensitivity to hit X bits per
                          weight over the whole model (scales and norms counted)
-  --group N              group size 32|64|128 (default 64)
+  --group N              group size 32|64|128 (default 64); 16: K16 (q4|q3|q2), a 6-bit scale
+                         per 16 values under an fp16 scale per 128, the bytes of group 32
   --calib FILE           calibration text (default examples/data/calib_python.txt)
   --calib-tokens N       calibration tokens (default 8192)
   --sensitivity-tokens N with --bpw: tokens each per-tensor sensitivity is measured on (default 512)

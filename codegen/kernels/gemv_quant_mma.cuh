@@ -1,6 +1,6 @@
-// Decode GEMV for group-quantized weights (Q8/Q6/Q5/Q4/Q3/Q2, QuantFormats.h) on
-// tensor cores, sm_80+: y[t, o] = sum_k x[t, k] * scale[o, k / GROUP] * q[o, k]
-// for up to 8 token rows t.
+// Decode GEMV for group-quantized weights (Q8/Q6/Q5/Q4/Q3/Q2, and Q4/Q3/Q2 K16;
+// QuantFormats.h) on tensor cores, sm_80+:
+// y[t, o] = sum_k x[t, k] * scale[o, k / GROUP] * q[o, k] for up to 8 token rows t.
 //
 // Why tensor cores for a matrix-vector product: decoding 4-bit codes to f32 and
 // multiplying on CUDA cores costs ~4 instructions per weight, which caps a
@@ -206,6 +206,40 @@ template <> struct RunCodec<5> { // 16 bytes of the 4-bit plane + 4 bytes of the
   NINFER_HD static constexpr int second(int j) { return RunCodec<4>::second(j); }
 };
 
+// The scales of a run (32 values): one fp16 scale of the run's group, or for K16
+// (GROUP 16, QuantFormats.h) the run's two groups' scales from its unit's record,
+// fp16(d * s) rounded as the header does. load() only issues the load, resolve(c)
+// (run c of the unit) makes the scales; scale(j) is the f16x2 scale of the run's pair j. Every
+// codec's pairs 0..7 hold run values 0..15 (the first group) and pairs 8..15 values 16..31.
+template <int GROUP> struct RunScales {
+  unsigned short raw;
+  unsigned int both;
+  __device__ __forceinline__ void load(const unsigned short *rowScales, int unit, int c) {
+    raw = __ldg(rowScales + (unit * quant::kQuantUnitValues + 32 * c) / GROUP);
+  }
+  __device__ __forceinline__ void resolve(int) { both = 0x00010001u * raw; }
+  __device__ __forceinline__ unsigned int scale(int) const { return both; }
+};
+
+template <> struct RunScales<quant::kQuantK16Group> {
+  uint2 record;
+  unsigned int first, second;
+  __device__ __forceinline__ void load(const unsigned short *rowScales, int unit, int) {
+    record = __ldg(reinterpret_cast<const uint2 *>(rowScales) + unit);
+  }
+  __device__ __forceinline__ void resolve(int c) {
+    // Sub-scales 2c and 2c + 1: bits 16 + 12c .. 16 + 12c + 11 of the record.
+    const unsigned long long subs =
+        (static_cast<unsigned long long>(record.y) << 16) | (record.x >> 16);
+    const unsigned int two = static_cast<unsigned int>(subs >> (12 * c)) & 0xFFFu;
+    const float d = f16ToF32(static_cast<unsigned short>(record.x & 0xFFFFu));
+    const int s0 = static_cast<int>(two << 26) >> 26, s1 = static_cast<int>(two << 20) >> 26;
+    first = 0x00010001u * f32ToF16(d * static_cast<float>(s0));
+    second = 0x00010001u * f32ToF16(d * static_cast<float>(s1));
+  }
+  __device__ __forceinline__ unsigned int scale(int j) const { return j < 8 ? first : second; }
+};
+
 // Where run value v sits in a codec's pairs (the prefill GEMM regroups them).
 template <class CODEC> NINFER_HD constexpr int pairOfValue(int v) {
   for (int j = 0; j < 16; ++j)
@@ -215,6 +249,13 @@ template <class CODEC> NINFER_HD constexpr int pairOfValue(int v) {
 }
 template <class CODEC> NINFER_HD constexpr bool isSecondOfPair(int v) {
   return CODEC::second(pairOfValue<CODEC>(v)) == v;
+}
+// Whether pairs 0..7 hold run values 0..15 (RunScales' K16 split).
+template <class CODEC> NINFER_HD constexpr bool firstHalfPairsHoldFirstGroup() {
+  for (int j = 0; j < 16; ++j)
+    if ((CODEC::first(j) < 16) != (j < 8) || (CODEC::second(j) < 16) != (j < 8))
+      return false;
+  return true;
 }
 // Whether values 2u and 2u + 1 always sit in the same half of their pairs.
 template <class CODEC> NINFER_HD constexpr bool adjacentPairsShareHalves() {
@@ -379,6 +420,7 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
   constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
   constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
   constexpr unsigned int kBias = levelBias<BITS>();
+  static_assert(firstHalfPairsHoldFirstGroup<RunCodec<BITS>>(), "RunScales' pair split");
   // Units in flight per lane: 2 keeps the kernel under 85 registers (3 blocks of
   // 256 threads per SM); more warps hide latency better than deeper unrolling.
   constexpr int kUnroll = BITS == 8 ? 1 : 2;
@@ -406,15 +448,14 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
             reinterpret_cast<const unsigned short *>(w + kScalePlane + r1 * kRowScaleBytes);
         for (int u0 = unitBegin; u0 < unitEnd; u0 += kUnroll) {
           RunCodec<BITS> run0[kUnroll], run1[kUnroll];
-          unsigned short sc0[kUnroll], sc1[kUnroll];
+          RunScales<GROUP> sc0[kUnroll], sc1[kUnroll];
 #pragma unroll
           for (int i = 0; i < kUnroll; ++i) { // every load of the batch before the first use
             const int u = min(u0 + i, unitEnd - 1);
             run0[i].load(w0 + static_cast<long long>(u) * Packing::kUnitBytes, c);
             run1[i].load(w1 + static_cast<long long>(u) * Packing::kUnitBytes, c);
-            const int group = (u * quant::kQuantUnitValues + 32 * c) / GROUP;
-            sc0[i] = __ldg(s0 + group);
-            sc1[i] = __ldg(s1 + group);
+            sc0[i].load(s0, u, c);
+            sc1[i].load(s1, u, c);
           }
 #pragma unroll
           for (int i = 0; i < kUnroll; ++i) {
@@ -437,13 +478,15 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
             unsigned int p0[16], p1[16];
             run0[i].decode(p0);
             run1[i].decode(p1);
-            const unsigned int scale0 = 0x00010001u * sc0[i], scale1 = 0x00010001u * sc1[i];
+            sc0[i].resolve(c);
+            sc1[i].resolve(c);
 #pragma unroll
             for (int m = 0; m < 8; ++m) {
-              const unsigned int a[4] = {hmul2(hsub2(p0[2 * m], kBias), scale0),
-                                         hmul2(hsub2(p1[2 * m], kBias), scale1),
-                                         hmul2(hsub2(p0[2 * m + 1], kBias), scale0),
-                                         hmul2(hsub2(p1[2 * m + 1], kBias), scale1)};
+              const unsigned int a[4] = {
+                  hmul2(hsub2(p0[2 * m], kBias), sc0[i].scale(2 * m)),
+                  hmul2(hsub2(p1[2 * m], kBias), sc1[i].scale(2 * m)),
+                  hmul2(hsub2(p0[2 * m + 1], kBias), sc0[i].scale(2 * m + 1)),
+                  hmul2(hsub2(p1[2 * m + 1], kBias), sc1[i].scale(2 * m + 1))};
               mma16816<kF16>(m % 2 ? acc2 : acc, a, xp[2 * m], xp[2 * m + 1]);
             }
           }

@@ -1,5 +1,5 @@
-// Linear layer and embedding lookup with group-quantized weights (Q8/Q4/Q3/Q2,
-// one fp16 scale per GROUP values; layout and reference decoding in
+// Linear layer and embedding lookup with group-quantized weights (Q8/Q6/Q5/Q4/Q3/Q2,
+// one fp16 scale per GROUP values, or K16's two-level scales; layout and reference decoding in
 // QuantFormats.h, which the CPU executor uses too, so both decode the same
 // bits): y[t, o] = sum_k x[t, k] * scale[o, k / GROUP] * q[o, k] (+ bias[o]).
 //
@@ -11,7 +11,7 @@
 //    the unit's 16 * BITS contiguous bytes (coalesced, one pass over the weight
 //    plane) and each lane decodes its 4 codes with the header's shift-and-mask
 //    accessor. The scale of those 4 values is one fp16 of the scale plane (4
-//    values never straddle a group: GROUP >= 32). x rows (f32) are read through
+//    values never straddle a group: GROUP >= 16). x rows (f32) are read through
 //    L1 with __ldg: every warp of the block reads the same x, and K x 8 rows of
 //    f32 (up to 458 KB at K = 14336) does not fit shared memory. f32
 //    accumulation, one butterfly reduction per output and row.
@@ -50,7 +50,7 @@ __device__ __forceinline__ float quantValue(const unsigned char* w, long long o,
   const unsigned short* scales = reinterpret_cast<const unsigned short*>(
       w + quant::quantScalePlaneOffset(BITS, N, K) + o * quant::quantRowScaleBytes(GROUP, K));
   const int q = static_cast<int>(Packing::codeAt(row, k)) - Packing::kCodeOffset;
-  return f16ToF32(scales[k / GROUP]) * static_cast<float>(q);
+  return f16ToF32(quant::quantGroupScaleBits<GROUP>(scales, k / GROUP)) * static_cast<float>(q);
 }
 
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
@@ -77,7 +77,7 @@ __device__ __forceinline__ void linearQuantGemv(const float* x, int rows, const 
     for (int u = 0; u < kUnits; ++u) {
       const unsigned int* unit = row + u * Packing::kUnitWords;
       const int k = u * quant::kQuantUnitValues + 4 * lane;
-      const float scale = f16ToF32(__ldg(scales + k / GROUP));
+      const float scale = f16ToF32(quant::quantGroupScaleBits<GROUP>(scales, k / GROUP));
       float wv[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e)
@@ -182,17 +182,20 @@ __device__ __forceinline__ void linearQuantTiled(const float* x, int rows, const
 // Weight tiles of the tensor-core GEMM (gemm_mma.cuh) from group-quantized rows: thread t
 // takes row n0 + t / 2 of the tile, run 2 k0 / 32 + t % 2 of it (a 32-value quarter of a
 // unit, one scale), loads it raw one k-step ahead and, after the math, decodes it to f16
-// values (level x scale, exact up to the one rounding of the product). The codec's pairs
+// values (level x scale, exact up to the one rounding of the product; K16: the run's
+// two groups' scales, RunScales in gemv_quant_mma.cuh). The codec's pairs
 // are regrouped into pairs of adjacent values with one byte permute each (RunCodec's
 // pairs keep both values of an adjacent pair in the same half), so x needs no reordering.
 template <int BITS, int GROUP, int K, int N> struct QuantTileStager {
   static constexpr int kMmaDType = kF16;
   using Codec = RunCodec<BITS>;
   static_assert(adjacentPairsShareHalves<Codec>(), "one prmt per adjacent pair");
+  static_assert(firstHalfPairsHoldFirstGroup<Codec>(), "RunScales' pair split");
   using Packing = quant::QuantPacking<BITS>;
   const unsigned char *w;
   Codec run;
-  unsigned short scale;
+  RunScales<GROUP> scale;
+  int run_; // which run of its unit this thread stages
 
   __device__ __forceinline__ void fetch(int n0, int k0, unsigned short (*)[kMmaLd]) {
     // Rows past N read row N - 1 (not stored); K is whole units, so k < K.
@@ -201,18 +204,18 @@ template <int BITS, int GROUP, int K, int N> struct QuantTileStager {
     run.load(w + o * quant::quantRowWeightBytes(BITS, K) +
                  static_cast<long long>(k / quant::kQuantUnitValues) * Packing::kUnitBytes,
              (k % quant::kQuantUnitValues) / 32);
-    scale = __ldg(reinterpret_cast<const unsigned short *>(
-                      w + quant::quantScalePlaneOffset(BITS, N, K) +
-                      o * quant::quantRowScaleBytes(GROUP, K)) +
-                  k / GROUP);
+    scale.load(reinterpret_cast<const unsigned short *>(w + quant::quantScalePlaneOffset(BITS, N, K) +
+                                                        o * quant::quantRowScaleBytes(GROUP, K)),
+               k / quant::kQuantUnitValues, (k % quant::kQuantUnitValues) / 32);
+    run_ = (k % quant::kQuantUnitValues) / 32;
   }
   __device__ __forceinline__ void store(unsigned short (*bs)[kMmaLd]) {
     unsigned int p[16];
     run.decode(p);
-    const unsigned int scale2 = 0x00010001u * scale;
+    scale.resolve(run_);
 #pragma unroll
     for (int j = 0; j < 16; ++j)
-      p[j] = hmul2(hsub2(p[j], levelBias<BITS>()), scale2);
+      p[j] = hmul2(hsub2(p[j], levelBias<BITS>()), scale.scale(j));
     unsigned int v[16]; // v[u] = run values (2u, 2u + 1)
 #pragma unroll
     for (int u = 0; u < 16; ++u)

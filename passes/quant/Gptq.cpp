@@ -141,7 +141,14 @@ template <int V> NINFER_INLINE double gptqTileImpl(const GptqJob& job, int64_t t
   std::vector<float> scale(groups * R, 0.0f), inverse(groups * R, 0.0f);
   std::vector<uint16_t> scaleBits(nr * groups, 0);
   std::vector<uint8_t> codes(nr * k);
-  std::vector<float> shift(size_t(group) * R), values(group);
+  // K16: a unit's scale d is chosen from the whole unit's values, so the span
+  // whose current values are needed at once is the unit, not the group.
+  const bool k16 = spec.isK16();
+  const int64_t units = k / kQuantUnitValues;
+  const int span = k16 ? kQuantUnitValues : group;
+  std::vector<uint16_t> unitScale(k16 ? nr * units : 0);
+  std::vector<int> subScale(k16 ? nr * groups : 0);
+  std::vector<float> shift(size_t(span) * R), values(span);
   for (int64_t r = 0; r < nr; ++r)
     for (int64_t p = 0; p < k; ++p)
       w0[p * R + r] = f.dead[f.perm[p]] ? 0.0f : job.w[(r0 + r) * k + f.perm[p]];
@@ -150,14 +157,30 @@ template <int V> NINFER_INLINE double gptqTileImpl(const GptqJob& job, int64_t t
     scale[g * R + r] = halfBitsToFloat(bits);
     inverse[g * R + r] = scaleInverse(scale[g * R + r]);
   };
+  // The scale of group g of row r from its values (K16: a unit's first group
+  // also chooses the unit scale from `unitValues`, the unit's values).
+  auto chooseScale = [&](int64_t r, int64_t g, const float* groupValues, const float* unitValues) {
+    const float* importance = &f.importance[g * group];
+    if (!k16)
+      return setScale(r, g,
+                      searchGroupScale(groupValues, importance, group, spec.bits, options.search));
+    const int64_t u = g * group / kQuantUnitValues;
+    if (unitValues)
+      unitScale[r * units + u] = chooseK16UnitScale(unitValues, &f.importance[u * kQuantUnitValues],
+                                                    spec.bits, options.search);
+    const uint16_t d = unitScale[r * units + u];
+    const int sub = searchK16SubScale(groupValues, importance, group, spec.bits, d, options.search);
+    subScale[r * groups + g] = sub;
+    setScale(r, g, k16Scale(d, sub));
+  };
   if (options.actOrder) // static groups: scales from the original weights
     for (int64_t r = 0; r < nr; ++r)
       for (int64_t g = 0; g < groups; ++g) {
-        for (int j = 0; j < group; ++j)
-          values[j] = w0[f.pos[g * group + j] * R + r];
-        setScale(r, g,
-                 searchGroupScale(values.data(), &f.importance[g * group], group, spec.bits,
-                                  options.search));
+        const int64_t first = k16 ? g * group / kQuantUnitValues * kQuantUnitValues : g * group;
+        for (int j = 0; j < span; ++j)
+          values[j] = w0[f.pos[first + j] * R + r];
+        const bool unitStart = k16 && g * group % kQuantUnitValues == 0;
+        chooseScale(r, g, values.data() + (g * group - first), unitStart ? values.data() : nullptr);
       }
 
   const F lo = L::splat(float(range.qmin)), hi = L::splat(float(range.qmax));
@@ -171,10 +194,13 @@ template <int V> NINFER_INLINE double gptqTileImpl(const GptqJob& job, int64_t t
       const int64_t c = f.perm[p];
       const int64_t g = c / group;
       if (!options.actOrder && c % group == 0) {
-        // The group's current values: w + M_FF^-1 M_FA e_A (Gptq.h), by forward
-        // substitution over the group's rows of M, on the compensations through p.
-        bringUp<V>(comp.data(), through.data(), m, k, err.data(), p, p + group, p);
-        for (int j = 0; j < group; ++j) {
+        // The group's (K16 at a unit's start: the unit's) current values:
+        // w + M_FF^-1 M_FA e_A (Gptq.h), by forward substitution over those
+        // rows of M, on the compensations through p.
+        const bool unitStart = k16 && c % kQuantUnitValues == 0;
+        const int n = unitStart ? span : group;
+        bringUp<V>(comp.data(), through.data(), m, k, err.data(), p, p + n, p);
+        for (int j = 0; j < n; ++j) {
           const float* mq = m + (p + j) * k + p;
           for (int v = 0; v < L::kVectors; ++v) {
             F sum = L::splat(0.0f);
@@ -185,11 +211,9 @@ template <int V> NINFER_INLINE double gptqTileImpl(const GptqJob& job, int64_t t
           }
         }
         for (int64_t r = 0; r < nr; ++r) {
-          for (int j = 0; j < group; ++j)
+          for (int j = 0; j < n; ++j)
             values[j] = w0[(p + j) * R + r] + shift[j * R + r];
-          setScale(r, g,
-                   searchGroupScale(values.data(), &f.importance[c], group, spec.bits,
-                                    options.search));
+          chooseScale(r, g, values.data(), unitStart ? values.data() : nullptr);
         }
       }
       bringUp<V>(comp.data(), through.data(), m, k, err.data(), p, p + 1, p);
@@ -219,9 +243,15 @@ template <int V> NINFER_INLINE double gptqTileImpl(const GptqJob& job, int64_t t
     // The lazy batch update: this block's errors into every later column.
     bringUp<V>(comp.data(), through.data(), m, k, err.data(), i2, k, i2);
   }
-  for (int64_t r = 0; r < nr; ++r)
-    packRow(spec, job.rows, k, r0 + r, &codes[r * k], &scaleBits[r * groups],
+  std::vector<uint16_t> records(k16 ? units * 4 : 0);
+  for (int64_t r = 0; r < nr; ++r) {
+    if (k16)
+      for (int64_t u = 0; u < units; ++u)
+        setK16Record(&records[u * 4], unitScale[r * units + u],
+                     &subScale[r * groups + u * (kQuantUnitValues / group)]);
+    packRow(spec, job.rows, k, r0 + r, &codes[r * k], k16 ? records.data() : &scaleBits[r * groups],
             job.out->packed.data());
+  }
   double total = 0.0;
   for (int64_t r = 0; r < nr; ++r)
     total += loss[r / V][r % V];

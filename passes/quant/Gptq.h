@@ -30,7 +30,11 @@
 // group's columns are scattered over the order, so the scales are chosen once
 // from the original weights ("static groups", as AutoGPTQ does for act-order
 // with contiguous groups). Either way the search is GroupQuant.h's with
-// importance diag(H); each column is rounded with its group's scale.
+// importance diag(H); each column is rounded with its group's scale. K16
+// (QuantFormats.h): when a unit's first column is reached, the current values of
+// the whole unit (the same substitution over its 128 rows of M) choose the unit
+// scale d, and each 16-value group's sub-scale is then chosen like a group scale,
+// among fp16(d * s).
 //
 // The loss estimate sum_p ((w~_p - q_p) M_pp)^2 equals tr(E Hd E^T), E = Q - W,
 // Hd = damped H (each step of the sequence is an exact optimal-brain-surgeon

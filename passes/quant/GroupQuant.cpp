@@ -3,6 +3,8 @@
 
 #include "ninfer/QuantFormats.h"
 
+#include <algorithm>
+
 namespace ninfer {
 namespace quant {
 
@@ -65,10 +67,12 @@ struct GroupScorer {
 
 bool usableScale(float scale) { return scale != 0.0f && std::isfinite(scale); }
 
-} // namespace
-
-uint16_t searchGroupScale(const float* w, const float* importance, int n, int bits,
-                          const ScaleSearchOptions& options) {
+// The search of GroupQuant.h over the scales `snap` can represent: snap(x, add)
+// calls add(bits, sub) for the representable scale(s) next to the ideal scale x
+// (fp16: x rounded; K16: the two multiples of the unit scale around x).
+template <class Snap>
+uint16_t searchScale(const float* w, const float* importance, int n, int bits,
+                     const ScaleSearchOptions& options, const Snap& snap, int* chosenSub) {
   const QuantRange range = quantRange(bits);
   float amax = 0.0f, extreme = 0.0f;
   for (int i = 0; i < n; ++i) {
@@ -83,8 +87,18 @@ uint16_t searchGroupScale(const float* w, const float* importance, int n, int bi
   const GroupScorer scorer{w, importance, n, range};
   bool found = false;
   uint16_t best = 0;
+  int bestSub = 0;
   double bestError = 0.0;
-  auto consider = [&](uint16_t candidate) {
+  // K16 sub-scales already scored (bit s + 32): the coarse grid maps many ideal
+  // scales to the same one, and scoring it again cannot change the choice.
+  uint64_t scoredSubs = 0;
+  auto consider = [&](uint16_t candidate, int sub) {
+    if (sub != 0) {
+      const uint64_t bit = uint64_t(1) << (sub + 32);
+      if (scoredSubs & bit)
+        return;
+      scoredSubs |= bit;
+    }
     const float scale = halfBitsToFloat(candidate);
     if (!usableScale(scale) || (!options.clip && scorer.clips(scale)))
       return;
@@ -92,37 +106,125 @@ uint16_t searchGroupScale(const float* w, const float* importance, int n, int bi
     if (!found || e < bestError) {
       found = true;
       best = candidate;
+      bestSub = sub;
       bestError = e;
     }
   };
+  auto considerIdeal = [&](float x) { snap(x, consider); };
 
-  // amax / qmax leaves every value within range up to the fp16 rounding of the
+  // amax / qmax leaves every value within range up to the rounding of the
   // scale; where that rounding (or an underflow to a tiny subnormal) makes it
-  // clip, step its magnitude up one fp16 value at a time until nothing clips, so
+  // clip, step its magnitude up one value at a time until nothing clips, so
   // the no-clip search always has a candidate.
-  uint16_t fullRange = floatToHalfBits(amax / static_cast<float>(range.qmax));
-  if ((fullRange & 0x7FFFu) == 0)
-    fullRange = 1; // the smallest subnormal
-  for (int step = 0;
-       step < 64 && (fullRange & 0x7FFFu) < 0x7C00u && scorer.clips(halfBitsToFloat(fullRange));
-       ++step)
-    ++fullRange;
-  consider(fullRange);
-  consider(floatToHalfBits(extreme / static_cast<float>(range.qmin)));
+  snap.fullRange(amax / static_cast<float>(range.qmax), scorer, consider);
+  considerIdeal(extreme / static_cast<float>(range.qmin));
 
   if (options.clip && options.clipSteps > 0) {
     const float step = (1.0f - options.minClipRatio) / static_cast<float>(options.clipSteps);
     for (int s = 1; s <= options.clipSteps; ++s) {
       const float ratio = 1.0f - step * static_cast<float>(s);
-      consider(floatToHalfBits(ratio * amax / static_cast<float>(range.qmax)));
-      consider(floatToHalfBits(ratio * extreme / static_cast<float>(range.qmin)));
+      considerIdeal(ratio * amax / static_cast<float>(range.qmax));
+      considerIdeal(ratio * extreme / static_cast<float>(range.qmin));
     }
   }
-  if (!found) // only when amax / qmax overflows fp16: clip at the largest half
-    return 0x7BFFu;
+  if (!found) // only when amax / qmax overflows: clip at the largest scale
+    return snap.largest(chosenSub);
   for (int it = 0; it < options.refitIterations; ++it)
-    consider(floatToHalfBits(scorer.refit(halfBitsToFloat(best))));
+    considerIdeal(scorer.refit(halfBitsToFloat(best)));
+  snap.neighbours(bestSub, consider);
+  if (chosenSub)
+    *chosenSub = bestSub;
   return best;
+}
+
+// Any fp16 scale.
+struct HalfScales {
+  template <class Add> void operator()(float x, const Add& add) const {
+    add(floatToHalfBits(x), 0);
+  }
+  template <class Add> void fullRange(float x, const GroupScorer& scorer, const Add& add) const {
+    uint16_t bits = floatToHalfBits(x);
+    if ((bits & 0x7FFFu) == 0)
+      bits = 1; // the smallest subnormal
+    for (int step = 0;
+         step < 64 && (bits & 0x7FFFu) < 0x7C00u && scorer.clips(halfBitsToFloat(bits)); ++step)
+      ++bits;
+    add(bits, 0);
+  }
+  template <class Add> void neighbours(int, const Add&) const {}
+  uint16_t largest(int*) const { return 0x7BFFu; }
+};
+
+// K16: fp16(unit * s), s in [-32, 31] and not 0.
+struct K16Scales {
+  uint16_t unit;
+  float unitValue;
+  template <class Add> void addSub(int sub, const Add& add) const {
+    if (sub != 0 && sub >= -32 && sub <= 31)
+      add(k16Scale(unit, sub), sub);
+  }
+  template <class Add> void operator()(float x, const Add& add) const {
+    // Beyond the sub-scales' range: the extreme of that sign (a scale the fp16
+    // search would take there is within the reach of d, chooseK16UnitScale).
+    const float t = x / unitValue;
+    if (!(t > -32.0f))
+      return addSub(-32, add);
+    if (!(t < 31.0f))
+      return addSub(31, add);
+    const int below = static_cast<int>(std::floor(t));
+    addSub(below, add);
+    addSub(below + 1, add);
+  }
+  template <class Add> void fullRange(float x, const GroupScorer& scorer, const Add& add) const {
+    const float t = x / unitValue;
+    int sub = std::fabs(t) < 31.0f ? static_cast<int>(std::ceil(t)) : 31;
+    while (sub < 31 && scorer.clips(halfBitsToFloat(k16Scale(unit, sub))))
+      ++sub;
+    addSub(sub == 0 ? 1 : sub, add);
+  }
+  template <class Add> void neighbours(int sub, const Add& add) const {
+    addSub(sub - 1, add);
+    addSub(sub + 1, add);
+  }
+  uint16_t largest(int* sub) const {
+    if (sub)
+      *sub = 31;
+    return k16Scale(unit, 31);
+  }
+};
+
+} // namespace
+
+uint16_t searchGroupScale(const float* w, const float* importance, int n, int bits,
+                          const ScaleSearchOptions& options) {
+  return searchScale(w, importance, n, bits, options, HalfScales{}, nullptr);
+}
+
+int searchK16SubScale(const float* w, const float* importance, int n, int bits, uint16_t unitScale,
+                      const ScaleSearchOptions& options) {
+  const float unitValue = halfBitsToFloat(unitScale);
+  if (!usableScale(unitValue))
+    return 1; // an all-zero unit: every group scale is 0
+  int sub = 1;
+  searchScale(w, importance, n, bits, options, K16Scales{unitScale, unitValue}, &sub);
+  return sub;
+}
+
+uint16_t chooseK16UnitScale(const float* w, const float* importance, int bits,
+                            const ScaleSearchOptions& options) {
+  float largest = 0.0f;
+  for (int j = 0; j < kQuantUnitValues / kQuantK16Group; ++j) {
+    const int first = j * kQuantK16Group;
+    const float scale = halfBitsToFloat(searchGroupScale(
+        w + first, importance ? importance + first : nullptr, kQuantK16Group, bits, options));
+    largest = std::max(largest, std::fabs(scale));
+  }
+  // Rounded up to an fp16 value d with 31 d >= largest, so every group's searched
+  // scale is within the sub-scales' reach (the no-clip bound holds for K16 too).
+  uint16_t d = floatToHalfBits(largest / 31.0f);
+  while ((d & 0x7FFFu) < 0x7BFFu && halfBitsToFloat(d) * 31.0f < largest)
+    ++d;
+  return d;
 }
 
 void quantizeGroup(const float* w, int n, int bits, uint16_t scaleBits, uint8_t* codes,

@@ -64,6 +64,18 @@ inline float scaleInverse(float scale) { return scale == 0.0f ? 0.0f : 1.0f / sc
 uint16_t searchGroupScale(const float* w, const float* importance, int n, int bits,
                           const ScaleSearchOptions& options);
 
+// K16 (QuantFormats.h): the same search over the scales fp16(d * s) of a unit
+// scale d (fp16 bits `unitScale`), s in [-32, 31] and not 0 (each candidate's
+// two neighbouring multiples, and s +- 1 of the best at the end). Returns s.
+int searchK16SubScale(const float* w, const float* importance, int n, int bits, uint16_t unitScale,
+                      const ScaleSearchOptions& options);
+
+// The unit scale d of a K16 unit w[0..128): the largest magnitude of its eight
+// groups' searched fp16 scales over 31 (the largest positive sub-scale), rounded
+// up to fp16.
+uint16_t chooseK16UnitScale(const float* w, const float* importance, int bits,
+                            const ScaleSearchOptions& options);
+
 // Codes and dequantized values of w[0..n) at the fp16 scale `scaleBits`.
 void quantizeGroup(const float* w, int n, int bits, uint16_t scaleBits, uint8_t* codes,
                    float* dequantized);

@@ -40,11 +40,12 @@ void dequantizeRows(int64_t rows, int64_t cols, const uint8_t* packed, float* ou
   const int64_t weightBytes = Format::rowWeightBytes(cols);
   const int64_t groups = cols / Group;
   std::vector<unsigned int> words(weightBytes / 4);
-  std::vector<unsigned short> scales(groups);
+  const int64_t scaleBytes = Format::rowScaleBytes(cols);
+  std::vector<unsigned short> scales(scaleBytes / 2);
   const uint8_t* scalePlane = packed + quantScalePlaneOffset(Bits, rows, cols);
   for (int64_t r = 0; r < rows; ++r) {
     std::memcpy(words.data(), packed + r * weightBytes, weightBytes);
-    std::memcpy(scales.data(), scalePlane + r * groups * 2, groups * 2);
+    std::memcpy(scales.data(), scalePlane + r * scaleBytes, scaleBytes);
     for (int64_t g = 0; g < groups; ++g)
       Format::dequantizeGroup(words.data(), scales.data(), g, out + r * cols + g * Group);
   }
@@ -54,6 +55,10 @@ template <int Bits>
 void dequantizeRowsByGroup(int group, int64_t rows, int64_t cols, const uint8_t* packed,
                            float* out) {
   switch (group) {
+  case kQuantK16Group:
+    if constexpr (Bits <= 4)
+      return dequantizeRows<Bits, kQuantK16Group>(rows, cols, packed, out);
+    return;
   case 32:
     return dequantizeRows<Bits, 32>(rows, cols, packed, out);
   case 64:

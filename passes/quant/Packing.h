@@ -12,7 +12,8 @@ namespace ninfer {
 namespace quant {
 
 // Writes row `row` of a [rows, cols] tensor: `codes` holds cols codes (each below
-// 2^bits), `scales` cols / groupSize fp16 bit patterns. `packed` has
+// 2^bits), `scales` the row's scale plane as 16-bit units: cols / groupSize fp16
+// bit patterns, or for K16 one 4-unit record per 128 values. `packed` has
 // quantTensorBytes(...) bytes. The spec and shape must be valid (validateSpec).
 void packRow(const QuantSpec& spec, int64_t rows, int64_t cols, int64_t row, const uint8_t* codes,
              const uint16_t* scales, uint8_t* packed);

@@ -15,9 +15,10 @@ Status validateSpec(const QuantSpec& spec, int64_t rows, int64_t cols) {
   if (!isQuantBits(spec.bits))
     return Status::error("quant: unsupported bit width " + std::to_string(spec.bits) +
                          " (supported: 8, 4, 3, 2)");
-  if (!isQuantGroupSize(spec.groupSize))
+  if (quantFormatIndex(spec.bits, spec.groupSize) < 0)
     return Status::error("quant: unsupported group size " + std::to_string(spec.groupSize) +
-                         " (supported: 32, 64, 128)");
+                         " for " + std::to_string(spec.bits) +
+                         " bits (supported: 32, 64, 128; 16 (K16) with 2 to 4 bits)");
   if (rows <= 0)
     return Status::error("quant: tensor has " + std::to_string(rows) + " rows");
   if (!isQuantizableCols(cols))

@@ -22,10 +22,11 @@ namespace quant {
 
 struct QuantSpec {
   int bits = 4;        // 8, 6, 5, 4, 3 or 2
-  int groupSize = 128; // 32, 64 or 128 values per fp16 scale
+  int groupSize = 128; // 32, 64 or 128 values per fp16 scale; 16: K16 (bits 2..4)
 
+  bool isK16() const { return groupSize == kQuantK16Group; }
   // Exact storage cost, scales included.
-  double bitsPerWeight() const { return bits + 16.0 / groupSize; }
+  double bitsPerWeight() const { return bits + (isK16() ? 0.5 : 16.0 / groupSize); }
   QuantFormatId formatId() const {
     return static_cast<QuantFormatId>(quantFormatIndex(bits, groupSize));
   }

@@ -16,6 +16,24 @@ void quantizeRowRtn(const float* w, int64_t cols, const QuantSpec& spec, const f
                     const ScaleSearchOptions& search, uint8_t* codes, uint16_t* scales,
                     float* dequantized) {
   const int group = spec.groupSize;
+  if (spec.isK16()) { // per unit: its scale d, then each group's sub-scale; records out
+    for (int64_t u = 0; u < cols / kQuantUnitValues; ++u) {
+      const int64_t unitFirst = u * kQuantUnitValues;
+      const float* unitImportance = importance ? importance + unitFirst : nullptr;
+      const uint16_t unitScale =
+          chooseK16UnitScale(w + unitFirst, unitImportance, spec.bits, search);
+      int subs[kQuantUnitValues / kQuantK16Group];
+      for (int j = 0; j < kQuantUnitValues / kQuantK16Group; ++j) {
+        const int64_t first = unitFirst + j * group;
+        subs[j] = searchK16SubScale(w + first, importance ? importance + first : nullptr, group,
+                                    spec.bits, unitScale, search);
+        quantizeGroup(w + first, group, spec.bits, k16Scale(unitScale, subs[j]), codes + first,
+                      dequantized ? dequantized + first : nullptr);
+      }
+      setK16Record(scales + 4 * u, unitScale, subs);
+    }
+    return;
+  }
   for (int64_t g = 0; g < cols / group; ++g) {
     const int64_t first = g * group;
     scales[g] = searchGroupScale(w + first, importance ? importance + first : nullptr, group,

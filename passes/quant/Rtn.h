@@ -17,7 +17,8 @@ struct RtnOptions {
   bool keepDequantized = true; // fill QuantizedTensor::dequantized
 };
 
-// One row of cols values: codes [cols], scales [cols / groupSize] fp16 bits,
+// One row of cols values: codes [cols], scales [cols / groupSize] fp16 bits (K16:
+// the row's records, cols / 32 units),
 // dequantized [cols] (may be null). importance: per column, may be null.
 void quantizeRowRtn(const float* w, int64_t cols, const QuantSpec& spec, const float* importance,
                     const ScaleSearchOptions& search, uint8_t* codes, uint16_t* scales,

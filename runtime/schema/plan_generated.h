@@ -108,11 +108,14 @@ enum class DType : uint8_t {
   Q5_G32 = 22,
   Q5_G64 = 23,
   Q5_G128 = 24,
+  Q2_K16 = 25,
+  Q3_K16 = 26,
+  Q4_K16 = 27,
   MIN = F32,
-  MAX = Q5_G128
+  MAX = Q4_K16
 };
 
-inline const DType (&EnumValuesDType())[25] {
+inline const DType (&EnumValuesDType())[28] {
   static const DType values[] = {
     DType::F32,
     DType::F16,
@@ -138,13 +141,16 @@ inline const DType (&EnumValuesDType())[25] {
     DType::Q6_G128,
     DType::Q5_G32,
     DType::Q5_G64,
-    DType::Q5_G128
+    DType::Q5_G128,
+    DType::Q2_K16,
+    DType::Q3_K16,
+    DType::Q4_K16
   };
   return values;
 }
 
 inline const char * const *EnumNamesDType() {
-  static const char * const names[26] = {
+  static const char * const names[29] = {
     "F32",
     "F16",
     "BF16",
@@ -170,13 +176,16 @@ inline const char * const *EnumNamesDType() {
     "Q5_G32",
     "Q5_G64",
     "Q5_G128",
+    "Q2_K16",
+    "Q3_K16",
+    "Q4_K16",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameDType(DType e) {
-  if (flatbuffers::IsOutRange(e, DType::F32, DType::Q5_G128)) return "";
+  if (flatbuffers::IsOutRange(e, DType::F32, DType::Q4_K16)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesDType()[index];
 }

@@ -152,7 +152,9 @@ Status CpuExecutor::loadQuantWeight(uint32_t index, const plan::Buffer& b, int f
       for (int64_t k = 0; k < cols; ++k) {
         const unsigned int code = quant::quantCodeAt(traits.bits, words.data(), k);
         const int q = int(code) - (1 << (traits.bits - 1));
-        out[k] = quant::halfBitsToFloat(scales[size_t(k / traits.groupSize)]) * float(q);
+        out[k] = quant::halfBitsToFloat(quant::quantGroupScaleBitsOf(
+                     traits.groupSize, scales.data(), k / traits.groupSize)) *
+                 float(q);
       }
     }
   });

@@ -99,8 +99,9 @@ std::vector<float> referenceWeights(const plan::Buffer& b) {
         reinterpret_cast<const unsigned int*>(base + r * quant::quantRowWeightBytes(traits.bits, cols));
     for (int64_t k = 0; k < cols; ++k) {
       const unsigned int code = quant::quantCodeAt(traits.bits, words, k);
-      const float scale = quant::halfBitsToFloat(scales[r * (cols / traits.groupSize) +
-                                                        k / traits.groupSize]);
+      const float scale = quant::halfBitsToFloat(quant::quantGroupScaleBitsOf(
+          traits.groupSize, scales + r * quant::quantRowScaleBytes(traits.groupSize, cols) / 2,
+          k / traits.groupSize));
       out[size_t(r * cols + k)] = scale * float(int(code) - (1 << (traits.bits - 1)));
     }
   }
@@ -195,6 +196,7 @@ TEST(DummyQuant, OtherFormatsRunOnCpu) {
   checkDummyPlan("q2", 64, plan::DType::Q2_G64);
   checkDummyPlan("q6", 32, plan::DType::Q6_G32);
   checkDummyPlan("q5", 128, plan::DType::Q5_G128);
+  checkDummyPlan("q3", 16, plan::DType::Q3_K16);
 }
 
 TEST(DummyQuant, BpwAndAwqAreRefusedClearly) {
@@ -210,7 +212,8 @@ TEST(DummyQuant, BpwAndAwqAreRefusedClearly) {
 }
 
 // The shared fill's layout for every format: weight-plane units are halves of
-// dummyHash words, every scale-plane unit is fp16(scale / 2^(bits-1)).
+// dummyHash words, every scale-plane unit is fp16(scale / 2^(bits-1)) (K16:
+// records of that unit scale and sub-scales 1, so the group scales are the same).
 TEST(DummyQuant, SharedFillLayout) {
   for (int id = 0; id < quant::kQuantFormatCount; ++id) {
     const auto traits = quant::quantFormatTraits(quant::QuantFormatId(id));
@@ -226,6 +229,13 @@ TEST(DummyQuant, SharedFillLayout) {
       for (uint64_t u = 0; u < units; ++u) {
         const uint16_t got = quant::dummyUnit(id, 7, u, units, 0.02f);
         uint16_t want = scale;
+        if (traits.groupSize == quant::kQuantK16Group && u >= weightUnits) {
+          uint16_t record[4];
+          const int ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+          quant::setK16Record(record, scale, ones);
+          want = record[(u - weightUnits) % 4];
+          ASSERT_EQ(quant::quantGroupScaleBits<quant::kQuantK16Group>(record, 5), scale);
+        }
         if (u < weightUnits) {
           const uint32_t word = uint32_t(dummyHash(7, u / 2));
           want = uint16_t(u % 2 ? word >> 16 : word & 0xFFFFu);

@@ -202,7 +202,7 @@ TEST(QuantizeOptionsTest, BadOptionsAreClearErrors) {
   QuantOptions o;
   llvm::Error group = applyQuantFlag("--group", "48", o);
   ASSERT_TRUE(bool(group));
-  EXPECT_NE(llvm::toString(std::move(group)).find("32, 64 or 128"), std::string::npos);
+  EXPECT_NE(llvm::toString(std::move(group)).find("32, 64, 128 or 16 (K16)"), std::string::npos);
   llvm::Error bpw = applyQuantFlag("--bpw", "1", o);
   ASSERT_TRUE(bool(bpw));
   EXPECT_NE(llvm::toString(std::move(bpw)).find("between 2.25"), std::string::npos);
@@ -236,6 +236,14 @@ TEST(QuantizeOptionsTest, BadOptionsAreClearErrors) {
   llvm::Error bad = validateQuantizeSettings(s);
   EXPECT_TRUE(bool(bad));
   llvm::consumeError(std::move(bad));
+  // Group 16 is K16: q4, q3 and q2 only.
+  s.groupSize = 16;
+  s.bits = 3;
+  EXPECT_FALSE(bool(validateQuantizeSettings(s)));
+  s.bits = 8;
+  llvm::Error k16 = validateQuantizeSettings(s);
+  ASSERT_TRUE(bool(k16));
+  EXPECT_NE(llvm::toString(std::move(k16)).find("4, 3 or 2 bits"), std::string::npos);
 }
 
 } // namespace

@@ -227,24 +227,19 @@ TEST(Nvrtc, AllWeightTypesCompile) {
   }
 }
 
-// Every group-quantized dtype: its GEMV/tiled linear and its embedding kernel
-// compile (the kernels are generic over QuantPacking<BITS>).
-TEST(Nvrtc, AllQuantizedFormatsCompile) {
+// A plan holding, for each of `dtypes`, an embedding lookup and a linear layer of
+// that quantized dtype (dummy weights).
+TestPlan quantizedOpsPlan(const std::vector<DType> &dtypes) {
   TestPlan t(16, 32);
   const int hidden = 256, outputs = 64, vocab = 50;
   const uint32_t x = t.addActivation("x", hidden);
   const uint32_t y = t.addActivation("y", outputs);
-  int formats = 0;
-  for (int dtype = 0; dtype < 256; ++dtype) {
-    const int format = quant::formatOfPlanDType(dtype);
-    if (format < 0)
-      continue;
-    ++formats;
-    const std::string name = quant::quantFormatTraits(quant::QuantFormatId(format)).name;
-    const uint32_t table = t.addDummyWeight("embed_" + name, DType(dtype), {vocab, hidden},
+  for (DType dtype : dtypes) {
+    const std::string name = plan::EnumNameDType(dtype);
+    const uint32_t table = t.addDummyWeight("embed_" + name, dtype, {vocab, hidden},
                                             uint32_t(dtype), 0.5f, 0.0f);
-    const uint32_t w = t.addDummyWeight("w_" + name, DType(dtype), {outputs, hidden},
-                                        uint32_t(dtype), 0.1f, 0.0f);
+    const uint32_t w = t.addDummyWeight("w_" + name, dtype, {outputs, hidden}, uint32_t(dtype),
+                                        0.1f, 0.0f);
     plan::EmbeddingAttrsT embed;
     embed.dim = hidden;
     embed.vocab = vocab;
@@ -254,7 +249,18 @@ TEST(Nvrtc, AllQuantizedFormatsCompile) {
     linear.out_features = outputs;
     t.addOp("linear_" + name, linear, {x, w}, {y});
   }
-  EXPECT_EQ(formats, quant::kQuantFormatCount);
+  return t;
+}
+
+// Every group-quantized dtype: its GEMV/tiled linear and its embedding kernel
+// compile (the kernels are generic over QuantPacking<BITS>).
+TEST(Nvrtc, AllQuantizedFormatsCompile) {
+  std::vector<DType> dtypes;
+  for (int dtype = 0; dtype < 256; ++dtype)
+    if (quant::formatOfPlanDType(dtype) >= 0)
+      dtypes.push_back(DType(dtype));
+  EXPECT_EQ(int(dtypes.size()), quant::kQuantFormatCount);
+  TestPlan t = quantizedOpsPlan(dtypes);
   KernelOptions options;
   options.archs = {"sm_90"};
   options.embedPtx = false;
@@ -265,6 +271,19 @@ TEST(Nvrtc, AllQuantizedFormatsCompile) {
     EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::linearQuant<" + std::to_string(bits)),
               std::string::npos)
         << bits;
+}
+
+// The K16 formats (two scales per run from a unit's record) on every kind of path:
+// sm_75 (CUDA-core GEMV and tiled GEMM), sm_80 and sm_90 (tensor-core GEMV and GEMM).
+TEST(Nvrtc, K16FormatsCompileForEveryPath) {
+  TestPlan t = quantizedOpsPlan({DType::Q2_K16, DType::Q3_K16, DType::Q4_K16});
+  KernelOptions options;
+  options.archs = {"sm_75", "sm_80", "sm_90"};
+  options.embedPtx = false;
+  Status status = emitKernels(t.plan, options);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  EXPECT_EQ(t.plan.kernels->cubins.size(), 3u);
+  EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::linearQuant<3, 16"), std::string::npos);
 }
 
 // The linear paths for model-sized shapes compile on sm_80/sm_90 (tensor-core GEMM)

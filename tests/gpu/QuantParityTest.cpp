@@ -1,7 +1,8 @@
 // Quantized op parity: the CUDA kernels of codegen/kernels/linear_quant.cuh
 // (quantized Linear, both paths, and the quantized Embedding lookup) and the
 // device fill of dummy quantized weights, against the CPU executor on the same
-// plan, for every group-quantized plan dtype (Q8/Q6/Q5/Q4/Q3/Q2 x G32/G64/G128).
+// plan, for every group-quantized plan dtype (Q8/Q6/Q5/Q4/Q3/Q2 x G32/G64/G128, and
+// Q4/Q3/Q2 K16 with random sub-scales).
 // Weights are random codes and signed fp16 scales packed by the real packer
 // (passes/quant/Packing), so both executors decode the bytes the compiler writes.
 //
@@ -132,8 +133,20 @@ std::vector<uint8_t> randomPacked(const quant::QuantSpec &spec, int64_t rows, in
   for (int64_t r = 0; r < rows; ++r) {
     for (uint8_t &c : codes)
       c = static_cast<uint8_t>(code(rng));
-    for (uint16_t &s : scales)
-      s = quant::floatToHalfBits((rng() & 1 ? -unit : unit) * magnitude(rng));
+    if (spec.isK16()) { // records: d of random sign, sub-scales over the whole 6-bit range
+      std::uniform_int_distribution<int> sub(-32, 31);
+      for (size_t u = 0; u < scales.size() / 2; u += 4) {
+        int subs[8];
+        for (int& v : subs)
+          v = sub(rng);
+        quant::setK16Record(
+            &scales[u], quant::floatToHalfBits((rng() & 1 ? -unit : unit) * magnitude(rng) / 16.0f),
+            subs);
+      }
+    } else {
+      for (uint16_t& s : scales)
+        s = quant::floatToHalfBits((rng() & 1 ? -unit : unit) * magnitude(rng));
+    }
     quant::packRow(spec, rows, cols, r, codes.data(), scales.data(), packed.data());
   }
   return packed;

@@ -25,14 +25,17 @@ const int kAllGroups[] = {32, 64, 128};
 TEST(QuantFormats, TraitsTableAndExactBitsPerWeight) {
   for (int id = 0; id < kQuantFormatCount; ++id) {
     const QuantFormatTraits t = quantFormatTraits(static_cast<QuantFormatId>(id));
+    const bool k16 = t.groupSize == kQuantK16Group;
     ASSERT_TRUE(isQuantBits(t.bits)) << id;
-    ASSERT_TRUE(isQuantGroupSize(t.groupSize)) << id;
+    ASSERT_TRUE(isQuantFormatGroup(t.groupSize)) << id;
+    EXPECT_EQ(isQuantGroupSize(t.groupSize), !k16) << id;
     EXPECT_EQ(quantFormatIndex(t.bits, t.groupSize), id);
     EXPECT_EQ(std::string(t.name),
-              "q" + std::to_string(t.bits) + "_g" + std::to_string(t.groupSize));
-    EXPECT_EQ(t.bytesPerGroup, t.bits * t.groupSize / 8 + 2);
-    // bpw = bits + 16 / group exactly: bytes * 8 / values, and for whole tensors.
-    const double bpw = t.bits + 16.0 / t.groupSize;
+              "q" + std::to_string(t.bits) + (k16 ? "_k16" : "_g" + std::to_string(t.groupSize)));
+    EXPECT_EQ(t.bytesPerGroup, t.bits * t.groupSize / 8 + (k16 ? 1 : 2));
+    // bpw = bits + 16 / group exactly (K16: bits + 1/2, an 8-byte record per 128
+    // values): bytes * 8 / values, and for whole tensors.
+    const double bpw = t.bits + (k16 ? 0.5 : 16.0 / t.groupSize);
     EXPECT_EQ(t.bytesPerGroup * 8.0 / t.groupSize, bpw);
     const QuantSpec spec{t.bits, t.groupSize};
     EXPECT_EQ(spec.bitsPerWeight(), bpw);
@@ -45,6 +48,8 @@ TEST(QuantFormats, TraitsTableAndExactBitsPerWeight) {
   EXPECT_EQ(quantFormatIndex(7, 64), -1);
   EXPECT_EQ(quantFormatIndex(5, 64), int(QuantFormatId::Q5G64));
   EXPECT_EQ(quantFormatIndex(4, 96), -1);
+  EXPECT_EQ(quantFormatIndex(3, 16), int(QuantFormatId::Q3K16));
+  EXPECT_EQ(quantFormatIndex(5, 16), -1); // K16 only for 4, 3, 2 bits
   EXPECT_FALSE(isQuantizableCols(64));
   EXPECT_TRUE(isQuantizableCols(256));
 }
@@ -85,6 +90,72 @@ TEST(QuantFormats, PackUnpackRoundTripIsExact) {
       }
       EXPECT_FALSE(
           dequantizePacked(spec, rows, cols, packed.data(), bytes - 1, decoded.data()).isOk());
+    }
+  }
+}
+
+// K16 records: every sub-scale value round-trips at every position, the unit
+// scale stays in the first 16 bits, and a group's scale is fp16(d * s_j).
+TEST(QuantFormats, K16RecordsRoundTripAndScaleGroups) {
+  test::Rng rng(3);
+  for (int trial = 0; trial < 200; ++trial) {
+    int subs[8];
+    for (int& v : subs)
+      v = int(rng.below(64)) - 32;
+    const uint16_t d = static_cast<uint16_t>(rng.below(0x7C00) | (trial % 2 ? 0x8000u : 0u));
+    uint16_t record[4];
+    setK16Record(record, d, subs);
+    EXPECT_EQ(record[0], d);
+    for (int j = 0; j < 8; ++j) {
+      EXPECT_EQ(k16SubScale(record, j), subs[j]) << j;
+      EXPECT_EQ(quantGroupScaleBits<kQuantK16Group>(record, j),
+                floatToHalfBits(halfToFloat(d) * float(subs[j])));
+      EXPECT_EQ(quantGroupScaleBitsOf(kQuantK16Group, record, j),
+                quantGroupScaleBits<kQuantK16Group>(record, j));
+    }
+  }
+  // Groups 8.. read the next record.
+  const int ones[8] = {1, 1, 1, 1, 1, 1, 1, 1}, twos[8] = {2, 2, 2, 2, 2, 2, 2, 2};
+  uint16_t row[8];
+  setK16Record(row, floatToHalfBits(0.5f), ones);
+  setK16Record(row + 4, floatToHalfBits(0.25f), twos);
+  EXPECT_EQ(halfToFloat(quantGroupScaleBits<kQuantK16Group>(row, 7)), 0.5f);
+  EXPECT_EQ(halfToFloat(quantGroupScaleBits<kQuantK16Group>(row, 8)), 0.5f);
+  EXPECT_EQ(halfToFloat(quantGroupScaleBits<kQuantK16Group>(row, 15)), 0.5f);
+}
+
+// The packer and the reference decoder on K16 tensors: records go to the scale
+// plane unchanged and every value decodes as fp16(d * s_j) * level.
+TEST(QuantFormats, K16PackAndDecode) {
+  test::Rng rng(4);
+  const int64_t rows = 3, cols = 384;
+  for (int bits : {4, 3, 2}) {
+    SCOPED_TRACE("q" + std::to_string(bits) + "_k16");
+    const QuantSpec spec{bits, kQuantK16Group};
+    std::vector<uint8_t> codes(rows * cols);
+    for (uint8_t& c : codes)
+      c = static_cast<uint8_t>(rng.below(1u << bits));
+    std::vector<uint16_t> records(rows * cols / 32);
+    for (size_t u = 0; u < records.size(); u += 4) {
+      int subs[8];
+      for (int& v : subs)
+        v = int(rng.below(64)) - 32;
+      // |d| < 2048: d * s stays finite.
+      setK16Record(&records[u], static_cast<uint16_t>(rng.below(0x6800)), subs);
+    }
+    const uint64_t bytes = quantTensorBytes(bits, kQuantK16Group, rows, cols);
+    EXPECT_EQ(bytes * 8, uint64_t(rows * cols * (bits * 2 + 1) / 2));
+    std::vector<uint8_t> packed(bytes, 0xAB);
+    for (int64_t r = 0; r < rows; ++r)
+      packRow(spec, rows, cols, r, &codes[r * cols], &records[r * cols / 32], packed.data());
+    std::vector<float> decoded(rows * cols);
+    ASSERT_TRUE(dequantizePacked(spec, rows, cols, packed.data(), bytes, decoded.data()).isOk());
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      const int64_t r = i / cols, c = i % cols;
+      const uint16_t* unit = &records[r * cols / 32 + c / 128 * 4];
+      const float scale = halfToFloat(
+          floatToHalfBits(halfToFloat(unit[0]) * float(k16SubScale(unit, c % 128 / 16))));
+      ASSERT_EQ(decoded[i], scale * static_cast<float>(int(codes[i]) - (1 << (bits - 1)))) << i;
     }
   }
 }

@@ -184,7 +184,9 @@ TEST(Gptq, IdentityHessianEqualsRtn) {
     h[j * cols + j] = 3.0;
   const std::vector<float> importance(cols, 3.0f);
   for (int bits : {8, 6, 5, 4, 3, 2}) {
-    for (int group : {32, 64, 128}) {
+    for (int group : {32, 64, 128, kQuantK16Group}) {
+      if (quantFormatIndex(bits, group) < 0)
+        continue;
       for (bool actOrder : {false, true}) {
         SCOPED_TRACE("q" + std::to_string(bits) + "_g" + std::to_string(group) +
                      (actOrder ? " act-order" : ""));
@@ -234,21 +236,26 @@ TEST(Gptq, BeatsRtnOnCorrelatedInputs) {
   const std::vector<float> importance = test::diagonal(p.h, p.cols);
   for (int bits : {4, 3, 2}) {
     for (bool actOrder : {false, true}) {
-      SCOPED_TRACE("bits " + std::to_string(bits) + (actOrder ? " act-order" : ""));
-      const QuantSpec spec{bits, 32};
-      Result<QuantizedTensor> r = quantizeRtn(p.w.data(), p.rows, p.cols, spec, importance.data());
-      GptqOptions options;
-      options.actOrder = actOrder;
-      Result<GptqResult> g = quantizeGptq(p.w.data(), p.rows, p.cols, p.h.data(), spec, options);
-      ASSERT_TRUE(r.isOk() && g.isOk());
-      const double rtnError =
-          *relativeOutputError(p.w.data(), r->dequantized.data(), p.rows, p.cols, p.h.data());
-      const double gptqError = *relativeOutputError(p.w.data(), g->tensor.dequantized.data(),
-                                                    p.rows, p.cols, p.h.data());
-      RecordProperty("ratio_q" + std::to_string(bits) + (actOrder ? "_act" : ""),
-                     std::to_string(gptqError / rtnError));
-      EXPECT_LT(gptqError, (bits == 2 ? 0.25 : 0.15) * rtnError)
-          << "rtn " << rtnError << " gptq " << gptqError;
+      for (int group : {32, kQuantK16Group}) {
+        SCOPED_TRACE("bits " + std::to_string(bits) + (actOrder ? " act-order" : "") + " group " +
+                     std::to_string(group));
+        const QuantSpec spec{bits, group};
+        Result<QuantizedTensor> r =
+            quantizeRtn(p.w.data(), p.rows, p.cols, spec, importance.data());
+        GptqOptions options;
+        options.actOrder = actOrder;
+        Result<GptqResult> g = quantizeGptq(p.w.data(), p.rows, p.cols, p.h.data(), spec, options);
+        ASSERT_TRUE(r.isOk() && g.isOk());
+        const double rtnError =
+            *relativeOutputError(p.w.data(), r->dequantized.data(), p.rows, p.cols, p.h.data());
+        const double gptqError = *relativeOutputError(p.w.data(), g->tensor.dequantized.data(),
+                                                      p.rows, p.cols, p.h.data());
+        RecordProperty("ratio_q" + std::to_string(bits) + (actOrder ? "_act" : "") + "_g" +
+                           std::to_string(group),
+                       std::to_string(gptqError / rtnError));
+        EXPECT_LT(gptqError, (bits == 2 ? 0.25 : 0.15) * rtnError)
+            << "rtn " << rtnError << " gptq " << gptqError;
+      }
     }
   }
 }
@@ -257,25 +264,27 @@ TEST(Gptq, BeatsRtnOnCorrelatedInputs) {
 // update arithmetic is f32, so agreement is checked to 1e-3 relative.
 TEST(Gptq, LossEstimateIsTheDampedOutputError) {
   const Correlated p = correlatedProblem(14);
-  for (bool actOrder : {false, true}) {
-    GptqOptions options;
-    options.actOrder = actOrder;
-    options.blockSize = 48; // groups straddle blocks: exercises the pending-update path
-    Result<GptqResult> g = quantizeGptq(p.w.data(), p.rows, p.cols, p.h.data(), {3, 64}, options);
-    ASSERT_TRUE(g.isOk());
-    std::vector<double> damped = p.h;
-    for (int64_t j = 0; j < p.cols; ++j)
-      damped[j * p.cols + j] += g->damp;
-    const double measured =
-        *outputError(p.w.data(), g->tensor.dequantized.data(), p.rows, p.cols, damped.data());
-    EXPECT_NEAR(g->lossEstimate, measured, 1e-3 * measured) << "act-order " << actOrder;
-    // And the packed bytes decode to the returned values.
-    std::vector<float> decoded(p.rows * p.cols);
-    ASSERT_TRUE(dequantizePacked({3, 64}, p.rows, p.cols, g->tensor.packed.data(),
-                                 g->tensor.packed.size(), decoded.data())
-                    .isOk());
-    EXPECT_EQ(0, std::memcmp(decoded.data(), g->tensor.dequantized.data(), decoded.size() * 4));
-  }
+  for (bool actOrder : {false, true})
+    for (const QuantSpec spec : {QuantSpec{3, 64}, QuantSpec{3, kQuantK16Group}}) {
+      SCOPED_TRACE("group " + std::to_string(spec.groupSize));
+      GptqOptions options;
+      options.actOrder = actOrder;
+      options.blockSize = 48; // groups straddle blocks: exercises the pending-update path
+      Result<GptqResult> g = quantizeGptq(p.w.data(), p.rows, p.cols, p.h.data(), spec, options);
+      ASSERT_TRUE(g.isOk());
+      std::vector<double> damped = p.h;
+      for (int64_t j = 0; j < p.cols; ++j)
+        damped[j * p.cols + j] += g->damp;
+      const double measured =
+          *outputError(p.w.data(), g->tensor.dequantized.data(), p.rows, p.cols, damped.data());
+      EXPECT_NEAR(g->lossEstimate, measured, 1e-3 * measured) << "act-order " << actOrder;
+      // And the packed bytes decode to the returned values.
+      std::vector<float> decoded(p.rows * p.cols);
+      ASSERT_TRUE(dequantizePacked(spec, p.rows, p.cols, g->tensor.packed.data(),
+                                   g->tensor.packed.size(), decoded.data())
+                      .isOk());
+      EXPECT_EQ(0, std::memcmp(decoded.data(), g->tensor.dequantized.data(), decoded.size() * 4));
+    }
 }
 
 TEST(Gptq, ShrinkHessianScalesTheOffDiagonal) {
@@ -398,7 +407,7 @@ TEST(Gptq, BlockSizeDoesNotChangeABit) {
   p.rows = 45;
   p.w.resize(size_t(p.rows * p.cols));
   for (bool actOrder : {false, true})
-    for (int group : {32, 128}) {
+    for (int group : {32, 128, kQuantK16Group}) {
       SCOPED_TRACE(std::string(actOrder ? "act-order" : "natural") + " group " +
                    std::to_string(group));
       GptqOptions unblocked;
@@ -432,23 +441,24 @@ TEST(Gptq, SameBytesForEveryVectorWidth) {
     GptqOptions narrow;
     narrow.actOrder = actOrder;
     narrow.lanes = 4;
-    Result<GptqResult> ref = quantizeGptq(p.w.data(), p.rows, p.cols, p.h.data(), {4, 64}, narrow);
-    ASSERT_TRUE(ref.isOk());
-    for (int lanes : {8, 16}) {
-      SCOPED_TRACE(std::to_string(lanes) + " lanes" + (actOrder ? " act-order" : ""));
-      GptqOptions options = narrow;
-      options.lanes = lanes;
-      Result<GptqResult> g =
-          quantizeGptq(p.w.data(), p.rows, p.cols, p.h.data(), {4, 64}, options);
-      if (lanes > widestLanes()) {
-        ASSERT_FALSE(g.isOk());
-        EXPECT_NE(g.status().message().find("lane"), std::string::npos);
-        continue;
+    for (const QuantSpec spec : {QuantSpec{4, 64}, QuantSpec{4, kQuantK16Group}}) {
+      Result<GptqResult> ref = quantizeGptq(p.w.data(), p.rows, p.cols, p.h.data(), spec, narrow);
+      ASSERT_TRUE(ref.isOk());
+      for (int lanes : {8, 16}) {
+        SCOPED_TRACE(std::to_string(lanes) + " lanes" + (actOrder ? " act-order" : ""));
+        GptqOptions options = narrow;
+        options.lanes = lanes;
+        Result<GptqResult> g = quantizeGptq(p.w.data(), p.rows, p.cols, p.h.data(), spec, options);
+        if (lanes > widestLanes()) {
+          ASSERT_FALSE(g.isOk());
+          EXPECT_NE(g.status().message().find("lane"), std::string::npos);
+          continue;
+        }
+        ASSERT_TRUE(g.isOk());
+        EXPECT_EQ(g->tensor.packed, ref->tensor.packed);
+        EXPECT_EQ(g->tensor.dequantized, ref->tensor.dequantized);
+        EXPECT_EQ(g->lossEstimate, ref->lossEstimate);
       }
-      ASSERT_TRUE(g.isOk());
-      EXPECT_EQ(g->tensor.packed, ref->tensor.packed);
-      EXPECT_EQ(g->tensor.dequantized, ref->tensor.dequantized);
-      EXPECT_EQ(g->lossEstimate, ref->lossEstimate);
     }
   }
 }

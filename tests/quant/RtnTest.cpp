@@ -16,6 +16,7 @@ namespace {
 
 const int kAllBits[] = {8, 6, 5, 4, 3, 2};
 const int kAllGroups[] = {32, 64, 128};
+const int kAllFormatGroups[] = {32, 64, 128, kQuantK16Group}; // K16 with 4, 3, 2 bits
 
 // Weighted squared error of one group at the chosen scale.
 double groupError(const float* w, const float* h, int n, int bits, uint16_t scale) {
@@ -54,7 +55,9 @@ TEST(Rtn, NoClipErrorIsAtMostHalfAStep) {
   RtnOptions options;
   options.search.clip = false;
   for (int bits : kAllBits) {
-    for (int group : kAllGroups) {
+    for (int group : kAllFormatGroups) {
+      if (quantFormatIndex(bits, group) < 0)
+        continue;
       SCOPED_TRACE("q" + std::to_string(bits) + "_g" + std::to_string(group));
       const QuantSpec spec{bits, group};
       Result<QuantizedTensor> q = quantizeRtn(w.data(), rows, cols, spec, nullptr, options);
@@ -64,7 +67,8 @@ TEST(Rtn, NoClipErrorIsAtMostHalfAStep) {
       for (int64_t r = 0; r < rows; ++r) {
         unpackRow(spec, rows, cols, r, q->packed.data(), codes.data(), scales.data());
         for (int64_t c = 0; c < cols; ++c) {
-          const float d = std::fabs(halfBitsToFloat(scales[c / group]));
+          const float d =
+              std::fabs(halfBitsToFloat(quantGroupScaleBitsOf(group, scales.data(), c / group)));
           const float diff = std::fabs(w[r * cols + c] - q->dequantized[r * cols + c]);
           ASSERT_LE(diff, d * (0.5f + 1e-5f)) << "row " << r << " col " << c;
         }
@@ -105,6 +109,41 @@ TEST(Rtn, ClipSearchNeverWorseThanNoClip) {
       if (bits <= 4) {
         EXPECT_LT(clipTotal, 0.97 * noClipTotal) << "bits " << bits << " group " << group;
       }
+    }
+  }
+}
+
+// K16 stores a scale per 16 values in the bytes G32 spends on one per 32, so on
+// Gaussian rows its error must be clearly lower at 4, 3 and 2 bits (measured:
+// 23%, 22% and 18% lower on the pycode-llama-23m weights), with and without
+// importance weights; and its bytes decode to the dequantized values returned.
+TEST(Rtn, K16BeatsG32AtTheSameBytes) {
+  test::Rng rng(9);
+  const int64_t rows = 16, cols = 1024;
+  const std::vector<float> w = test::gaussian(rng, rows * cols);
+  std::vector<float> importance(cols);
+  for (float& h : importance)
+    h = 0.1f + float(rng.below(100));
+  for (int bits : {4, 3, 2}) {
+    for (const float* h :
+         {static_cast<const float*>(nullptr), static_cast<const float*>(importance.data())}) {
+      SCOPED_TRACE("q" + std::to_string(bits) + (h ? " weighted" : ""));
+      double error[2] = {0.0, 0.0};
+      for (int k16 = 0; k16 < 2; ++k16) {
+        const QuantSpec spec{bits, k16 ? kQuantK16Group : 32};
+        Result<QuantizedTensor> q = quantizeRtn(w.data(), rows, cols, spec, h);
+        ASSERT_TRUE(q.isOk()) << q.status().message();
+        EXPECT_EQ(q->packed.size(), quantTensorBytes(bits, 32, rows, cols));
+        for (int64_t i = 0; i < rows * cols; ++i)
+          error[k16] += (h ? h[i % cols] : 1.0) * double(w[i] - q->dequantized[i]) *
+                        (w[i] - q->dequantized[i]);
+        std::vector<float> decoded(rows * cols);
+        ASSERT_TRUE(
+            dequantizePacked(spec, rows, cols, q->packed.data(), q->packed.size(), decoded.data())
+                .isOk());
+        ASSERT_EQ(0, std::memcmp(decoded.data(), q->dequantized.data(), decoded.size() * 4));
+      }
+      EXPECT_LT(error[1], 0.9 * error[0]);
     }
   }
 }

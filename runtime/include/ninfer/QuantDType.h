@@ -1,9 +1,8 @@
 // The mapping between the plan's quantized weight dtypes (plan.fbs DType
-// Q8_G32..Q2_G128, Q6_G32..Q5_G128) and ninfer::quant::QuantFormatId, in one place, so the plan
-// builder, the loader, the executors, the kernel emitter and the dummy fill
-// kernel (an NVRTC header too) agree. Written as
-// an explicit table rather than "4 + id" so formats appended later (other bit
-// widths) can take plan values that are not contiguous with these.
+// Q8_G32..Q2_G128, Q6_G32..Q5_G128, Q2_K16..Q4_K16) and ninfer::quant::QuantFormatId, in one place,
+// so the plan builder, the loader, the executors, the kernel emitter and the dummy fill kernel (an
+// NVRTC header too) agree. Written as an explicit table rather than "4 + id" so formats appended
+// later (other bit widths) can take plan values that are not contiguous with these.
 #pragma once
 
 #include "QuantFormats.h" // same directory: also resolves as an NVRTC header
@@ -51,6 +50,12 @@ NINFER_HD constexpr int planDTypeOfFormat(QuantFormatId id) {
     return 23;
   case QuantFormatId::Q5G128:
     return 24;
+  case QuantFormatId::Q2K16:
+    return 25;
+  case QuantFormatId::Q3K16:
+    return 26;
+  case QuantFormatId::Q4K16:
+    return 27;
   }
   return -1;
 }
@@ -86,6 +91,7 @@ static_assert(formatOfPlanDType(16) == -1, "TQ2 is not a group format");
 static_assert(formatOfPlanDType(17) == -1, "TQ1 is not a group format");
 static_assert(formatOfPlanDType(18) == -1, "Q8_KV is not a weight format");
 static_assert(formatOfPlanDType(23) == static_cast<int>(QuantFormatId::Q5G64), "Q5_G64 = 23");
+static_assert(formatOfPlanDType(26) == static_cast<int>(QuantFormatId::Q3K16), "Q3_K16 = 26");
 
 } // namespace quant
 } // namespace ninfer

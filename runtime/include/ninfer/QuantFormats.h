@@ -1,5 +1,6 @@
 // Packed layouts of the group-wise quantized weight formats (Q8, Q6, Q5, Q4, Q3,
-// Q2 with an fp16 scale per group of 32, 64 or 128 values), shared by the packer in the
+// Q2 with an fp16 scale per group of 32, 64 or 128 values; Q4, Q3, Q2 with
+// two-level "K16" scales per group of 16), shared by the packer in the
 // compiler (passes/quant), the device kernels and the CPU executor, so the three
 // can never disagree. Compiles as host C++ and as NVRTC device code: no standard
 // header is included, fp16 conversion is done with integer bit manipulation.
@@ -46,6 +47,16 @@
 //   bit 4 of value i at word 16 + i/32, bit i%32 (Q3's high plane).
 // Fields are in value order; a kernel that wants the two-halves-at-once trick
 // ((w >> s) & 0x000F000F) gets values i and i+4 of a Q4 word and pairs x to match.
+//
+// K16 formats (q4_k16, q3_k16, q2_k16; "group size" 16 in the traits): the weight
+// plane is the Q4/Q3/Q2 one; the scale plane holds one 8-byte record per
+// 128-value unit, the same bytes as fp16 scales per 32 values (bits + 0.5 per
+// weight), but eight groups of 16 values each get their own scale, as in
+// llama.cpp's K-quants. Record (little-endian u64): bits 0..15 an fp16 unit
+// scale d, bits 16 + 6j .. 21 + 6j a signed 6-bit sub-scale s_j (-32..31) of
+// group j of the unit. Group j's scale is fp16(d * s_j): the product is exact in
+// f32 (11 x 6 significant bits) and rounded once to fp16, so every reader gets
+// the same fp16 scale and decodes as the fp16-scale formats do.
 #pragma once
 
 #include "DummyFill.h" // dummyHash
@@ -141,8 +152,14 @@ enum class QuantFormatId : unsigned char {
   Q5G32 = 15,
   Q5G64 = 16,
   Q5G128 = 17,
+  Q2K16 = 18,
+  Q3K16 = 19,
+  Q4K16 = 20,
 };
-constexpr int kQuantFormatCount = 18;
+constexpr int kQuantFormatCount = 21;
+
+// The group size that marks the two-level K16 scales (see the top of this file).
+constexpr int kQuantK16Group = 16;
 
 // Every format packs values in units of 128 (one Q3 unit is 12 u32 words).
 constexpr int kQuantUnitValues = 128;
@@ -150,8 +167,8 @@ constexpr int kQuantUnitValues = 128;
 struct QuantFormatTraits {
   const char* name;  // "q4_g64"
   int bits;          // per weight, without the scale
-  int groupSize;     // values sharing one fp16 scale
-  int bytesPerGroup; // weights + scale
+  int groupSize;     // values sharing one scale (16: K16 two-level scales)
+  int bytesPerGroup; // weights + scale (K16: + 1, its share of the unit's record)
 };
 
 NINFER_HD constexpr bool isQuantBits(int bits) {
@@ -159,6 +176,10 @@ NINFER_HD constexpr bool isQuantBits(int bits) {
 }
 NINFER_HD constexpr bool isQuantGroupSize(int group) {
   return group == 32 || group == 64 || group == 128;
+}
+// Group sizes of some format: the fp16-scale ones and K16.
+NINFER_HD constexpr bool isQuantFormatGroup(int group) {
+  return isQuantGroupSize(group) || group == kQuantK16Group;
 }
 
 // Traits by id; an id outside the enum gives bits = 0 and name "invalid".
@@ -200,12 +221,20 @@ NINFER_HD constexpr QuantFormatTraits quantFormatTraits(QuantFormatId id) {
     return {"q5_g64", 5, 64, 5 * 64 / 8 + 2};
   case QuantFormatId::Q5G128:
     return {"q5_g128", 5, 128, 5 * 128 / 8 + 2};
+  case QuantFormatId::Q2K16:
+    return {"q2_k16", 2, 16, 2 * 16 / 8 + 1};
+  case QuantFormatId::Q3K16:
+    return {"q3_k16", 3, 16, 3 * 16 / 8 + 1};
+  case QuantFormatId::Q4K16:
+    return {"q4_k16", 4, 16, 4 * 16 / 8 + 1};
   }
   return {"invalid", 0, 0, 0};
 }
 
 // The id of (bits, group size), or -1 when there is no such format.
 NINFER_HD constexpr int quantFormatIndex(int bits, int group) {
+  if (group == kQuantK16Group) // K16: 2, 3, 4 after the fp16-scale formats
+    return bits >= 2 && bits <= 4 ? static_cast<int>(QuantFormatId::Q2K16) + bits - 2 : -1;
   // Ids in the order the formats were added: 8, 4, 3, 2, then 6, 5.
   const int bitsIndex = bits == 8   ? 0
                         : bits == 4 ? 1
@@ -227,7 +256,7 @@ NINFER_HD constexpr long long quantRowWeightBytes(int bits, long long cols) {
   return cols / kQuantUnitValues * 16 * bits;
 }
 NINFER_HD constexpr long long quantRowScaleBytes(int group, long long cols) {
-  return cols / group * 2;
+  return group == kQuantK16Group ? cols / kQuantUnitValues * 8 : cols / group * 2;
 }
 NINFER_HD constexpr long long quantScalePlaneOffset(int bits, long long rows, long long cols) {
   return rows * quantRowWeightBytes(bits, cols);
@@ -325,15 +354,65 @@ NINFER_HD inline unsigned int quantCodeAt(int bits, const unsigned int* rowWords
   }
 }
 
+// ---- K16 scale records ----
+
+// Sub-scale j (0..7) of a unit's record, as a signed integer in [-32, 31].
+NINFER_HD inline int k16SubScale(const unsigned short* record, int j) {
+  const unsigned long long subs = static_cast<unsigned long long>(record[1]) |
+                                  (static_cast<unsigned long long>(record[2]) << 16) |
+                                  (static_cast<unsigned long long>(record[3]) << 32);
+  const int field = static_cast<int>((subs >> (6 * j)) & 0x3Fu);
+  return field >= 32 ? field - 64 : field;
+}
+
+// fp16 bits of d * s (d fp16 bits, s a sub-scale): the K16 group scale.
+NINFER_HD inline unsigned short k16Scale(unsigned short unitScale, int subScale) {
+  return floatToHalfBits(halfBitsToFloat(unitScale) * static_cast<float>(subScale));
+}
+
+// Writes a record: unit scale d and sub-scales subs[0..7] (each in [-32, 31]).
+NINFER_HD inline void setK16Record(unsigned short* record, unsigned short unitScale,
+                                   const int* subs) {
+  unsigned long long bits = 0;
+  for (int j = 0; j < 8; ++j)
+    bits |= static_cast<unsigned long long>(subs[j] & 0x3F) << (6 * j);
+  record[0] = unitScale;
+  record[1] = static_cast<unsigned short>(bits);
+  record[2] = static_cast<unsigned short>(bits >> 16);
+  record[3] = static_cast<unsigned short>(bits >> 32);
+}
+
+// fp16 bits of the scale of group `group` of a row whose scale plane starts at
+// `rowScales`, for any group size (K16 included).
+template <int Group>
+NINFER_HD inline unsigned short quantGroupScaleBits(const unsigned short* rowScales,
+                                                    long long group) {
+  if constexpr (Group == kQuantK16Group) {
+    const unsigned short* record = rowScales + (group >> 3) * 4;
+    return k16Scale(record[0], k16SubScale(record, static_cast<int>(group & 7)));
+  } else {
+    return rowScales[group];
+  }
+}
+
+// The same with the group size known at run time (CPU executor, tests).
+NINFER_HD inline unsigned short
+quantGroupScaleBitsOf(int groupSize, const unsigned short* rowScales, long long group) {
+  return groupSize == kQuantK16Group ? quantGroupScaleBits<kQuantK16Group>(rowScales, group)
+                                     : rowScales[group];
+}
+
 // ---- A full format: bit width and group size ----
 
 template <int Bits, int Group> struct QuantFormat : QuantPacking<Bits> {
-  static_assert(Group == 32 || Group == 64 || Group == 128, "unsupported group size");
+  static_assert(Group == 32 || Group == 64 || Group == 128 ||
+                    (Group == kQuantK16Group && Bits >= 2 && Bits <= 4),
+                "unsupported group size");
   using Packing = QuantPacking<Bits>;
   static constexpr int kGroup = Group;
   static constexpr int kGroupsPerUnit = kQuantUnitValues / Group;
   static constexpr int kGroupWeightBytes = Bits * Group / 8;
-  static constexpr int kGroupBytes = kGroupWeightBytes + 2;
+  static constexpr int kGroupBytes = kGroupWeightBytes + (Group == kQuantK16Group ? 1 : 2);
   static constexpr QuantFormatId kId = static_cast<QuantFormatId>(quantFormatIndex(Bits, Group));
 
   NINFER_HD static constexpr long long rowWeightBytes(long long cols) {
@@ -351,7 +430,7 @@ template <int Bits, int Group> struct QuantFormat : QuantPacking<Bits> {
   NINFER_HD static void dequantizeGroup(const unsigned int* rowWords,
                                         const unsigned short* rowScales, long long group,
                                         float* out) {
-    const float scale = halfBitsToFloat(rowScales[group]);
+    const float scale = halfBitsToFloat(quantGroupScaleBits<Group>(rowScales, group));
     const long long first = group * Group;
     for (int i = 0; i < Group; ++i) {
       const int q = static_cast<int>(Packing::codeAt(rowWords, first + i)) - Packing::kCodeOffset;
@@ -368,7 +447,8 @@ template <int Bits, int Group> struct QuantFormat : QuantPacking<Bits> {
   static_assert(quantFormatTraits(QuantFormat<B, G>::kId).bytesPerGroup ==                         \
                     QuantFormat<B, G>::kGroupBytes,                                                \
                 "traits bytes per group");                                                         \
-  static_assert(QuantFormat<B, G>::tensorBytes(3, 1024) * 8 == 3 * 1024 * (B * G + 16) / G,        \
+  static_assert(QuantFormat<B, G>::tensorBytes(3, 1024) * 8 ==                                     \
+                    3 * 1024 * (B * G + (G == kQuantK16Group ? 8 : 16)) / G,                       \
                 "exact bits per weight");                                                          \
   static_assert(QuantFormat<B, G>::rowWeightBytes(1024) % 16 == 0, "16-byte aligned rows");
 NINFER_QUANT_CHECK_FORMAT(8, 32)
@@ -389,6 +469,9 @@ NINFER_QUANT_CHECK_FORMAT(6, 128)
 NINFER_QUANT_CHECK_FORMAT(5, 32)
 NINFER_QUANT_CHECK_FORMAT(5, 64)
 NINFER_QUANT_CHECK_FORMAT(5, 128)
+NINFER_QUANT_CHECK_FORMAT(2, 16)
+NINFER_QUANT_CHECK_FORMAT(3, 16)
+NINFER_QUANT_CHECK_FORMAT(4, 16)
 #undef NINFER_QUANT_CHECK_FORMAT
 
 // ---- Dummy weights (--dummy-weights --quant qN plans) ----
@@ -397,10 +480,11 @@ NINFER_QUANT_CHECK_FORMAT(5, 128)
 // units: unit u of the weight plane is half u % 2 (low half first) of the
 // pseudo-random 32-bit word dummyHash(seed, u / 2) (every code pattern is a
 // valid value), every unit of the scale plane is the fp16 value of
-// dummyGroupScale(bits, scale), so dequantized values lie in [-scale, scale).
+// dummyGroupScale(bits, scale) (K16: records of that unit scale and sub-scales
+// 1), so dequantized values lie in [-scale, scale).
 // The CUDA fill kernel and the CPU executor both call dummyUnit(), so both
 // executors hold the same bytes. The weight plane's size follows from the
-// buffer size alone: size_bytes = groups * (bits * G / 8 + 2).
+// buffer size alone: size_bytes = groups * (bits * G / 8 + 2) (K16: + 1).
 NINFER_HD inline float dummyGroupScale(int bits, float scale) {
   return scale / static_cast<float>(1 << (bits - 1));
 }
@@ -412,8 +496,15 @@ NINFER_HD inline unsigned short dummyUnit(int formatId, unsigned int seed, unsig
   const int bits = traits.bits;
   const int group = traits.groupSize;
   const unsigned long long groupWeightBytes = static_cast<unsigned long long>(bits * group / 8);
-  const unsigned long long groups = 2ull * units / (groupWeightBytes + 2ull);
+  const unsigned long long groupScaleBytes = group == kQuantK16Group ? 1ull : 2ull;
+  const unsigned long long groups = 2ull * units / (groupWeightBytes + groupScaleBytes);
   const unsigned long long weightUnits = groups * groupWeightBytes / 2ull;
+  if (unit >= weightUnits && group == kQuantK16Group) {
+    // Records of d = the dummy scale and every sub-scale 1 (6-bit fields 000001).
+    const unsigned long long field = (unit - weightUnits) & 3ull;
+    return field == 0 ? floatToHalfBits(dummyGroupScale(bits, scale))
+                      : static_cast<unsigned short>(0x041041041041ull >> (16 * (field - 1)));
+  }
   if (unit >= weightUnits)
     return floatToHalfBits(dummyGroupScale(bits, scale));
   const unsigned int word = static_cast<unsigned int>(dummyHash(seed, unit >> 1));
