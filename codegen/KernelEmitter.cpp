@@ -19,6 +19,7 @@
 
 #include "Nvrtc.h"
 
+#include "ninfer/AttentionShapes.h"
 #include "ninfer/GemvShapes.h"
 #include "ninfer/KvFormat.h"
 #include "ninfer/PlanDType.h"
@@ -47,14 +48,15 @@ constexpr int kMaxRowBlocks = 32; // cap on blocks per row for row-stride kernel
 constexpr int kMaxHeadDim = 256;
 constexpr int kLinearGemvRows = 8; // kLinearGemvMaxRows of codegen/kernels/common.cuh
 static_assert(kMaxBatch <= kLinearGemvRows, "a batch step runs the GEMV kernels (rows <= 8)");
-// Attention (codegen/kernels/attention.cuh): decode and prefill block sizes,
-// keys per decode split at least, most splits, keys per prefill tile.
-constexpr int kDecodeThreads = 128;
-constexpr int kDecodeMinKeys = 32;
-constexpr int kMaxDecodeSplits = 64;
-constexpr int kDecodeTileKeys = 16; // keys per tile of the tensor-core decode kernel
-constexpr int kPrefillThreads = 256;
-constexpr int kPrefillKeys = 32;
+// Attention block sizes, keys per split and tile (ninfer/AttentionShapes.h).
+using attn::decodeHeadChunks;
+using attn::decodeHeadsPerBlock;
+using attn::decodeMmaSharedBytes;
+using attn::kDecodeMinKeys;
+using attn::kDecodeThreads;
+using attn::kMaxDecodeSplits;
+using attn::kPrefillKeys;
+using attn::kPrefillThreads;
 static_assert(int(plan::DType::F16) == 1 && int(plan::DType::Q8_KV) == 18,
               "attention.cuh's kKvF16 and kKvQ8 name these plan dtypes");
 
@@ -89,20 +91,6 @@ struct LaunchShape {
   // single-sequence steps only).
   plan::LaunchSteps steps = plan::LaunchSteps::Any;
 };
-
-// Query heads per decode block and blocks per kv head (decodeHeadsPerBlock /
-// decodeHeadChunks in attention.cuh).
-int decodeHeadsPerBlock(int group) { return std::min(group, 8); }
-int decodeHeadChunks(int group) { return ceilDiv(group, decodeHeadsPerBlock(group)); }
-
-// Dynamic shared memory of attentionDecodeMma: two stages of a 16-key K and V
-// tile per warp (rows of head_dim + 8 halves), reused for the warps' merge.
-uint32_t decodeMmaSharedBytes(int headDim, int group) {
-  const int warps = kDecodeThreads / 32;
-  const int rings = warps * 4 * kDecodeTileKeys * (headDim + 8) * 2;
-  const int merge = warps * decodeHeadsPerBlock(group) * (3 + headDim) * 4;
-  return static_cast<uint32_t>(std::max(rings, merge));
-}
 
 // Queries per warp of the prefill kernel: at most 32 accumulators per lane, and
 // shared memory within the 64 KiB every target (sm_75 too) can opt into.

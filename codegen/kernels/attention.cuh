@@ -52,6 +52,7 @@
 //   BQ*HD*4 + 32*(HD+4)*2 + 32*HD*2 + 256 bytes (prefillSharedBytes).
 #pragma once
 
+#include "AttentionShapes.h"
 #include "KvFormat.h"
 #include "common.cuh"
 #include "gemm_mma.cuh"
@@ -61,23 +62,14 @@ namespace dev {
 
 constexpr int kKvF16 = 1;  // plan DType F16
 constexpr int kKvQ8 = 18;  // plan DType Q8_KV
-constexpr int kDecodeThreads = 128;
-constexpr int kDecodeMinKeys = 32;
-constexpr int kDecodeMmaMinKeys = 64; // 4 warps x one 16-key tile
-constexpr int kDecodeTileKeys = 16;
-constexpr int kPrefillThreads = 256;
-constexpr int kPrefillKeys = 32;
-
-// Heads per decode block and blocks per kv head.
-template <int GROUP> __host__ __device__ constexpr int decodeHeadsPerBlock() { return GROUP < 8 ? GROUP : 8; }
-template <int GROUP> __host__ __device__ constexpr int decodeHeadChunks() {
-  return (GROUP + decodeHeadsPerBlock<GROUP>() - 1) / decodeHeadsPerBlock<GROUP>();
-}
-
-// Halves per shared K/V row of the tensor-core decode kernel, and its dynamic
-// shared memory: per warp two stages of a K and a V tile, reused for the merge
-// (decodeMmaSharedBytes in KernelEmitter.cpp computes the same).
-template <int HD> __host__ __device__ constexpr int decodeMmaRowHalves() { return HD + 8; }
+using attn::decodeHeadChunks;
+using attn::decodeHeadsPerBlock;
+using attn::kDecodeMinKeys;
+using attn::kDecodeMmaMinKeys;
+using attn::kDecodeThreads;
+using attn::kDecodeTileKeys;
+using attn::kPrefillKeys;
+using attn::kPrefillThreads;
 
 template <int CONTEXT, int KVH, int HD>
 __device__ __forceinline__ float *q8Scales(void *cache) {
@@ -202,7 +194,7 @@ template <int HEADS, int KVH, int HD, int SPLITS>
 __host__ __device__ constexpr long long decodeWorkspaceFloats() {
   // Rounded up to 4 floats, so every row's partials stay 16-byte aligned.
   return (static_cast<long long>(HEADS) * SPLITS * (HD + 2) +
-          static_cast<long long>(KVH) * decodeHeadChunks<HEADS / KVH>() + 3) / 4 * 4;
+          static_cast<long long>(KVH) * decodeHeadChunks(HEADS / KVH) + 3) / 4 * 4;
 }
 
 // Where a decode block works: the keys [j0, j1) of its split (of `splits`),
@@ -220,8 +212,8 @@ __device__ __forceinline__ bool decodeSlice(int minKeys, const float *&q, const 
                                             const void *&vCache, float *&out, void *&workspace,
                                             const StepState *state, DecodeSlice &slice) {
   constexpr int kGroup = HEADS / KVH;
-  constexpr int kHpb = decodeHeadsPerBlock<kGroup>();
-  constexpr int kHch = decodeHeadChunks<kGroup>();
+  constexpr int kHpb = decodeHeadsPerBlock(kGroup);
+  constexpr int kHch = decodeHeadChunks(kGroup);
   const int row = blockIdx.z;
   if ((state->batch == 0 && state->nTokens != 1) || row >= state->nTokens)
     return false;
@@ -381,7 +373,7 @@ __device__ __forceinline__ void attentionDecode(const float *q, const void *kCac
                                                 float scale, const StepState *state) {
   static_assert(HD % 8 == 0 && HD <= 256, "head_dim must be a multiple of 8, at most 256");
   constexpr int kGroup = HEADS / KVH;
-  constexpr int kHpb = decodeHeadsPerBlock<kGroup>();
+  constexpr int kHpb = decodeHeadsPerBlock(kGroup);
   constexpr int kChunks = HD / 8;
   constexpr int kLpr = kChunks <= 1 ? 1 : kChunks <= 2 ? 2 : kChunks <= 4 ? 4 : kChunks <= 8 ? 8
                      : kChunks <= 16 ? 16 : 32;
@@ -539,10 +531,10 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
                                                    const StepState *state) {
   static_assert(HD % 16 == 0 && HD <= 128, "tensor-core decode: head_dim % 16 == 0, <= 128");
   constexpr int kGroup = HEADS / KVH;
-  constexpr int kHpb = decodeHeadsPerBlock<kGroup>();
+  constexpr int kHpb = decodeHeadsPerBlock(kGroup);
   constexpr int kWarps = kDecodeThreads / kWarpSize;
   constexpr int kSteps = HD / 16;
-  constexpr int kLd = decodeMmaRowHalves<HD>();
+  constexpr int kLd = attn::decodeMmaRowHalves(HD);
   constexpr int kTile = kDecodeTileKeys * kLd; // halves of one K or V tile
   extern __shared__ __align__(16) unsigned char decodeShared[];
 
