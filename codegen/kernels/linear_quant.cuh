@@ -211,11 +211,11 @@ template <int BITS, int GROUP, int K, int N> struct QuantTileStager {
   }
   __device__ __forceinline__ void store(unsigned short (*bs)[kMmaLd]) {
     unsigned int p[16];
-    run.decode(p);
+    runLevels(run, p);
     scale.resolve(run_);
 #pragma unroll
     for (int j = 0; j < 16; ++j)
-      p[j] = hmul2(hsub2(p[j], levelBias<BITS>()), scale.scale(j));
+      p[j] = hmul2(p[j], scale.scale(j));
     unsigned int v[16]; // v[u] = run values (2u, 2u + 1)
 #pragma unroll
     for (int u = 0; u < 16; ++u)
