@@ -412,20 +412,21 @@ __device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const void *
   }
 }
 
-// A warp's x of one unit for every token row, staged in shared memory as f16 (steps of
-// more than one row): lane (g, c) needs run c of token g, 128 contiguous bytes, so its own
+// A warp's x of one unit for every token row, staged in shared memory as f16: lane (g, c)
+// needs run c of token g, 128 contiguous bytes, so its own
 // eight 16-byte loads touch 32 cache lines per warp instruction; the warp instead loads
 // each token's 512 bytes together (a 128-byte line per 8 lanes), stores them as f16 pairs
 // of adjacent values, and each lane reads its run back (64 bytes) and regroups the pairs
 // into its codec's order (one byte permute each: both values of a codec pair have the
 // same parity). Runs are 80 bytes apart, so a shared-memory phase hits distinct banks.
-struct XStage {
-  uint4 run[kGemvMmaMaxTokens][4][5]; // [token][run]: 4 x 16 bytes of pairs, 16 of padding
-};
-// Only in plans of several sequences (the emitter defines NINFER_GEMV_STAGE_X 1 there): on
-// the H200 it took 8-sequence batch steps of the 8B q4 plan from 7.55 to 4.92 ms, but its
-// shared memory slowed one-row steps by 6% (3.04 against 2.85 ms). Only on sm_90: on sm_8x
-// the staged path made the kernel spill at 80 registers, and it was not measured there.
+// Steps of several rows stage x only in plans of several sequences (the emitter defines
+// NINFER_GEMV_STAGE_X 1 there), on sm_90: on the H200 it took 8-sequence batch steps of the
+// 8B q4 plan from 7.55 to 4.92 ms, but its 20 KB of shared memory slowed one-row steps by
+// 6% (3.04 against 2.85 ms), and on sm_8x the kernel spilled at 80 registers with it. Other
+// plans stage one-row steps (decode) in a one-token stage (2.5 KB per block): the direct
+// loads of the 4 lanes of token 0 touched 4 lines per instruction, 32 per unit; the H200's
+// 8B decode went 407.6 -> 411.8 tok/s (q4_g64) and 360.4 -> 379.4 (q4_k16). On sm_86 that
+// kernel spills 4 bytes (sm_80 and sm_90: none).
 #ifndef NINFER_GEMV_STAGE_X
 #define NINFER_GEMV_STAGE_X 0
 #endif
@@ -434,12 +435,16 @@ constexpr bool kStageGemvX = true;
 #else
 constexpr bool kStageGemvX = false;
 #endif
+constexpr int kXStageTokens = kStageGemvX ? kGemvMmaMaxTokens : 1;
+struct XStage {
+  uint4 run[kXStageTokens][4][5]; // [token][run]: 4 x 16 bytes of pairs, 16 of padding
+};
 
 template <int K>
 __device__ __forceinline__ void stageXUnit(const float *x, int rows, XStage &stage) {
   const int lane = threadIdx.x % kWarpSize;
 #pragma unroll
-  for (int t = 0; t < kGemvMmaMaxTokens; ++t)
+  for (int t = 0; t < kXStageTokens; ++t)
     if (t < rows) {
       const float4 v =
           __ldg(reinterpret_cast<const float4 *>(x + static_cast<long long>(t) * K) + lane);
@@ -499,10 +504,11 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
   const int unitEnd = (split + 1) * kUnits / kSplit;
   const bool hasToken = g < rows;
   const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K + 32 * c;
-  // Steps of several rows stage x per unit (XStage); one row reads its run directly.
-  __shared__ XStage xStage[kStageGemvX ? kGemvMmaWarps : 1];
-  XStage &stage = xStage[kStageGemvX ? threadIdx.x / kWarpSize : 0];
-  const bool staged = kStageGemvX && rows > 1;
+  // Which steps stage x per unit (XStage): several rows in batch plans on sm_90, else one
+  // row; the others read their runs directly.
+  __shared__ XStage xStage[kGemvMmaWarps];
+  XStage &stage = xStage[threadIdx.x / kWarpSize];
+  const bool staged = kStageGemvX ? rows > 1 : rows == 1;
 
   gemvMmaTiles<BDT, HAS_BIAS, N>(
       rows, 1.0f, bias, residual, y, blocks,
