@@ -365,14 +365,17 @@ __device__ __forceinline__ void loadXPairs(const float *x, unsigned int (&p)[16]
 // past N come as N - 1, and are not stored). Then the fragments go through
 // shared memory and each (row, token) output sums its tile's K splits in a fixed
 // order (deterministic), times `scale`, plus the bias, and is stored (with the
-// residual).
-template <int BDT, bool HAS_BIAS, int N, class BODY>
+// residual). SWIGLU (a SwiGLU's gate/up pair, gemvQuantMmaSwiGlu): a tile is 8
+// outputs, r0 = r1 = output g of the tile (body reads r0 of gate and r1 of up),
+// and output o stores silu(row g) * row g + 8, split as the pair's 2N rows.
+template <int BDT, bool HAS_BIAS, int N, bool SWIGLU = false, class BODY>
 __device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const void *bias,
                                              const float *residual, float *y, BlockSlice blocks,
                                              BODY &&body) {
-  constexpr int kRowTiles = gemv::mmaRowTiles(N);
+  constexpr int kRowTiles = gemv::mmaRowTiles(SWIGLU ? 2 * N : N);
   constexpr int kSplit = kGemvMmaWarps / kRowTiles;
-  constexpr int kTiles = (N + 15) / 16;
+  constexpr int kTileOutputs = SWIGLU ? 8 : 16;
+  constexpr int kTiles = (N + kTileOutputs - 1) / kTileOutputs;
   __shared__ float partial[kGemvMmaWarps][32][4];
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
@@ -381,32 +384,42 @@ __device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const void *
        tileBase += blocks.count * kRowTiles) {
     const int tile = tileBase + warp / kSplit;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (tile < kTiles)
-      body(static_cast<long long>(min(tile * 16 + g, N - 1)),
-           static_cast<long long>(min(tile * 16 + g + 8, N - 1)), acc, acc2);
+    if (tile < kTiles) {
+      const int r0 = tile * kTileOutputs + g;
+      body(static_cast<long long>(min(r0, N - 1)),
+           static_cast<long long>(min(SWIGLU ? r0 : r0 + 8, N - 1)), acc, acc2);
+    }
 #pragma unroll
     for (int e = 0; e < 4; ++e)
       partial[warp][lane][e] = acc[e] + acc2[e];
     __syncthreads();
-    // Thread -> (tile in block, row in tile, token).
-    for (int item = threadIdx.x; item < kRowTiles * 16 * kGemvMmaMaxTokens;
+    // Thread -> (tile in block, output in tile, token).
+    for (int item = threadIdx.x; item < kRowTiles * kTileOutputs * kGemvMmaMaxTokens;
          item += kGemvMmaWarps * kWarpSize) {
       const int t = item % kGemvMmaMaxTokens;
-      const int rowInTile = (item / kGemvMmaMaxTokens) % 16;
-      const int tib = item / (kGemvMmaMaxTokens * 16);
-      const int o = (tileBase + tib) * 16 + rowInTile;
+      const int outInTile = (item / kGemvMmaMaxTokens) % kTileOutputs;
+      const int tib = item / (kGemvMmaMaxTokens * kTileOutputs);
+      const int o = (tileBase + tib) * kTileOutputs + outInTile;
       if (t >= rows || o >= N)
         continue;
-      // D fragment: lane 4 * (row % 8) + token / 2, element 2 * (row / 8) + token % 2.
-      const int srcLane = 4 * (rowInTile % 8) + t / 2;
-      const int srcElem = 2 * (rowInTile / 8) + t % 2;
-      float sum = 0.0f;
-      for (int s = 0; s < kSplit; ++s)
-        sum += partial[tib * kSplit + s][srcLane][srcElem];
-      float b = 0.0f;
-      if constexpr (HAS_BIAS)
-        b = loadAsFloat<BDT>(bias, o);
-      storeLinearOut(y, residual, static_cast<long long>(t) * N + o, sum * scale + b);
+      // Row `row` of the tile summed over its K splits. D fragment: lane 4 * (row % 8) +
+      // token / 2, element 2 * (row / 8) + token % 2.
+      auto rowSum = [&](int row) {
+        float sum = 0.0f;
+        for (int s = 0; s < kSplit; ++s)
+          sum += partial[tib * kSplit + s][4 * (row % 8) + t / 2][2 * (row / 8) + t % 2];
+        return sum;
+      };
+      if constexpr (SWIGLU) {
+        const float gate = rowSum(outInTile);
+        y[static_cast<long long>(t) * N + o] = gate / (1.0f + expf(-gate)) * rowSum(outInTile + 8);
+      } else {
+        float b = 0.0f;
+        if constexpr (HAS_BIAS)
+          b = loadAsFloat<BDT>(bias, o);
+        storeLinearOut(y, residual, static_cast<long long>(t) * N + o,
+                       rowSum(outInTile) * scale + b);
+      }
     }
     __syncthreads();
   }
@@ -481,13 +494,16 @@ __device__ __forceinline__ void stagedXPairs(const XStage &stage, int g, int c,
                 CODEC::first(j) % 2 ? 0x7632u : 0x5410u);
 }
 
-template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
+// SWIGLU: w is a SwiGLU's gate and wUp its up matrix (same format), and y gets
+// silu(x gate^T) * (x up^T) (gemvMmaTiles); no bias or residual.
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, bool SWIGLU = false>
 __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const unsigned char *w,
                                              const void *bias, const float *residual, float *y,
-                                             BlockSlice blocks) {
+                                             BlockSlice blocks,
+                                             const unsigned char *wUp = nullptr) {
   using Packing = quant::QuantPacking<BITS>;
   constexpr int kUnits = K / quant::kQuantUnitValues;
-  constexpr int kRowTiles = gemv::mmaRowTiles(N);
+  constexpr int kRowTiles = gemv::mmaRowTiles(SWIGLU ? 2 * N : N);
   constexpr int kSplit = kGemvMmaWarps / kRowTiles; // warps per row tile, splitting K
   constexpr long long kRowWeightBytes = quant::quantRowWeightBytes(BITS, K);
   constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
@@ -510,15 +526,16 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
   XStage &stage = xStage[threadIdx.x / kWarpSize];
   const bool staged = kStageGemvX ? rows > 1 : rows == 1;
 
-  gemvMmaTiles<BDT, HAS_BIAS, N>(
+  const unsigned char *wSecond = SWIGLU ? wUp : w; // the matrix of rows r1
+  gemvMmaTiles<BDT, HAS_BIAS, N, SWIGLU>(
       rows, 1.0f, bias, residual, y, blocks,
       [&](long long r0, long long r1, float(&acc)[4], float(&acc2)[4]) {
         const unsigned char *w0 = w + r0 * kRowWeightBytes;
-        const unsigned char *w1 = w + r1 * kRowWeightBytes;
+        const unsigned char *w1 = wSecond + r1 * kRowWeightBytes;
         const unsigned short *s0 =
             reinterpret_cast<const unsigned short *>(w + kScalePlane + r0 * kRowScaleBytes);
-        const unsigned short *s1 =
-            reinterpret_cast<const unsigned short *>(w + kScalePlane + r1 * kRowScaleBytes);
+        const unsigned short *s1 = reinterpret_cast<const unsigned short *>(
+            wSecond + kScalePlane + r1 * kRowScaleBytes);
         for (int u0 = unitBegin; u0 < unitEnd; u0 += kUnroll) {
           RunCodec<BITS> run0[kUnroll], run1[kUnroll];
           RunScales<GROUP> sc0[kUnroll], sc1[kUnroll];

@@ -84,11 +84,16 @@ __device__ __forceinline__ void gemvChunk(const float *x, int rows, int c, const
 // GEMV with 16-byte weight loads (K % elemsPer16 == 0, 16-byte aligned rows).
 // Warp w of a block takes row group w / KS and the K slice w % KS: full steps of
 // kUnroll x 32 chunks go to the slices in turn, the tail to the next slice.
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int MAXR, int SHAPE_N>
+// SWIGLU: the gate/up GEMV of a SwiGLU MLP with the activation fused (w: gate, wUp:
+// up, both [N, K]): a warp's two rows are gate row o and up row o, and it stores
+// silu(gate) * up as the SwiGLU op does; no bias or residual.
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int MAXR, int SHAPE_N, bool SWIGLU = false>
 __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const void *w,
                                               const void *bias, const float *residual, float *y,
-                                              BlockSlice blocks) {
-  constexpr int RPW = linearRowsPerWarp(SHAPE_N);
+                                              BlockSlice blocks, const void *wUp = nullptr) {
+  static_assert(!SWIGLU || !HAS_BIAS, "a fused SwiGLU has no bias");
+  constexpr int RPW = SWIGLU ? 2 : linearRowsPerWarp(SHAPE_N);
+  constexpr int kOutputsPerWarp = SWIGLU ? 1 : RPW;
   constexpr int kElems = elemsPer16<WDT>();
   constexpr int KS = linearKSplit(SHAPE_N, K, kElems);
   constexpr int kChunks = K / kElems;
@@ -100,20 +105,20 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
   constexpr int kFull = kChunks / kStep;
   constexpr int kTailIters = (kChunks - kFull * kStep + kWarpSize - 1) / kWarpSize;
   constexpr int kWarps = kLinearThreads / kWarpSize;
-  constexpr int kRowsPerBlock = kWarps / KS * RPW;
+  constexpr int kRowsPerBlock = kWarps / KS * kOutputsPerWarp;
   __shared__ float partial[KS > 1 ? kWarps : 1][RPW][MAXR];
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
   const int slice = warp % KS;
   for (int block0 = blocks.index * kRowsPerBlock; block0 < N;
        block0 += blocks.count * kRowsPerBlock) {
-    const int o0 = block0 + warp / KS * RPW;
+    const int o0 = block0 + warp / KS * kOutputsPerWarp;
     const uint4 *wRow[RPW];
 #pragma unroll
     for (int i = 0; i < RPW; ++i) // a row past N re-reads row N-1 and is not stored
-      wRow[i] = reinterpret_cast<const uint4 *>(static_cast<const char *>(w) +
-                                                static_cast<long long>(min(o0 + i, N - 1)) * K *
-                                                    elemBytes<WDT>());
+      wRow[i] = reinterpret_cast<const uint4 *>(
+          static_cast<const char *>(SWIGLU && i == 1 ? wUp : w) +
+          static_cast<long long>(min(SWIGLU ? o0 : o0 + i, N - 1)) * K * elemBytes<WDT>());
     float acc[RPW][MAXR];
 #pragma unroll
     for (int i = 0; i < RPW; ++i)
@@ -162,22 +167,31 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
     if constexpr (KS > 1)
       __syncthreads();
     if (slice == 0) {
+      auto total = [&](int i, int r) { // row i's sum over the K slices, in slice order
+        float sum = acc[i][r];
+        if constexpr (KS > 1)
+          for (int k = 1; k < KS; ++k)
+            sum += partial[warp + k][i][r];
+        return sum;
+      };
+      if constexpr (SWIGLU) {
 #pragma unroll
-      for (int i = 0; i < RPW; ++i) {
-        const int o = o0 + i;
-        float b = 0.0f;
-        if constexpr (HAS_BIAS)
-          b = loadAsFloat<BDT>(bias, min(o, N - 1));
-#pragma unroll
-        for (int r = 0; r < MAXR; ++r) {
-          if (MAXR == 1 || r < rows) {
-            float sum = acc[i][r];
-            if constexpr (KS > 1)
-              for (int k = 1; k < KS; ++k)
-                sum += partial[warp + k][i][r];
-            if (lane == 0 && o < N)
-              storeLinearOut(y, residual, static_cast<long long>(r) * N + o, sum + b);
+        for (int r = 0; r < MAXR; ++r)
+          if ((MAXR == 1 || r < rows) && lane == 0 && o0 < N) {
+            const float g = total(0, r);
+            y[static_cast<long long>(r) * N + o0] = g / (1.0f + expf(-g)) * total(1, r);
           }
+      } else {
+#pragma unroll
+        for (int i = 0; i < RPW; ++i) {
+          const int o = o0 + i;
+          float b = 0.0f;
+          if constexpr (HAS_BIAS)
+            b = loadAsFloat<BDT>(bias, min(o, N - 1));
+#pragma unroll
+          for (int r = 0; r < MAXR; ++r)
+            if ((MAXR == 1 || r < rows) && lane == 0 && o < N)
+              storeLinearOut(y, residual, static_cast<long long>(r) * N + o, total(i, r) + b);
         }
       }
     }
@@ -235,6 +249,23 @@ __device__ __forceinline__ void linearGemv(const float *x, int rows, const void 
   } else {
     linearGemvScalar<WDT, BDT, HAS_BIAS, K, N>(x, rows, w, bias, residual, y, blocks);
   }
+}
+
+// The decode launch of a SwiGLU MLP's gate/up linears (the emitter's fusion, steps of at
+// most kGemvMaxRows tokens): y = silu(x gate^T) * (x up^T) without their outputs. The work
+// is split as for the pair's grouped GEMV (SHAPE_N = 2N: the same rows per warp and K
+// slices). Launch: as linear's GEMV, grid ceil(N / gemv::linearSwiGluOutputsPerBlock(N, K,
+// elems)).
+template <int WDT, int K, int N>
+__device__ __forceinline__ void linearSwiGlu(const float *x, const void *gate, const void *up,
+                                             float *y, const StepState *state) {
+  const int rows = state->nTokens;
+  if (rows == 1)
+    linearGemvVec<WDT, 0, false, K, N, 1, 2 * N, true>(x, 1, gate, nullptr, nullptr, y,
+                                                        wholeGrid(), up);
+  else
+    linearGemvVec<WDT, 0, false, K, N, kGemvMaxRows, 2 * N, true>(x, rows, gate, nullptr, nullptr,
+                                                                   y, wholeGrid(), up);
 }
 
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N>

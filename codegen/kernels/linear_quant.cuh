@@ -259,6 +259,20 @@ __device__ __forceinline__ void linearQuant(const float* x, const void* w, const
   }
 }
 
+// The decode launch of a SwiGLU MLP's gate/up linears (same format) with the activation
+// fused (the emitter's fusion, steps of at most kQuantGemvMaxRows tokens, plans for sm_80+
+// only): y = silu(x gate^T) * (x up^T), on the tensor-core GEMV. Launch: block
+// kQuantThreads, grid ceil(N / gemv::mmaSwiGluOutputsPerBlock(N)).
+template <int BITS, int GROUP, int K, int N>
+__device__ __forceinline__ void linearQuantSwiGlu(const float *x, const void *gate, const void *up,
+                                                  float *y, const StepState *state) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  gemvQuantMma<BITS, GROUP, 0, false, K, N, true>(
+      x, state->nTokens, static_cast<const unsigned char *>(gate), nullptr, nullptr, y,
+      wholeGrid(), static_cast<const unsigned char *>(up));
+#endif
+}
+
 template <int BITS, int GROUP, int DIM, int VOCAB, int THREADS>
 __device__ __forceinline__ void embeddingQuant(const int* tokens, const void* table, float* out,
                                                const StepState* state) {

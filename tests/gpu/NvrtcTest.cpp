@@ -363,6 +363,66 @@ TEST(Nvrtc, GroupedGemvSplitsAsOneLayer) {
   }
 }
 
+// gate, up and the SwiGLU that reads them: with steps of more than 8 tokens the pair's
+// decode launch writes the activation itself (f16: linearSwiGlu; Q4: linearQuantSwiGlu,
+// with sm_80+ targets), and the SwiGLU op keeps a launch for the longer steps only. Not
+// when the activation overlaps the input, with an sm_75 target for quantized weights, or
+// in a plan of several sequences.
+TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
+  struct Case {
+    DType type;
+    std::vector<std::string> archs;
+    bool inPlaceOverInput;
+    int batch;
+    const char *fused; // the decode call, or null: not fused
+  };
+  const Case cases[] = {
+      {DType::F16, {"sm_90"}, false, 1, "linearSwiGlu<1, 256, 384>("},
+      {DType::BF16, {"sm_80", "sm_86"}, false, 1, "linearSwiGlu<2, 256, 384>("},
+      {DType::Q4_G64, {"sm_80", "sm_90"}, false, 1, "linearQuantSwiGlu<4, 64, 256, 384>("},
+      {DType::Q4_G64, {"sm_75", "sm_90"}, false, 1, nullptr},
+      {DType::F16, {"sm_90"}, true, 1, nullptr},
+      {DType::Q4_G64, {"sm_90"}, false, 4, nullptr}};
+  for (const Case &c : cases) {
+    TestPlan t(16, 64, c.batch);
+    // In place over the input: x is as wide as the activation (256 -> 384 would not fit).
+    const int in = c.inPlaceOverInput ? 384 : 256, out = 384;
+    const uint32_t x = t.addActivation("x", in);
+    const uint32_t gate = t.addActivation("gate", out), up = t.addActivation("up", out);
+    for (uint32_t y : {gate, up}) {
+      const uint32_t w = t.addDummyWeight("w" + std::to_string(y), c.type, {out, in}, y, 0.05f, 0.0f);
+      plan::LinearAttrsT a;
+      a.in_features = in;
+      a.out_features = out;
+      t.addOp("linear", a, {x, w}, {y});
+    }
+    plan::SwiGluAttrsT swi;
+    swi.dim = out;
+    const uint32_t act = c.inPlaceOverInput ? x : t.addActivation("act", out);
+    t.addOp("swiglu", swi, {gate, up}, {act});
+    KernelOptions options;
+    options.archs = c.archs;
+    Status status = emitKernels(t.plan, options);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    const std::string &source = t.plan.kernels->source;
+    const auto &swiLaunches = t.plan.ops[2]->launches;
+    ASSERT_EQ(swiLaunches.size(), 1u);
+    const std::string what = std::string(plan::EnumNameDType(c.type)) + " on " + c.archs[0];
+    if (c.fused) {
+      EXPECT_NE(source.find(c.fused), std::string::npos) << what;
+      EXPECT_EQ(swiLaunches[0]->min_tokens, 9u) << what;
+      const uint32_t outputsPerBlock =
+          c.type == DType::Q4_G64 ? uint32_t(gemv::mmaSwiGluOutputsPerBlock(out))
+                                  : uint32_t(gemv::linearSwiGluOutputsPerBlock(out, in, 8));
+      EXPECT_EQ(t.plan.ops[0]->launches[0]->grid_base[0], (out + outputsPerBlock - 1) / outputsPerBlock)
+          << what;
+    } else {
+      EXPECT_EQ(source.find("SwiGlu<"), std::string::npos) << what;
+      EXPECT_EQ(swiLaunches[0]->min_tokens, 0u) << what;
+    }
+  }
+}
+
 // The attention kernels for every cache dtype, GQA ratio, window and head_dim
 // the parity test runs, compiled for sm_75..sm_90; launch shapes as documented
 // in attention.cuh (decode: kv heads x head chunks by splits; prefill: heads by

@@ -37,12 +37,21 @@ NINFER_HD constexpr int linearRowsPerBlock(int n, int k, int elems) {
   return kBlockWarps / linearKSplit(n, k, elems) * linearRowsPerWarp(n);
 }
 
+// A SwiGLU's gate/up GEMV with the activation fused (linearSwiGlu): a warp per
+// output (its gate and up rows), split as the pair's grouped GEMV of 2n rows.
+NINFER_HD constexpr int linearSwiGluOutputsPerBlock(int n, int k, int elems) {
+  return kBlockWarps / linearKSplit(2 * n, k, elems);
+}
+
 // ---- tensor-core GEMVs (gemv_quant_mma.cuh, gemv_tq1_mma.cuh) ----
 
 // Row tiles of 16 per block: enough blocks to cover the SMs for short N, fewer
 // K splits (less reduction) for long N.
 NINFER_HD constexpr int mmaRowTiles(int n) { return n >= 32768 ? 4 : n >= 8192 ? 2 : 1; }
 NINFER_HD constexpr int mmaRowsPerBlock(int n) { return 16 * mmaRowTiles(n); }
+// With a SwiGLU fused (gemvQuantMmaSwiGlu): a tile is 8 outputs (their gate rows
+// and up rows), tiles per block as for the pair's 2n rows.
+NINFER_HD constexpr int mmaSwiGluOutputsPerBlock(int n) { return 8 * mmaRowTiles(2 * n); }
 
 // ---- ternary weights on CUDA cores (linear_ternary.cuh: TQ2, and TQ1 on sm_75) ----
 
