@@ -133,6 +133,12 @@ template <int DT> __device__ __forceinline__ void unpack16(const uint4 &v, float
   }
 }
 
+// SwiGLU's activation: silu(gate) * up, silu(g) = g / (1 + exp(-g)) (the SwiGLU op
+// and the gate/up GEMVs that fuse it compute it alike).
+__device__ __forceinline__ float siluTimes(float gate, float up) {
+  return gate / (1.0f + expf(-gate)) * up;
+}
+
 __device__ __forceinline__ float warpSum(float v) {
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset >>= 1)

@@ -411,8 +411,7 @@ __device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const void *
         return sum;
       };
       if constexpr (SWIGLU) {
-        const float gate = rowSum(outInTile);
-        y[static_cast<long long>(t) * N + o] = gate / (1.0f + expf(-gate)) * rowSum(outInTile + 8);
+        y[static_cast<long long>(t) * N + o] = siluTimes(rowSum(outInTile), rowSum(outInTile + 8));
       } else {
         float b = 0.0f;
         if constexpr (HAS_BIAS)

@@ -177,10 +177,8 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
       if constexpr (SWIGLU) {
 #pragma unroll
         for (int r = 0; r < MAXR; ++r)
-          if ((MAXR == 1 || r < rows) && lane == 0 && o0 < N) {
-            const float g = total(0, r);
-            y[static_cast<long long>(r) * N + o0] = g / (1.0f + expf(-g)) * total(1, r);
-          }
+          if ((MAXR == 1 || r < rows) && lane == 0 && o0 < N)
+            y[static_cast<long long>(r) * N + o0] = siluTimes(total(0, r), total(1, r));
       } else {
 #pragma unroll
         for (int i = 0; i < RPW; ++i) {
@@ -252,10 +250,10 @@ __device__ __forceinline__ void linearGemv(const float *x, int rows, const void 
 }
 
 // The decode launch of a SwiGLU MLP's gate/up linears (the emitter's fusion, steps of at
-// most kGemvMaxRows tokens): y = silu(x gate^T) * (x up^T) without their outputs. The work
-// is split as for the pair's grouped GEMV (SHAPE_N = 2N: the same rows per warp and K
-// slices). Launch: as linear's GEMV, grid ceil(N / gemv::linearSwiGluOutputsPerBlock(N, K,
-// elems)).
+// most kGemvMaxRows tokens): y = silu(x gate^T) * (x up^T) without their outputs. A warp
+// takes an output's gate and up rows; the K slices are those of the pair's grouped GEMV
+// (SHAPE_N = 2N). Launch: as linear's GEMV, grid ceil(N / gemv::linearSwiGluOutputsPerBlock(N,
+// K, elems)).
 template <int WDT, int K, int N>
 __device__ __forceinline__ void linearSwiGlu(const float *x, const void *gate, const void *up,
                                              float *y, const StepState *state) {

@@ -15,10 +15,8 @@ __device__ __forceinline__ void swiGlu(const float *gate, const float *up, float
   if (t >= state->nTokens)
     return;
   const long long base = static_cast<long long>(t) * DIM;
-  for (int i = blockIdx.x * THREADS + threadIdx.x; i < DIM; i += gridDim.x * THREADS) {
-    const float g = gate[base + i];
-    y[base + i] = g / (1.0f + expf(-g)) * up[base + i];
-  }
+  for (int i = blockIdx.x * THREADS + threadIdx.x; i < DIM; i += gridDim.x * THREADS)
+    y[base + i] = siluTimes(gate[base + i], up[base + i]);
 }
 
 } // namespace dev
