@@ -91,6 +91,10 @@ quantization:
   --quant-method M       gptq (default) or rtn
   --awq                  also search AWQ per-channel scales, folded into the preceding RMSNorm
   --act-order            GPTQ: columns by descending diag(H), group scales from the original weights
+  --sequential T         GPTQ in model order, each tensor on the H of its input measured with the
+                         tensors before it already quantized (one more calibration pass); T:
+                         quantized (fit the tensor's output on that input) or float (fit the float
+                         model's output: twice the pass)
 
 families: llama, mistral, qwen2, qwen3 (bf16, f16, f32 weights)
 targets:
