@@ -215,7 +215,7 @@ bool isQuantFlag(llvm::StringRef flag) {
   return flag == "--quant" || flag == "--bpw" || flag == "--group" || flag == "--calib" ||
          flag == "--calib-tokens" || flag == "--sensitivity-tokens" ||
          flag == "--sensitivity-format" || flag == "--quant-method" || flag == "--hessian-shrink" ||
-         flag == "--sequential";
+         flag == "--sequential" || flag == "--code-descent";
 }
 
 bool isQuantSwitch(llvm::StringRef flag) { return flag == "--awq" || flag == "--act-order"; }
@@ -225,6 +225,12 @@ llvm::Error applyQuantFlag(llvm::StringRef flag, llvm::StringRef value, QuantOpt
     options.awq = true;
   } else if (flag == "--act-order") {
     options.actOrder = true;
+  } else if (flag == "--code-descent") {
+    int sweeps = -1;
+    if (value.getAsInteger(10, sweeps) || sweeps < 0 || sweeps > 100)
+      return optionError("--code-descent expects a number of sweeps in [0, 100], got '" + value +
+                         "'");
+    options.codeSweeps = sweeps;
   } else if (flag == "--sequential") {
     if (value != "quantized" && value != "float")
       return optionError("--sequential expects quantized or float, got '" + value + "'");
@@ -296,6 +302,7 @@ llvm::Error runQuantization(mlir::ModuleOp module, WeightStore& weights, const M
   settings.actOrder = options.actOrder;
   settings.sequential = options.sequential;
   settings.floatTarget = options.floatTarget;
+  settings.codeSweeps = options.codeSweeps;
   settings.threads = options.threads;
   settings.sensitivityFormat = options.sensitivityFormat;
   settings.hessianShrink = options.hessianShrink;

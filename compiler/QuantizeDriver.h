@@ -28,6 +28,7 @@ struct QuantOptions {
   bool actOrder = false;       // --act-order
   bool sequential = false;     // --sequential quantized|float
   bool floatTarget = false;    // --sequential float
+  int codeSweeps = 0;          // --code-descent N
   std::string calibPath;       // --calib FILE (default: kDefaultCalibration next to the tools)
   int64_t calibTokens = 8192;  // --calib-tokens N
   int64_t sensitivityTokens = 512; // --sensitivity-tokens N (mixed precision only)

@@ -26,6 +26,7 @@
 
 #include "Awq.h"
 #include "BitAllocator.h"
+#include "CodeDescent.h"
 #include "FloatTarget.h"
 #include "Gptq.h"
 #include "QuantError.h"
@@ -385,7 +386,16 @@ llvm::Expected<QuantizeResultOne> QuantizePass::quantizeOne(const Candidate& c,
     if (!g.isOk())
       return quantError("GPTQ of '" + c.name + "': " + g.status().message());
     out.tensor = std::move(g->tensor);
-    out.relativeError = t.reference > 0 ? g->lossEstimate / t.reference : 0.0;
+    double loss = g->lossEstimate;
+    if (settings_.codeSweeps > 0) {
+      Result<double> refined = quant::refineCodes(w.data(), t.h, t.factor->damp,
+                                                  settings_.codeSweeps, settings_.threads,
+                                                  out.tensor);
+      if (!refined.isOk())
+        return quantError("'" + c.name + "': " + refined.status().message());
+      loss = *refined;
+    }
+    out.relativeError = t.reference > 0 ? loss / t.reference : 0.0;
     return out;
   }
   std::vector<float> importance;

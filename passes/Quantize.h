@@ -97,6 +97,7 @@ struct QuantizeSettings {
   // With sequential: GPTQ's target is the float model's output (FloatTarget.h),
   // not the tensor's output on its quantized input.
   bool floatTarget = false;
+  int codeSweeps = 0;       // GPTQ: sweeps of coordinate descent on the codes (CodeDescent.h)
   std::string sensitivityFormat = "q3_g64"; // where per-tensor sensitivity is measured
   double hessianShrink = 0.0; // off-diagonal H entries times (1 - this) (Gptq.h shrinkHessian)
   int threads = 0;          // 0 = all hardware threads
