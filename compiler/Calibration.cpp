@@ -51,6 +51,29 @@ void accumulateHessian(GroupStats& g, const float* x, int n, int threads) {
   (void)quant::accumulateGram(x, n, cols, g.h.data(), threads, /*lanes=*/0);
 }
 
+// The finished statistics: H mirrored into both triangles, mean |x|.
+std::shared_ptr<InputStatistics> finishStatistics(GroupStats& g) {
+  auto stats = std::make_shared<InputStatistics>();
+  stats->cols = g.cols;
+  stats->tokens = g.tokens;
+  stats->h = std::move(g.h);
+  for (int64_t i = 0; i < g.cols; ++i)
+    for (int64_t j = 0; j < i; ++j)
+      stats->h[size_t(i * g.cols + j)] = stats->h[size_t(j * g.cols + i)];
+  stats->meanAbs.resize(size_t(g.cols));
+  for (int64_t j = 0; j < g.cols; ++j)
+    stats->meanAbs[size_t(j)] = g.tokens ? float(g.absSum[size_t(j)] / double(g.tokens)) : 0.0f;
+  return stats;
+}
+
+GroupStats emptyStats(int64_t cols) {
+  GroupStats g;
+  g.cols = cols;
+  g.h.assign(size_t(cols) * size_t(cols), 0.0);
+  g.absSum.assign(size_t(cols), 0.0);
+  return g;
+}
+
 // log softmax of n logits, in f64 with the max subtracted.
 void logSoftmax(const float* logits, int n, std::vector<double>& out) {
   out.resize(size_t(n));
@@ -80,6 +103,7 @@ struct CalibrationRunner::Impl : CpuObserver {
   std::vector<int> groupOfOp;
   int lmHeadOp = -1;
   std::vector<GroupStats> groups;
+  std::vector<int> firstOpOfGroup;
   std::map<std::string, int> groupOfWeight;     // weight name -> group
   std::map<std::string, std::vector<int>> opsOfWeight; // weight name -> ops reading it
 
@@ -98,16 +122,48 @@ struct CalibrationRunner::Impl : CpuObserver {
   // would compute what the reference run did.
   std::vector<std::map<int, std::vector<float>>> snapshots;
   int resumeOp = -1; // -1: run every op
+  // Sequential calibration: every chunk runs the ops after sequentialStart (its
+  // arena restored there from sequentialArenas) up to and including the linear
+  // op sequentialEnd, whose input goes to sequentialGroup; the arena before
+  // sequentialEnd is saved for the next step.
+  // With the float target, every chunk first runs the same ops of the float
+  // model (from floatArenas, no tensor replaced) and keeps the input of
+  // sequentialEnd in floatInput, then accumulates X^T (X_float - X).
+  bool sequential = false;
+  bool floatPhase = false;
+  int sequentialStart = -1; // -1: from the first op
+  int sequentialEnd = -1;
+  GroupStats sequentialGroup;
+  std::vector<double> floatShift;
+  std::vector<float> floatInput, inputShift;
+  std::vector<std::vector<float>> sequentialArenas, floatArenas; // per chunk
+  std::shared_ptr<const InputStatistics> sequentialLast; // of the input at sequentialStart
+  std::map<std::string, std::vector<float>> replacedValues;
+  std::map<int, const float*> replaced; // op -> values, for every sequential step
   size_t chunkIndex = 0;
   double kldSum = 0;
   int64_t kldCount = 0;
 
   void linearInput(int opIndex, const float* rows, int n, int width) override {
-    if (!collecting || opIndex < 0 || size_t(opIndex) >= groupOfOp.size())
+    if (opIndex < 0 || size_t(opIndex) >= groupOfOp.size() || groupOfOp[size_t(opIndex)] < 0)
       return;
-    const int g = groupOfOp[size_t(opIndex)];
-    if (g >= 0 && groups[size_t(g)].cols == width)
-      accumulateHessian(groups[size_t(g)], rows, n, threads);
+    GroupStats* target = collecting ? &groups[size_t(groupOfOp[size_t(opIndex)])]
+                         : sequential && opIndex == sequentialEnd ? &sequentialGroup
+                                                                  : nullptr;
+    if (!target || target->cols != width)
+      return;
+    const size_t values = size_t(n) * size_t(width);
+    if (floatPhase) {
+      floatInput.assign(rows, rows + values);
+      return;
+    }
+    accumulateHessian(*target, rows, n, threads);
+    if (floatShift.empty())
+      return;
+    inputShift.resize(values);
+    for (size_t i = 0; i < values; ++i)
+      inputShift[i] = floatInput[i] - rows[i];
+    (void)quant::accumulateCrossGram(rows, inputShift.data(), n, width, floatShift.data(), threads);
   }
 
   bool beforeOp(int opIndex, float* arena, size_t floats) override {
@@ -115,6 +171,16 @@ struct CalibrationRunner::Impl : CpuObserver {
                             groupOfOp[size_t(opIndex)] >= 0;
     if (recordReference && groupStart)
       snapshots[chunkIndex][opIndex].assign(arena, arena + floats);
+    if (sequential) {
+      if (opIndex < sequentialStart || opIndex > sequentialEnd)
+        return false;
+      std::vector<float>& kept = (floatPhase ? floatArenas : sequentialArenas)[chunkIndex];
+      if (opIndex == sequentialStart)
+        std::copy(kept.begin(), kept.end(), arena);
+      if (opIndex == sequentialEnd)
+        kept.assign(arena, arena + floats);
+      return true;
+    }
     if (!scoring || resumeOp < 0)
       return true;
     if (opIndex < resumeOp)
@@ -128,7 +194,10 @@ struct CalibrationRunner::Impl : CpuObserver {
 
   const float* weight(int opIndex, const float* values) override {
     auto it = overrides.find(opIndex);
-    return it == overrides.end() ? values : it->second;
+    if (it != overrides.end())
+      return it->second;
+    auto swapped = floatPhase ? replaced.end() : replaced.find(opIndex);
+    return swapped == replaced.end() ? values : swapped->second;
   }
 
   // The step's logits (every row, computed by the executor's own lm_head with
@@ -294,11 +363,8 @@ CalibrationRunner::create(mlir::ModuleOp module, const WeightStore& weights,
     int group = previousGroup;
     if (input != previousInput) {
       group = int(impl->groups.size());
-      GroupStats g;
-      g.cols = linear->in_features();
-      g.h.assign(size_t(g.cols) * size_t(g.cols), 0.0);
-      g.absSum.assign(size_t(g.cols), 0.0);
-      impl->groups.push_back(std::move(g));
+      impl->groups.push_back(emptyStats(linear->in_features()));
+      impl->firstOpOfGroup.push_back(int(i));
       impl->groupOfOp[i] = group;
     }
     impl->groupOfWeight[weightName] = group;
@@ -352,19 +418,8 @@ llvm::Error CalibrationRunner::collect(CalibrationData& data) {
   progress.finish();
 
   std::vector<std::shared_ptr<InputStatistics>> finished;
-  for (GroupStats& g : s.groups) {
-    auto stats = std::make_shared<InputStatistics>();
-    stats->cols = g.cols;
-    stats->tokens = g.tokens;
-    stats->h = std::move(g.h);
-    for (int64_t i = 0; i < g.cols; ++i)
-      for (int64_t j = 0; j < i; ++j)
-        stats->h[size_t(i * g.cols + j)] = stats->h[size_t(j * g.cols + i)];
-    stats->meanAbs.resize(size_t(g.cols));
-    for (int64_t j = 0; j < g.cols; ++j)
-      stats->meanAbs[size_t(j)] = g.tokens ? float(g.absSum[size_t(j)] / double(g.tokens)) : 0.0f;
-    finished.push_back(std::move(stats));
-  }
+  for (GroupStats& g : s.groups)
+    finished.push_back(finishStatistics(g));
   for (const auto& [name, group] : s.groupOfWeight)
     data.inputs[name] = finished[size_t(group)];
   data.tokens = tokensUsed();
@@ -379,6 +434,8 @@ llvm::Expected<double> CalibrationRunner::klDivergenceWith(const std::string& we
     return calibrationError("no op of the calibration plan reads '" + weightName + "'");
   if (s.reference.empty())
     return calibrationError("run collect() before measuring sensitivity");
+  if (!s.replaced.empty())
+    return calibrationError("sensitivity runs must come before sequential calibration");
   s.overrides.clear();
   int firstOp = std::numeric_limits<int>::max();
   for (int op : it->second) {
@@ -407,6 +464,66 @@ llvm::Expected<double> CalibrationRunner::klDivergenceWith(const std::string& we
   s.overrides.clear();
   s.resumeOp = -1;
   return s.kldCount ? s.kldSum / double(s.kldCount) : 0.0;
+}
+
+llvm::Expected<std::shared_ptr<const InputStatistics>>
+CalibrationRunner::sequentialStatistics(const std::string& weightName, bool floatTarget) {
+  Impl& s = *impl_;
+  auto it = s.groupOfWeight.find(weightName);
+  if (it == s.groupOfWeight.end())
+    return calibrationError("no linear op of the calibration plan reads '" + weightName + "'");
+  const int group = it->second;
+  const int op = s.firstOpOfGroup[size_t(group)];
+  if (op == s.sequentialStart && s.sequentialLast)
+    return s.sequentialLast;
+  if (op < s.sequentialStart)
+    return calibrationError("sequential statistics of '" + weightName +
+                            "' asked for after a later input's");
+  if (s.sequentialStart >= 0 && floatTarget != !s.floatArenas.empty())
+    return calibrationError("sequential statistics with and without the float target mixed");
+  const int64_t cols = s.groups[size_t(group)].cols;
+  s.sequentialArenas.resize(s.chunks.size());
+  s.floatArenas.resize(floatTarget ? s.chunks.size() : 0);
+  s.sequentialGroup = emptyStats(cols);
+  s.floatShift.assign(floatTarget ? size_t(cols * cols) : 0, 0.0);
+  s.sequentialEnd = op;
+  s.sequential = true;
+  for (s.chunkIndex = 0; s.chunkIndex < s.chunks.size(); ++s.chunkIndex) {
+    const std::vector<int32_t>& chunk = s.chunks[s.chunkIndex];
+    for (bool phase : {true, false}) {
+      if (phase && !floatTarget)
+        continue;
+      s.floatPhase = phase;
+      if (llvm::Error error = s.runChunk(chunk, int(chunk.size()), false)) {
+        s.sequential = s.floatPhase = false;
+        return error;
+      }
+    }
+  }
+  s.sequential = s.floatPhase = false;
+  s.sequentialStart = op;
+  std::shared_ptr<InputStatistics> stats = finishStatistics(s.sequentialGroup);
+  stats->floatShift = std::move(s.floatShift);
+  s.floatShift.clear();
+  s.sequentialLast = std::move(stats);
+  return s.sequentialLast;
+}
+
+llvm::Error CalibrationRunner::replaceWeight(const std::string& weightName,
+                                             std::vector<float> values) {
+  Impl& s = *impl_;
+  auto it = s.opsOfWeight.find(weightName);
+  if (it == s.opsOfWeight.end())
+    return calibrationError("no op of the calibration plan reads '" + weightName + "'");
+  for (int op : it->second)
+    if (op < s.sequentialStart)
+      return calibrationError("'" + weightName +
+                              "' replaced after the sequential runs passed an op reading it");
+  std::vector<float>& kept = s.replacedValues[weightName];
+  kept = std::move(values);
+  for (int op : it->second)
+    s.replaced[op] = kept.data();
+  return llvm::Error::success();
 }
 
 } // namespace ninfer

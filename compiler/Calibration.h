@@ -12,6 +12,11 @@
 // input group of the sensitivity chunks (about 25 x 11 MB for the 23M model
 // and one 512-token chunk), so a sensitivity run resumes at the tensor's layer
 // instead of rerunning the ops before it.
+// Sequential calibration (sequentialStatistics / replaceWeight) runs the
+// chunks again input group by input group with quantized tensors swapped in, so
+// a tensor's H comes from the activations of the already-quantized tensors
+// before it; every chunk's arena is kept between groups (about 11 MB per
+// 512-token chunk of the 23M model: 2.8 GB for 131072 tokens).
 // Text is cut into chunks of chunkTokens, each starting at position 0 with BOS
 // (when the model has one), as the evaluation tools score. Deterministic: the
 // same text and options give the same statistics bit for bit.
@@ -59,6 +64,21 @@ public:
   // sensitivity tokens. values: f32 in the weight's [rows, cols] shape.
   llvm::Expected<double> klDivergenceWith(const std::string& weightName,
                                           const std::vector<float>& values);
+
+  // Sequential calibration: the statistics of the input of `weightName` over
+  // every calibration chunk, measured with every tensor given to replaceWeight
+  // in place of its values. Inputs must be asked for in model order (tensors
+  // reading one input get the same statistics); each call runs only the ops
+  // from the previous call's input to this one, every chunk resumed from the
+  // arena the previous call saved. floatTarget (the same in every call): also
+  // X^T (X_float - X) against the float model's input (InputStatistics), which
+  // runs alongside with its own arenas (twice the work and memory).
+  llvm::Expected<std::shared_ptr<const InputStatistics>>
+  sequentialStatistics(const std::string& weightName, bool floatTarget);
+  // Runs every later sequential step with `values` (f32, the weight's shape)
+  // for `weightName`. Errors: an unknown tensor, or one read by an op the
+  // sequential runs have already passed. Sensitivity runs are refused after it.
+  llvm::Error replaceWeight(const std::string& weightName, std::vector<float> values);
 
   int64_t tokensUsed() const;
   // Tokens each sensitivity measurement scores (whole chunks, the last one

@@ -93,6 +93,19 @@ public:
     return runner_->klDivergenceWith(name, values);
   }
 
+  llvm::Expected<std::shared_ptr<const InputStatistics>>
+  sequentialStatistics(const std::string& name, bool floatTarget) override {
+    if (!runner_)
+      return optionError("quantization: --sequential needs calibration");
+    return runner_->sequentialStatistics(name, floatTarget);
+  }
+
+  llvm::Error replaceWeight(const std::string& name, std::vector<float> values) override {
+    if (!runner_)
+      return optionError("quantization: --sequential needs calibration");
+    return runner_->replaceWeight(name, std::move(values));
+  }
+
   void progress(const std::string& what, int done, int total) override {
     if (quiet_)
       return;
@@ -201,7 +214,8 @@ llvm::Error declareDummyQuantized(mlir::ModuleOp module, WeightStore& weights,
 bool isQuantFlag(llvm::StringRef flag) {
   return flag == "--quant" || flag == "--bpw" || flag == "--group" || flag == "--calib" ||
          flag == "--calib-tokens" || flag == "--sensitivity-tokens" ||
-         flag == "--sensitivity-format" || flag == "--quant-method" || flag == "--hessian-shrink";
+         flag == "--sensitivity-format" || flag == "--quant-method" || flag == "--hessian-shrink" ||
+         flag == "--sequential" || flag == "--code-descent";
 }
 
 bool isQuantSwitch(llvm::StringRef flag) { return flag == "--awq" || flag == "--act-order"; }
@@ -211,6 +225,17 @@ llvm::Error applyQuantFlag(llvm::StringRef flag, llvm::StringRef value, QuantOpt
     options.awq = true;
   } else if (flag == "--act-order") {
     options.actOrder = true;
+  } else if (flag == "--code-descent") {
+    int sweeps = -1;
+    if (value.getAsInteger(10, sweeps) || sweeps < 0 || sweeps > 100)
+      return optionError("--code-descent expects a number of sweeps in [0, 100], got '" + value +
+                         "'");
+    options.codeSweeps = sweeps;
+  } else if (flag == "--sequential") {
+    if (value != "quantized" && value != "float")
+      return optionError("--sequential expects quantized or float, got '" + value + "'");
+    options.sequential = true;
+    options.floatTarget = value == "float";
   } else if (flag == "--quant") {
     if (value != "auto" && value != "none" && value != "ternary" && value != "q8" &&
         value != "q6" && value != "q5" && value != "q4" && value != "q3" && value != "q2")
@@ -275,6 +300,9 @@ llvm::Error runQuantization(mlir::ModuleOp module, WeightStore& weights, const M
   settings.bpw = options.bpw;
   settings.awq = options.awq;
   settings.actOrder = options.actOrder;
+  settings.sequential = options.sequential;
+  settings.floatTarget = options.floatTarget;
+  settings.codeSweeps = options.codeSweeps;
   settings.threads = options.threads;
   settings.sensitivityFormat = options.sensitivityFormat;
   settings.hessianShrink = options.hessianShrink;

@@ -1,8 +1,8 @@
 // ninferc's quantization step: option parsing (--quant, --bpw, --group,
-// --calib, --calib-tokens, --quant-method, --awq), calibration on the CPU
-// executor and the ninfer-quantize pass over the imported module, with a
-// report of formats, bits per weight and time. Runs between import and the
-// pass pipeline.
+// --calib, --calib-tokens, --quant-method, --awq, --act-order, --sequential),
+// calibration on the CPU executor and the ninfer-quantize pass over the
+// imported module, with a report of formats, bits per weight and time. Runs
+// between import and the pass pipeline.
 #pragma once
 
 #include "ModelConfig.h"
@@ -26,6 +26,9 @@ struct QuantOptions {
   std::string method = "gptq"; // --quant-method gptq|rtn
   bool awq = false;            // --awq
   bool actOrder = false;       // --act-order
+  bool sequential = false;     // --sequential quantized|float
+  bool floatTarget = false;    // --sequential float
+  int codeSweeps = 0;          // --code-descent N
   std::string calibPath;       // --calib FILE (default: kDefaultCalibration next to the tools)
   int64_t calibTokens = 8192;  // --calib-tokens N
   int64_t sensitivityTokens = 512; // --sensitivity-tokens N (mixed precision only)

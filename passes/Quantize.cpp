@@ -26,6 +26,8 @@
 
 #include "Awq.h"
 #include "BitAllocator.h"
+#include "CodeDescent.h"
+#include "FloatTarget.h"
 #include "Gptq.h"
 #include "QuantError.h"
 #include "Rtn.h"
@@ -35,8 +37,10 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <set>
 
@@ -139,6 +143,11 @@ private:
                                                 bool dequantized = true);
   llvm::Expected<std::vector<float>> weightsOf(const Candidate& c);
   void store(const Candidate& c, QuantizeResultOne result);
+  // settings.sequential: every tensor in `chosen[i]`, in the order the model
+  // reads them, GPTQ on the H the environment measures with the tensors before
+  // it replaced by their quantized values. Indexed like candidates_.
+  llvm::Expected<std::vector<QuantizeResultOne>>
+  quantizeSequentially(func::FuncOp forward, const std::vector<quant::QuantSpec>& chosen);
   // Bytes of every weight of `forward` except RoPE tables and `skip`, as stored now.
   uint64_t storedWeightBytes(func::FuncOp forward, const std::set<std::string>& skip);
 
@@ -377,7 +386,16 @@ llvm::Expected<QuantizeResultOne> QuantizePass::quantizeOne(const Candidate& c,
     if (!g.isOk())
       return quantError("GPTQ of '" + c.name + "': " + g.status().message());
     out.tensor = std::move(g->tensor);
-    out.relativeError = t.reference > 0 ? g->lossEstimate / t.reference : 0.0;
+    double loss = g->lossEstimate;
+    if (settings_.codeSweeps > 0) {
+      Result<double> refined = quant::refineCodes(w.data(), t.h, t.factor->damp,
+                                                  settings_.codeSweeps, settings_.threads,
+                                                  out.tensor);
+      if (!refined.isOk())
+        return quantError("'" + c.name + "': " + refined.status().message());
+      loss = *refined;
+    }
+    out.relativeError = t.reference > 0 ? loss / t.reference : 0.0;
     return out;
   }
   std::vector<float> importance;
@@ -409,6 +427,73 @@ llvm::Expected<QuantizeResultOne> QuantizePass::quantizeOne(const Candidate& c,
     out.relativeError = den > 0 ? num / den : 0.0;
   }
   return out;
+}
+
+// Dequantized values of an AWQ-scaled tensor back in the model's space (its input is not scaled).
+void undoAwqScales(const Candidate& c, std::vector<float>& values) {
+  if (!c.awqScales.empty())
+    for (size_t j = 0; j < values.size(); ++j)
+      values[j] /= c.awqScales[j % size_t(c.cols)];
+}
+
+llvm::Expected<std::vector<QuantizeResultOne>>
+QuantizePass::quantizeSequentially(func::FuncOp forward,
+                                   const std::vector<quant::QuantSpec>& chosen) {
+  // Model order: by the first op that reads the tensor.
+  llvm::DenseMap<Operation*, int> position;
+  forward.walk([&](Operation* op) { position[op] = int(position.size()); });
+  std::vector<std::pair<int, size_t>> order;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    int first = INT32_MAX;
+    for (WeightOp op : candidates_[i].ops)
+      for (Operation* user : op.getOutput().getUsers())
+        first = std::min(first, position.lookup(user));
+    order.emplace_back(first, i);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<QuantizeResultOne> results(candidates_.size());
+  // Every input's statistics stay alive: the factor cache compares their addresses.
+  std::vector<std::shared_ptr<const InputStatistics>> measured;
+  int done = 0;
+  for (const auto& [first, i] : order) {
+    environment_->progress("sequential GPTQ", done++, int(order.size()));
+    Candidate c = candidates_[i];
+    // A table read by the embedding keeps the float model's H (of the lm_head
+    // it is tied to): it is needed before any input is measured.
+    if (c.stats && !c.isTable) {
+      llvm::Expected<std::shared_ptr<const InputStatistics>> stats =
+          environment_->sequentialStatistics(c.name, settings_.floatTarget);
+      if (!stats)
+        return stats.takeError();
+      if ((*stats)->cols != c.cols)
+        return quantError("sequential statistics of '" + c.name + "' have " +
+                          llvm::Twine((*stats)->cols) + " columns, the weight has " +
+                          llvm::Twine(c.cols));
+      c.stats = stats->get();
+      measured.push_back(std::move(*stats));
+    }
+    llvm::Expected<PreparedTensor> t = prepare(c);
+    if (!t)
+      return t.takeError();
+    if (t->factor && !c.stats->floatShift.empty()) {
+      Result<std::vector<float>> shifted =
+          quant::shiftToFloatTarget(t->w.data(), c.rows, c.cols, t->h, t->factor->damp,
+                                    c.stats->floatShift.data(), settings_.threads);
+      if (!shifted.isOk())
+        return quantError("'" + c.name + "': " + shifted.status().message());
+      t->w = std::move(*shifted);
+    }
+    llvm::Expected<QuantizeResultOne> q = quantizeOne(c, *t, chosen[i], /*dequantized=*/true);
+    if (!q)
+      return q.takeError();
+    std::vector<float> values = std::move(q->tensor.dequantized);
+    undoAwqScales(c, values);
+    if (llvm::Error error = environment_->replaceWeight(c.name, std::move(values)))
+      return error;
+    results[i] = std::move(*q);
+  }
+  environment_->progress("sequential GPTQ", done, int(order.size()));
+  return results;
 }
 
 void QuantizePass::store(const Candidate& c, QuantizeResultOne result) {
@@ -464,7 +549,14 @@ llvm::Error QuantizePass::run(ModuleOp module) {
       return error;
 
   const int count = int(candidates_.size());
-  if (!mixed) {
+  if (!mixed && settings_.sequential) {
+    llvm::Expected<std::vector<QuantizeResultOne>> results =
+        quantizeSequentially(forward, std::vector<quant::QuantSpec>(candidates_.size(), uniform));
+    if (!results)
+      return results.takeError();
+    for (int i = 0; i < count; ++i)
+      store(candidates_[size_t(i)], std::move((*results)[size_t(i)]));
+  } else if (!mixed) {
     for (int i = 0; i < count; ++i) {
       environment_->progress("quantizing", i, count);
       const Candidate& c = candidates_[size_t(i)];
@@ -503,7 +595,8 @@ llvm::Error QuantizePass::run(ModuleOp module) {
         const quant::QuantSpec spec = specOfName(name);
         candidateBytes += quant::quantTensorBytes(spec.bits, spec.groupSize, c.rows, c.cols);
       }
-    const bool keep = candidateBytes <= settings_.keepCandidateBytes;
+    // Sequential quantization makes the chosen formats again on other statistics.
+    const bool keep = !settings_.sequential && candidateBytes <= settings_.keepCandidateBytes;
     std::vector<std::vector<std::vector<uint8_t>>> kept(keep ? candidates_.size() : 0);
     const int steps = count * int(std::size(kMixedCandidates));
     int done = 0;
@@ -531,9 +624,7 @@ llvm::Error QuantizePass::run(ModuleOp module) {
           // The model with only this tensor quantized: KL divergence per unit
           // of relative error is how much this tensor's errors matter.
           std::vector<float>& dq = q->tensor.dequantized;
-          if (!c.awqScales.empty())
-            for (size_t j = 0; j < dq.size(); ++j)
-              dq[j] /= c.awqScales[j % size_t(c.cols)];
+          undoAwqScales(c, dq);
           const auto measureStart = std::chrono::steady_clock::now();
           llvm::Expected<double> kld = environment_->klDivergenceWith(c.name, dq);
           localReport_.sensitivitySeconds +=
@@ -559,14 +650,27 @@ llvm::Error QuantizePass::run(ModuleOp module) {
     if (!allocation.isOk())
       return quantError(
           llvm::formatv("--bpw {0}: {1}", settings_.bpw, allocation.status().message()).str());
-    const char* finalStep = keep ? "storing" : "quantizing";
+    std::vector<QuantizeResultOne> sequential;
+    if (settings_.sequential) {
+      std::vector<quant::QuantSpec> chosen;
+      for (int i = 0; i < count; ++i)
+        chosen.push_back(specs[size_t(i)][size_t(allocation->choice[size_t(i)])]);
+      llvm::Expected<std::vector<QuantizeResultOne>> results =
+          quantizeSequentially(forward, chosen);
+      if (!results)
+        return results.takeError();
+      sequential = std::move(*results);
+    }
+    const char* finalStep = keep || settings_.sequential ? "storing" : "quantizing";
     for (int i = 0; i < count; ++i) {
       environment_->progress(finalStep, i, count);
       const Candidate& c = candidates_[size_t(i)];
       const int choice = allocation->choice[size_t(i)];
       const quant::QuantSpec spec = specs[size_t(i)][size_t(choice)];
       QuantizeResultOne result;
-      if (keep) {
+      if (settings_.sequential) {
+        result = std::move(sequential[size_t(i)]);
+      } else if (keep) {
         result.tensor.spec = spec;
         result.tensor.rows = c.rows;
         result.tensor.cols = c.cols;
@@ -581,7 +685,8 @@ llvm::Error QuantizePass::run(ModuleOp module) {
           return q.takeError();
         result = std::move(*q);
       }
-      result.relativeError = tensors[size_t(i)].candidates[size_t(choice)].error;
+      if (!settings_.sequential)
+        result.relativeError = tensors[size_t(i)].candidates[size_t(choice)].error;
       store(c, std::move(result));
       localReport_.tensors.back().sensitivity = sensitivities[size_t(i)];
     }
@@ -606,6 +711,8 @@ llvm::Error validateQuantizeSettings(const QuantizeSettings& settings) {
     return quantError(llvm::formatv("Hessian shrinkage must be between 0 and 1, got {0}",
                                     settings.hessianShrink)
                           .str());
+  if (settings.floatTarget && !(settings.sequential && settings.gptq && !settings.awq))
+    return quantError("the float target needs sequential GPTQ without AWQ");
   if (!quant::isQuantFormatGroup(settings.groupSize))
     return quantError("group size must be 32, 64, 128 or 16 (K16), got " +
                       llvm::Twine(settings.groupSize));

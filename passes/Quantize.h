@@ -30,6 +30,10 @@ struct InputStatistics {
   int64_t tokens = 0;
   std::vector<double> h;       // X^T X, cols x cols, both triangles
   std::vector<float> meanAbs;  // mean |x| per channel
+  // Sequential calibration with the float target only: D = X^T (X_float - X),
+  // cols x cols (D[i][j] = sum_t x_ti (xf_tj - x_tj)), X the input with the
+  // tensors before quantized, X_float the float model's.
+  std::vector<double> floatShift;
 };
 
 struct CalibrationData {
@@ -62,6 +66,20 @@ public:
   // when the environment cannot run the model.
   virtual llvm::Expected<double> klDivergenceWith(const std::string& name,
                                                   const std::vector<float>& values) = 0;
+  // Sequential quantization: the statistics of `name`'s input measured with
+  // every tensor given to replaceWeight in place of its values, with
+  // floatShift when floatTarget. Asked for in model order. An error when the
+  // environment cannot run the model.
+  virtual llvm::Expected<std::shared_ptr<const InputStatistics>>
+  sequentialStatistics(const std::string& name, bool floatTarget) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "sequential quantization needs the calibration runner");
+  }
+  // Runs every later sequentialStatistics with `values` (f32, its shape) for `name`.
+  virtual llvm::Error replaceWeight(const std::string& name, std::vector<float> values) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "sequential quantization needs the calibration runner");
+  }
   // Progress lines ("quantizing 12/44"); may ignore them.
   virtual void progress(const std::string& what, int done, int total) {}
 };
@@ -73,6 +91,13 @@ struct QuantizeSettings {
   double bpw = 0.0;         // > 0: mixed formats to this many bits per weight, all weights
   bool awq = false;         // AWQ scales folded into the preceding RMSNorm
   bool actOrder = false;    // GPTQ columns by descending diag(H), static group scales
+  // The final formats quantized in model order, each GPTQ on the H of its input
+  // measured with the tensors before it already quantized (not the float model).
+  bool sequential = false;
+  // With sequential: GPTQ's target is the float model's output (FloatTarget.h),
+  // not the tensor's output on its quantized input.
+  bool floatTarget = false;
+  int codeSweeps = 0;       // GPTQ: sweeps of coordinate descent on the codes (CodeDescent.h)
   std::string sensitivityFormat = "q3_g64"; // where per-tensor sensitivity is measured
   double hessianShrink = 0.0; // off-diagonal H entries times (1 - this) (Gptq.h shrinkHessian)
   int threads = 0;          // 0 = all hardware threads

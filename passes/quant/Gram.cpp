@@ -1,7 +1,8 @@
-// X^T X (see Gram.h). A work item is a block of kRows rows i of H; for each
-// chunk of kVectors x V entries j of those rows, the tokens t are walked in
-// order with a broadcast x[t][i] times the vector x[t][j..]: kRows x kVectors
-// independent f32 accumulators, nothing split into partial sums.
+// X^T X and A^T B (see Gram.h). A work item is a block of kRows rows i of H;
+// for each chunk of kVectors x V entries j of those rows, the tokens t are
+// walked in order with a broadcast a[t][i] times the vector b[t][j..]: kRows x
+// kVectors independent f32 accumulators, nothing split into partial sums.
+// X^T X is the case a = b = x with only the upper triangle stored.
 #include "Gram.h"
 
 #include "QuantCommon.h"
@@ -22,21 +23,22 @@ template <int V> struct GramShape {
   static constexpr int kColumns = kVectors * V;
 };
 
-// Rows [i0, i0 + Rows), entries [j0, j0 + kColumns), tokens in order; entries
-// left of the diagonal are computed but not stored.
-template <int V, int Rows>
-NINFER_INLINE void gramChunk(const float* x, int n, int64_t cols, double* h, int64_t i0,
-                             int64_t j0) {
+// Rows [i0, i0 + Rows), entries [j0, j0 + kColumns), tokens in order; with
+// Upper, entries left of the diagonal are computed but not stored.
+template <int V, int Rows, bool Upper>
+NINFER_INLINE void gramChunk(const float* a, const float* b, int n, int64_t cols, double* h,
+                             int64_t i0, int64_t j0) {
   using L = Lanes<V>;
   constexpr int kVectors = GramShape<V>::kVectors;
   typename L::F acc[Rows][kVectors] = {};
   for (int t = 0; t < n; ++t) {
-    const float* row = x + int64_t(t) * cols;
+    const float* rowA = a + int64_t(t) * cols;
+    const float* rowB = b + int64_t(t) * cols;
     typename L::F xj[kVectors];
     for (int v = 0; v < kVectors; ++v)
-      xj[v] = L::load(row + j0 + v * V);
+      xj[v] = L::load(rowB + j0 + v * V);
     for (int r = 0; r < Rows; ++r) {
-      const typename L::F xi = L::splat(row[i0 + r]);
+      const typename L::F xi = L::splat(rowA[i0 + r]);
       for (int v = 0; v < kVectors; ++v)
         acc[r][v] += xi * xj[v];
     }
@@ -46,77 +48,94 @@ NINFER_INLINE void gramChunk(const float* x, int n, int64_t cols, double* h, int
     for (int v = 0; v < kVectors; ++v)
       for (int l = 0; l < V; ++l) {
         const int64_t j = j0 + v * V + l;
-        if (j >= i0 + r)
+        if (!Upper || j >= i0 + r)
           hr[j] += double(acc[r][v][l]);
       }
   }
 }
 
 // Rows [i0, i0 + rows) of H: whole chunks (aligned to kColumns, so a width
-// that is a multiple of it has no tail) from the one holding the diagonal on,
-// then the tail entries one at a time (the same sums).
-template <int V>
-NINFER_INLINE void gramRows(const float* x, int n, int64_t cols, double* h, int64_t i0,
-                            int64_t rows) {
+// that is a multiple of it has no tail) from the one holding the diagonal on
+// (Upper) or from the first, then the tail entries one at a time (the same sums).
+template <int V, bool Upper>
+NINFER_INLINE void gramRows(const float* a, const float* b, int n, int64_t cols, double* h,
+                            int64_t i0, int64_t rows) {
   constexpr int kRows = GramShape<V>::kRows;
   constexpr int64_t kColumns = GramShape<V>::kColumns;
-  int64_t j0 = i0 - i0 % kColumns;
+  int64_t j0 = Upper ? i0 - i0 % kColumns : 0;
   for (; j0 + kColumns <= cols; j0 += kColumns) {
     if (rows == kRows)
-      gramChunk<V, kRows>(x, n, cols, h, i0, j0);
+      gramChunk<V, kRows, Upper>(a, b, n, cols, h, i0, j0);
     else
       for (int64_t r = 0; r < rows; ++r)
-        gramChunk<V, 1>(x, n, cols, h, i0 + r, j0);
+        gramChunk<V, 1, Upper>(a, b, n, cols, h, i0 + r, j0);
   }
   for (int64_t i = i0; i < i0 + rows; ++i)
-    for (int64_t j = std::max(j0, i); j < cols; ++j) {
+    for (int64_t j = Upper ? std::max(j0, i) : j0; j < cols; ++j) {
       float s = 0.0f;
       for (int t = 0; t < n; ++t)
-        s += x[int64_t(t) * cols + i] * x[int64_t(t) * cols + j];
+        s += a[int64_t(t) * cols + i] * b[int64_t(t) * cols + j];
       h[i * cols + j] += double(s);
     }
 }
 
-void gramRowsGeneric(const float* x, int n, int64_t cols, double* h, int64_t i0, int64_t rows) {
-  gramRows<4>(x, n, cols, h, i0, rows);
+template <bool Upper>
+void gramRowsGeneric(const float* a, const float* b, int n, int64_t cols, double* h, int64_t i0,
+                     int64_t rows) {
+  gramRows<4, Upper>(a, b, n, cols, h, i0, rows);
 }
 #if defined(__GNUC__) && defined(__x86_64__)
-__attribute__((target("avx2"))) void gramRowsAvx2(const float* x, int n, int64_t cols, double* h,
-                                                  int64_t i0, int64_t rows) {
-  gramRows<8>(x, n, cols, h, i0, rows);
+template <bool Upper>
+__attribute__((target("avx2"))) void gramRowsAvx2(const float* a, const float* b, int n,
+                                                  int64_t cols, double* h, int64_t i0,
+                                                  int64_t rows) {
+  gramRows<8, Upper>(a, b, n, cols, h, i0, rows);
 }
-__attribute__((target("avx512f"))) void gramRowsAvx512(const float* x, int n, int64_t cols,
-                                                       double* h, int64_t i0, int64_t rows) {
-  gramRows<16>(x, n, cols, h, i0, rows);
+template <bool Upper>
+__attribute__((target("avx512f"))) void gramRowsAvx512(const float* a, const float* b, int n,
+                                                       int64_t cols, double* h, int64_t i0,
+                                                       int64_t rows) {
+  gramRows<16, Upper>(a, b, n, cols, h, i0, rows);
 }
 #endif
 
-} // namespace
-
-Status accumulateGram(const float* x, int n, int64_t cols, double* h, int threads, int lanes) {
+template <bool Upper>
+Status accumulate(const float* a, const float* b, int n, int64_t cols, double* h, int threads,
+                  int lanes) {
   Result<int> resolved = resolveLanes(lanes);
   if (!resolved.isOk())
     return resolved.status();
-  auto kernel = &gramRowsGeneric;
+  auto kernel = &gramRowsGeneric<Upper>;
   int rowsPerItem = GramShape<4>::kRows;
 #if defined(__GNUC__) && defined(__x86_64__)
   if (*resolved == 16) {
-    kernel = &gramRowsAvx512;
+    kernel = &gramRowsAvx512<Upper>;
     rowsPerItem = GramShape<16>::kRows;
   } else if (*resolved == 8) {
-    kernel = &gramRowsAvx2;
+    kernel = &gramRowsAvx2<Upper>;
     rowsPerItem = GramShape<8>::kRows;
   }
 #endif
   if (n <= 0 || cols <= 0)
     return Status::ok();
-  // Items in row order: the longest rows first, which balances the threads.
+  // Items in row order: with Upper the longest rows first, which balances the threads.
   const int64_t items = (cols + rowsPerItem - 1) / rowsPerItem;
   parallelFor(items, threads, [&](int64_t item) {
     const int64_t i0 = item * rowsPerItem;
-    kernel(x, n, cols, h, i0, std::min<int64_t>(rowsPerItem, cols - i0));
+    kernel(a, b, n, cols, h, i0, std::min<int64_t>(rowsPerItem, cols - i0));
   });
   return Status::ok();
+}
+
+} // namespace
+
+Status accumulateGram(const float* x, int n, int64_t cols, double* h, int threads, int lanes) {
+  return accumulate<true>(x, x, n, cols, h, threads, lanes);
+}
+
+Status accumulateCrossGram(const float* a, const float* b, int n, int64_t cols, double* out,
+                           int threads, int lanes) {
+  return accumulate<false>(a, b, n, cols, out, threads, lanes);
 }
 
 } // namespace quant

@@ -1,4 +1,4 @@
-// X^T X of calibration activations, the H of GPTQ and of the output-error
+// X^T X (and A^T B) of calibration activations, the H of GPTQ and of the output-error
 // measure (QuantCommon.h), accumulated step by step.
 #pragma once
 
@@ -19,6 +19,12 @@ namespace quant {
 // this CPU runs; 4, 8, 16 for tests.
 Status accumulateGram(const float* x, int n, int64_t cols, double* h, int threads,
                       int lanes = 0);
+
+// out[i * cols + j] += sum_t a[t * cols + i] * b[t * cols + j] for every i, j
+// (A^T B), a and b f32 [n, cols]; summed as accumulateGram sums (so with a = b
+// its upper triangle gets accumulateGram's bits).
+Status accumulateCrossGram(const float* a, const float* b, int n, int64_t cols, double* out,
+                           int threads, int lanes = 0);
 
 } // namespace quant
 } // namespace ninfer

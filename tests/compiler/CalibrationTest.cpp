@@ -6,6 +6,11 @@
 // full run that the embedding (read by the first op) gets, which is only the
 // f32 rounding of the stored reference log-probabilities (~1e-8). The same
 // holds when the scored tokens end inside a chunk.
+// Sequential statistics run the model input group by input group: with
+// nothing replaced they are collect()'s bit for bit, and with a tensor
+// replaced they are what collect() gives on a weight store holding the
+// replacement; the float target's shift X^T (X_float - X) is zero until a
+// replaced tensor has run.
 #include "Calibration.h"
 #include "Importer.h"
 #include "ModelConfig.h"
@@ -102,6 +107,138 @@ TEST(Calibration, SensitivityRunsResumeExactly) {
       EXPECT_GT(*changed, 1e-3);
       EXPECT_TRUE(std::isfinite(*changed));
     }
+  }
+}
+
+
+// The 3m model imported once per test.
+struct Loaded {
+  std::unique_ptr<mlir::MLIRContext> context;
+  std::unique_ptr<ModelConfig> config;
+  std::unique_ptr<WeightStore> weights;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+std::unique_ptr<Loaded> load() {
+  auto out = std::make_unique<Loaded>();
+  auto config = loadModelConfig(kModel);
+  EXPECT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  auto weights = WeightStore::openCheckpoint(kModel);
+  EXPECT_TRUE(bool(weights)) << llvm::toString(weights.takeError());
+  if (!config || !weights)
+    return nullptr;
+  out->config = std::make_unique<ModelConfig>(*config);
+  out->weights = std::move(*weights);
+  mlir::DialectRegistry registry;
+  registry.insert<NinferDialect, mlir::func::FuncDialect>();
+  out->context = std::make_unique<mlir::MLIRContext>(registry);
+  out->context->loadAllAvailableDialects();
+  auto module = importModel(*out->context, *out->config, *out->weights);
+  EXPECT_TRUE(bool(module)) << llvm::toString(module.takeError());
+  if (!module)
+    return nullptr;
+  out->module = std::move(*module);
+  return out;
+}
+
+std::unique_ptr<CalibrationRunner> makeRunner(const Loaded& m, const WeightStore& weights,
+                                              CalibrationData& data) {
+  CalibrationOptions options;
+  options.textPath = kCalib;
+  options.modelDir = kModel;
+  options.maxTokens = 1024;
+  options.threads = 2;
+  options.progress = false;
+  auto runner = CalibrationRunner::create(*m.module, weights, *m.config, options);
+  EXPECT_TRUE(bool(runner)) << llvm::toString(runner.takeError());
+  if (!runner)
+    return nullptr;
+  llvm::Error collected = (*runner)->collect(data);
+  EXPECT_FALSE(bool(collected)) << llvm::toString(std::move(collected));
+  return std::move(*runner);
+}
+
+// Every third value negated (exact in bf16 and f32).
+std::vector<float> changed(std::vector<float> w) {
+  for (size_t i = 0; i < w.size(); i += 3)
+    w[i] = -w[i];
+  return w;
+}
+
+TEST(Calibration, SequentialStatisticsFollowTheReplacedTensors) {
+  std::unique_ptr<Loaded> m = load();
+  ASSERT_TRUE(m);
+  const std::string q0 = "model.layers.0.self_attn.q_proj.weight";
+  const std::string o0 = "model.layers.0.self_attn.o_proj.weight";
+  const std::string down1 = "model.layers.1.mlp.down_proj.weight";
+  const std::string q2 = "model.layers.2.self_attn.q_proj.weight";
+  const std::string down3 = "model.layers.3.mlp.down_proj.weight";
+  const std::vector<float> down1Changed = changed(readWeight(*m->weights, down1));
+
+  // The reference: collect() on a store whose down_proj of layer 1 is replaced.
+  auto replacedStore = WeightStore::openCheckpoint(kModel);
+  ASSERT_TRUE(bool(replacedStore));
+  std::vector<uint8_t> bytes(down1Changed.size() * 2); // bf16, as the IR declares (exact)
+  for (size_t i = 0; i < down1Changed.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &down1Changed[i], 4);
+    const uint16_t high = uint16_t(bits >> 16);
+    std::memcpy(bytes.data() + 2 * i, &high, 2);
+  }
+  (*replacedStore)
+      ->addOwned(down1, WeightDType::BF16, m->weights->find(down1)->shape, std::move(bytes));
+  // The tensors the importer added (RoPE tables) as the imported store holds them.
+  for (const auto& [name, ref] : m->weights->tensors())
+    if (!(*replacedStore)->find(name))
+      (*replacedStore)
+          ->addOwned(name, ref.dtype, ref.shape,
+                     std::vector<uint8_t>(ref.data, ref.data + ref.bytes));
+  CalibrationData reference;
+  std::unique_ptr<CalibrationRunner> referenceRunner = makeRunner(*m, **replacedStore, reference);
+  ASSERT_TRUE(referenceRunner);
+
+  for (bool floatTarget : {false, true}) {
+    SCOPED_TRACE(floatTarget ? "float target" : "quantized target");
+    CalibrationData data;
+    std::unique_ptr<CalibrationRunner> runner = makeRunner(*m, *m->weights, data);
+    ASSERT_TRUE(runner);
+    // Nothing replaced yet: collect()'s statistics, no shift.
+    for (const std::string& name : {q0, o0, down1}) {
+      SCOPED_TRACE(name);
+      auto stats = runner->sequentialStatistics(name, floatTarget);
+      ASSERT_TRUE(bool(stats)) << llvm::toString(stats.takeError());
+      EXPECT_EQ((*stats)->h, data.inputs.at(name)->h);
+      EXPECT_EQ((*stats)->meanAbs, data.inputs.at(name)->meanAbs);
+      if (floatTarget)
+        EXPECT_EQ((*stats)->floatShift, std::vector<double>((*stats)->h.size(), 0.0));
+      else
+        EXPECT_TRUE((*stats)->floatShift.empty());
+    }
+    // The tensor at the current input can still be replaced; later inputs see it.
+    ASSERT_FALSE(bool(runner->replaceWeight(down1, down1Changed)));
+    for (const std::string& name : {q2, down3}) {
+      SCOPED_TRACE(name);
+      auto stats = runner->sequentialStatistics(name, floatTarget);
+      ASSERT_TRUE(bool(stats)) << llvm::toString(stats.takeError());
+      EXPECT_EQ((*stats)->h, reference.inputs.at(name)->h);
+      EXPECT_NE((*stats)->h, data.inputs.at(name)->h);
+      if (floatTarget) {
+        double shift = 0;
+        for (double v : (*stats)->floatShift)
+          shift += std::fabs(v);
+        EXPECT_GT(shift, 0.0);
+      }
+    }
+    // Out of order: clear errors.
+    auto early = runner->sequentialStatistics(o0, floatTarget);
+    ASSERT_FALSE(bool(early));
+    EXPECT_NE(llvm::toString(early.takeError()).find("after a later input"), std::string::npos);
+    llvm::Error late = runner->replaceWeight(q0, readWeight(*m->weights, q0));
+    ASSERT_TRUE(bool(late));
+    EXPECT_NE(llvm::toString(std::move(late)).find("passed an op"), std::string::npos);
+    auto kld = runner->klDivergenceWith(q0, readWeight(*m->weights, q0));
+    ASSERT_FALSE(bool(kld));
+    llvm::consumeError(kld.takeError());
   }
 }
 

@@ -198,6 +198,61 @@ TEST_F(QuantizePassTest, ActOrderChangesTheWeightsAndStaysClose) {
   EXPECT_LT(relativeRms(*fpLogits_, lastLogits(*act.file)), 0.25);
 }
 
+// --sequential reaches the pass: GPTQ on the statistics of the quantized
+// prefix (and, with the float target, on shifted weights) gives other bytes
+// than the float model's statistics, still close to the float model; in mixed
+// mode the allocation is made as before, so the formats are the same.
+TEST_F(QuantizePassTest, SequentialChangesTheWeightsAndStaysClose) {
+  Compiled natural = compile(uniform("q4", 64), tempPath("q4seq_natural"));
+  ASSERT_TRUE(natural.file);
+  for (const char* target : {"quantized", "float"}) {
+    SCOPED_TRACE(target);
+    QuantOptions o = uniform("q4", 64);
+    ASSERT_TRUE(isQuantFlag("--sequential"));
+    ASSERT_FALSE(bool(applyQuantFlag("--sequential", target, o)));
+    const std::string path = tempPath(std::string("q4seq_") + target);
+    Compiled sequential = compile(o, path);
+    ASSERT_TRUE(sequential.file);
+    EXPECT_NE(fileBytes(path), fileBytes(tempPath("q4seq_natural")));
+    EXPECT_LT(relativeRms(*fpLogits_, lastLogits(*sequential.file)), 0.25);
+  }
+  QuantOptions mixed = uniform("none", 64);
+  mixed.bpw = 3.5;
+  Compiled plain = compile(mixed, tempPath("mixed_plain"));
+  mixed.sequential = true;
+  Compiled sequential = compile(mixed, tempPath("mixed_sequential"));
+  ASSERT_TRUE(plain.file && sequential.file);
+  EXPECT_NE(fileBytes(tempPath("mixed_plain")), fileBytes(tempPath("mixed_sequential")));
+  ASSERT_EQ(plain.report.tensors.size(), sequential.report.tensors.size());
+  for (size_t i = 0; i < plain.report.tensors.size(); ++i) {
+    EXPECT_EQ(plain.report.tensors[i].name, sequential.report.tensors[i].name);
+    EXPECT_EQ(plain.report.tensors[i].format, sequential.report.tensors[i].format);
+  }
+  EXPECT_EQ(plain.report.totalBytes, sequential.report.totalBytes);
+}
+
+// --code-descent reaches the pass: the refined codes lower every tensor's
+// reported GPTQ error (the refinement never raises it) and give other bytes.
+TEST_F(QuantizePassTest, CodeDescentLowersTheErrorsAndStaysClose) {
+  Compiled plain = compile(uniform("q3", 64), tempPath("q3plain"));
+  QuantOptions o = uniform("q3", 64);
+  o.codeSweeps = 4;
+  Compiled refined = compile(o, tempPath("q3descent"));
+  ASSERT_TRUE(plain.file && refined.file);
+  EXPECT_NE(fileBytes(tempPath("q3plain")), fileBytes(tempPath("q3descent")));
+  ASSERT_EQ(plain.report.tensors.size(), refined.report.tensors.size());
+  double plainSum = 0, refinedSum = 0;
+  for (size_t i = 0; i < plain.report.tensors.size(); ++i) {
+    EXPECT_LE(refined.report.tensors[i].relativeError,
+              plain.report.tensors[i].relativeError * (1 + 1e-9))
+        << plain.report.tensors[i].name;
+    plainSum += plain.report.tensors[i].relativeError;
+    refinedSum += refined.report.tensors[i].relativeError;
+  }
+  EXPECT_LT(refinedSum, plainSum);
+  EXPECT_LT(relativeRms(*fpLogits_, lastLogits(*refined.file)), 0.5);
+}
+
 TEST(QuantizeOptionsTest, BadOptionsAreClearErrors) {
   QuantOptions o;
   llvm::Error group = applyQuantFlag("--group", "48", o);
@@ -231,6 +286,19 @@ TEST(QuantizeOptionsTest, BadOptionsAreClearErrors) {
   EXPECT_NE(llvm::toString(std::move(shrink)).find("between 0 and 1"), std::string::npos);
   EXPECT_FALSE(bool(applyQuantFlag("--hessian-shrink", "0", o)));
   EXPECT_EQ(o.hessianShrink, 0.0);
+  llvm::Error sequential = applyQuantFlag("--sequential", "yes", o);
+  ASSERT_TRUE(bool(sequential));
+  EXPECT_NE(llvm::toString(std::move(sequential)).find("quantized or float"), std::string::npos);
+  llvm::Error sweeps = applyQuantFlag("--code-descent", "-1", o);
+  ASSERT_TRUE(bool(sweeps));
+  EXPECT_NE(llvm::toString(std::move(sweeps)).find("[0, 100]"), std::string::npos);
+  EXPECT_FALSE(bool(applyQuantFlag("--code-descent", "4", o)));
+  EXPECT_EQ(o.codeSweeps, 4);
+  QuantizeSettings floatAwq;
+  floatAwq.sequential = floatAwq.floatTarget = floatAwq.awq = true;
+  llvm::Error awq = validateQuantizeSettings(floatAwq);
+  ASSERT_TRUE(bool(awq));
+  EXPECT_NE(llvm::toString(std::move(awq)).find("without AWQ"), std::string::npos);
   QuantizeSettings s;
   s.groupSize = 48;
   llvm::Error bad = validateQuantizeSettings(s);
