@@ -75,13 +75,8 @@ TestPlan smallModel(DType weightType, int maxStepTokens = 8) {
   t.addOp("rope_q", rope, {q, invFreq}, {q});
   rope.heads = kvHeads;
   t.addOp("rope_k", rope, {k, invFreq}, {k});
-  plan::AttentionAttrsT att;
-  att.heads = heads;
-  att.kv_heads = kvHeads;
-  att.head_dim = headDim;
-  att.scale = 0.25f;
-  att.context = context;
-  t.addOp("attn", att, {q, k, v, kc, vc}, {o});
+  t.addOp("attn", test::attentionAttrs(heads, kvHeads, headDim, 0.25f, context),
+          {q, k, v, kc, vc}, {o});
   linear("o", o, wo, h, heads * headDim, hidden, false);
   plan::AddAttrsT add;
   add.dim = hidden;
@@ -449,14 +444,8 @@ TEST(Nvrtc, AttentionVariantsCompile) {
       const uint32_t k = t.addActivation("k", c.kvHeads * c.headDim);
       const uint32_t v = t.addActivation("v", c.kvHeads * c.headDim);
       const uint32_t o = t.addActivation("o", c.heads * c.headDim);
-      plan::AttentionAttrsT a;
-      a.heads = c.heads;
-      a.kv_heads = c.kvHeads;
-      a.head_dim = c.headDim;
-      a.window = c.window;
-      a.scale = 0.125f;
-      a.context = context;
-      t.addOp("attention", a,
+      t.addOp("attention",
+              test::attentionAttrs(c.heads, c.kvHeads, c.headDim, 0.125f, context, c.window),
               {q, k, v, t.addKvCache("kc", context, c.kvHeads, c.headDim, c.cache),
                t.addKvCache("vc", context, c.kvHeads, c.headDim, c.cache), workspace},
               {o});
@@ -500,13 +489,7 @@ TEST(Nvrtc, AttentionVariantsCompile) {
   // A workspace smaller than the decode partials is refused, naming the op.
   TestPlan small(8, context);
   const uint32_t q = small.addActivation("q", 64);
-  plan::AttentionAttrsT a;
-  a.heads = 1;
-  a.kv_heads = 1;
-  a.head_dim = 64;
-  a.scale = 0.125f;
-  a.context = context;
-  small.addOp("attention", a,
+  small.addOp("attention", test::attentionAttrs(1, 1, 64, 0.125f, context),
               {q, small.addActivation("k", 64), small.addActivation("v", 64),
                small.addKvCache("kc", context, 1, 64), small.addKvCache("vc", context, 1, 64),
                small.addWorkspace("ws", 256)},

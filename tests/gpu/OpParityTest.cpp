@@ -307,14 +307,10 @@ void expectAttentionParity(const AttentionCase &c, int context, int maxStep,
   const uint32_t ws = t.addWorkspace(
       "workspace", attentionWorkspaceBytes(c.heads, c.kvHeads, c.headDim, context));
   const uint32_t o = t.addActivation("o", c.heads * c.headDim);
-  plan::AttentionAttrsT a;
-  a.heads = c.heads;
-  a.kv_heads = c.kvHeads;
-  a.head_dim = c.headDim;
-  a.window = c.window;
-  a.scale = 1.0f / std::sqrt(float(c.headDim));
-  a.context = context;
-  t.addOp("attention", a, {q, k, v, kc, vc, ws}, {o});
+  t.addOp("attention",
+          test::attentionAttrs(c.heads, c.kvHeads, c.headDim, 1.0f / std::sqrt(float(c.headDim)),
+                               context, c.window),
+          {q, k, v, kc, vc, ws}, {o});
   t.addReadout(o, c.heads * c.headDim);
   char what[160];
   std::snprintf(what, sizeof(what), "Attention %s heads %d kv_heads %d head_dim %d window %d ctx %d",

@@ -279,6 +279,19 @@ private:
   uint64_t workspaceBytes_ = 0;
 };
 
+// Attention attributes of a test plan (no window unless given).
+inline plan::AttentionAttrsT attentionAttrs(int heads, int kvHeads, int headDim, float scale,
+                                            int context, int window = 0) {
+  plan::AttentionAttrsT a;
+  a.heads = heads;
+  a.kv_heads = kvHeads;
+  a.head_dim = headDim;
+  a.scale = scale;
+  a.context = context;
+  a.window = window;
+  return a;
+}
+
 // A unique temporary path for a plan file.
 inline std::string tempPlanPath(const std::string &stem) {
   static int counter = 0;

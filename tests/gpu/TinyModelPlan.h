@@ -99,13 +99,8 @@ inline TestPlan tinyModel(const TinyModelOptions &options) {
     t.addOp(p + "rope_q", rope, {q, invFreq}, {q});
     rope.heads = kvHeads;
     t.addOp(p + "rope_k", rope, {k, invFreq}, {k});
-    plan::AttentionAttrsT att;
-    att.heads = heads;
-    att.kv_heads = kvHeads;
-    att.head_dim = headDim;
-    att.scale = 1.0f / std::sqrt(float(headDim));
-    att.context = context;
-    t.addOp(p + "attn", att,
+    t.addOp(p + "attn",
+            attentionAttrs(heads, kvHeads, headDim, 1.0f / std::sqrt(float(headDim)), context),
             {q, k, v, t.addKvCache(p + "k_cache", context, kvHeads, headDim, options.cache),
              t.addKvCache(p + "v_cache", context, kvHeads, headDim, options.cache), workspace},
             {o});
