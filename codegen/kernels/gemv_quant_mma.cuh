@@ -26,6 +26,12 @@
 // x is rounded to f16 (relative error 2^-11; values beyond 65504 overflow);
 // products are exact in the f32 accumulator.
 //
+// One-token steps (decode, the lm_head's last row) take their own path (OneToken
+// below): the mma's n dimension holds the unit's groups instead of tokens, so the
+// scale and the code offset are applied once per group in f32 after the mma, not
+// per pair in f16 before it (there the weights are exact (1024 + code) pairs and the
+// result is rounded once, in f32).
+//
 // Blocks: 8 warps; RT row tiles per block, 8 / RT warps per tile splitting K
 // (more loads in flight for short-N layers), partial sums combined through
 // shared memory in a fixed order (deterministic). Grid: ceil(N / (16 RT))
@@ -123,22 +129,29 @@ template <> struct RunCodec<4> { // 16 bytes: word t holds values 8t..8t+7
       for (int s = 0; s < 4; ++s)
         p[4 * t + s] = maskedCodePair<0x000F000Fu>(words[t] >> (4 * s));
   }
-  // The signed levels with one shift and four LOP3s per word (decode() takes
-  // three shifts and eight): the nibbles at bits 4.. and 20.. are taken in place,
-  // as (1024 + 16 code) pairs, and scaled back by the HFMA2 that removes the bias
-  // (all values are small integers: exact).
-  __device__ __forceinline__ void levels(unsigned int (&p)[16]) const {
+  // The pairs with one shift and four LOP3s per word (decode() takes three shifts
+  // and eight): the nibbles at bits 4.. and 20.. are taken in place, so odd pairs
+  // are (1024 + 16 code) pairs and even pairs (1024 + code) pairs.
+  __device__ __forceinline__ void inPlacePairs(unsigned int (&p)[16]) const {
     const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
-    constexpr unsigned int kSixteenth = 0x2C002C00u; // 1/16 in both halves
-    constexpr unsigned int kHighBias = 0xD480D480u;  // -(1024 / 16 + 8) = -72
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
       const unsigned int high = words[t] >> 8;
-      p[4 * t] = hsub2(maskedCodePair<0x000F000Fu>(words[t]), levelBias<4>());
-      p[4 * t + 1] = hfma2(maskedCodePair<0x00F000F0u>(words[t]), kSixteenth, kHighBias);
-      p[4 * t + 2] = hsub2(maskedCodePair<0x000F000Fu>(high), levelBias<4>());
-      p[4 * t + 3] = hfma2(maskedCodePair<0x00F000F0u>(high), kSixteenth, kHighBias);
+      p[4 * t] = maskedCodePair<0x000F000Fu>(words[t]);
+      p[4 * t + 1] = maskedCodePair<0x00F000F0u>(words[t]);
+      p[4 * t + 2] = maskedCodePair<0x000F000Fu>(high);
+      p[4 * t + 3] = maskedCodePair<0x00F000F0u>(high);
     }
+  }
+  // The signed levels: inPlacePairs() and one HSUB2 (even pairs) or one HFMA2 that
+  // also scales by 1/16 (odd pairs); all values are small integers: exact.
+  __device__ __forceinline__ void levels(unsigned int (&p)[16]) const {
+    constexpr unsigned int kSixteenth = 0x2C002C00u; // 1/16 in both halves
+    constexpr unsigned int kHighBias = 0xD480D480u;  // -(1024 / 16 + 8) = -72
+    inPlacePairs(p);
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+      p[j] = j % 2 ? hfma2(p[j], kSixteenth, kHighBias) : hsub2(p[j], levelBias<4>());
   }
   NINFER_HD static constexpr int first(int j) { return 8 * (j / 4) + j % 4; }
   NINFER_HD static constexpr int second(int j) { return first(j) + 4; }
@@ -283,15 +296,22 @@ template <> struct RunScales<quant::kQuantK16Group> {
   __device__ __forceinline__ void load(const unsigned short *rowScales, int unit, int) {
     loadStreamed(record, reinterpret_cast<const uint2 *>(rowScales) + unit);
   }
-  __device__ __forceinline__ void resolve(int c) {
-    // Sub-scales 2c and 2c + 1: bits 16 + 12c .. 16 + 12c + 11 of the record.
+  // The f16 scales of sub-groups 2c and 2c + 1 (bits 16 + 12c .. 16 + 12c + 11 of
+  // the record).
+  __device__ __forceinline__ static void subScales(uint2 record, int c, unsigned short &s0,
+                                                   unsigned short &s1) {
     const unsigned long long subs =
         (static_cast<unsigned long long>(record.y) << 16) | (record.x >> 16);
     const unsigned int two = static_cast<unsigned int>(subs >> (12 * c)) & 0xFFFu;
     const float d = f16ToF32(static_cast<unsigned short>(record.x & 0xFFFFu));
-    const int s0 = static_cast<int>(two << 26) >> 26, s1 = static_cast<int>(two << 20) >> 26;
-    first = 0x00010001u * f32ToF16(d * static_cast<float>(s0));
-    second = 0x00010001u * f32ToF16(d * static_cast<float>(s1));
+    s0 = f32ToF16(d * static_cast<float>(static_cast<int>(two << 26) >> 26));
+    s1 = f32ToF16(d * static_cast<float>(static_cast<int>(two << 20) >> 26));
+  }
+  __device__ __forceinline__ void resolve(int c) {
+    unsigned short s0, s1;
+    subScales(record, c, s0, s1);
+    first = 0x00010001u * s0;
+    second = 0x00010001u * s1;
   }
   __device__ __forceinline__ unsigned int scale(int j) const { return j < 8 ? first : second; }
 };
@@ -434,11 +454,8 @@ __device__ __forceinline__ void gemvMmaTiles(int rows, float scale, const void *
 // Steps of several rows stage x only in plans of several sequences (the emitter defines
 // NINFER_GEMV_STAGE_X 1 there), on sm_90: on the H200 it took 8-sequence batch steps of the
 // 8B q4 plan from 7.55 to 4.92 ms, but its 20 KB of shared memory slowed one-row steps by
-// 6% (3.04 against 2.85 ms), and on sm_8x the kernel spilled at 80 registers with it. Other
-// plans stage one-row steps (decode) in a one-token stage (2.5 KB per block): the direct
-// loads of the 4 lanes of token 0 touched 4 lines per instruction, 32 per unit; the H200's
-// 8B decode went 407.6 -> 411.8 tok/s (q4_g64) and 360.4 -> 379.4 (q4_k16). On sm_86 that
-// kernel spills 4 bytes (sm_80 and sm_90: none).
+// 6% (3.04 against 2.85 ms), and on sm_8x the kernel spilled at 80 registers with it.
+// One-token steps take the OneToken path below.
 #ifndef NINFER_GEMV_STAGE_X
 #define NINFER_GEMV_STAGE_X 0
 #endif
@@ -447,16 +464,15 @@ constexpr bool kStageGemvX = true;
 #else
 constexpr bool kStageGemvX = false;
 #endif
-constexpr int kXStageTokens = kStageGemvX ? kGemvMmaMaxTokens : 1;
 struct XStage {
-  uint4 run[kXStageTokens][4][5]; // [token][run]: 4 x 16 bytes of pairs, 16 of padding
+  uint4 run[kStageGemvX ? kGemvMmaMaxTokens : 1][4][5]; // [token][run]: 4 x 16 bytes of pairs, 16 of padding
 };
 
 template <int K>
 __device__ __forceinline__ void stageXUnit(const float *x, int rows, XStage &stage) {
   const int lane = threadIdx.x % kWarpSize;
 #pragma unroll
-  for (int t = 0; t < kXStageTokens; ++t)
+  for (int t = 0; t < kGemvMmaMaxTokens; ++t)
     if (t < rows) {
       const float4 v =
           __ldg(reinterpret_cast<const float4 *>(x + static_cast<long long>(t) * K) + lane);
@@ -493,6 +509,309 @@ __device__ __forceinline__ void stagedXPairs(const XStage &stage, int g, int c,
                 CODEC::first(j) % 2 ? 0x7632u : 0x5410u);
 }
 
+// ---- One-token steps (decode) ----
+// With one token the mma's n dimension is free, and it takes the columns of the unit's
+// groups instead: lane (g, c) fills B column g with x where run c's values belong to
+// column g and with zeros elsewhere, so D[row][n] is the row's sum over column n's
+// values alone, with the raw (1024 + code) pairs as weights. Then per unit and lane, in
+// f32: row sum += scale(group) * (D[row][n] + corr[n]), corr[n] = -(sum over column n of
+// bias * x): the offset of the raw pairs from the signed levels, from x alone (computed
+// once per unit and warp while x is staged; with the f16-rounded x the mma sees, so the
+// 1024 cancels to f32 accuracy). That takes the HSUB2 (offset) and the HMUL2 (scale) of
+// every pair out of the general path's unit.
+// Measured on the H200, 8B q4_g64 decode (tok/s): the general path 422.8; this path with
+// one unit staged at a time and one mma chain 407.4 (the 8-deep chain and the serial
+// stages are latency the warp cannot hide); two units staged together and two chains
+// 455.5; the same with 3 or 4 units and 2 blocks per SM 409 / 417, with 4 blocks per SM
+// (64 registers) 401; prefetching the next batch or the warp's whole range into L2
+// 429-441 / 380. ncu: the gate/up GEMV with its SwiGLU 27.0 us and 9.0M warp instructions
+// (29.8 us and 11.1M on the general path before the SwiGLU was fused).
+// Columns: one per group (K16: the unit's 8 groups), except Q4 with groups of 32 or
+// more: two per group, the even pairs as (1024 + code) and the odd pairs in place as
+// (1024 + 16 code) (RunCodec<4>::inPlacePairs), the odd column weighted 1/16.
+// Slots: a run's 16 pairs in mma order, k-step m taking slots 2m (b0) and 2m + 1 (b1);
+// slots 0..7 belong to one column of the run and 8..15 to one. D fragment: lane (g, c)
+// holds rows g, g + 8 of columns 2c, 2c + 1.
+template <int BITS, int GROUP> struct OneToken {
+  static constexpr bool kHighColumns = BITS == 4 && GROUP >= 32;
+  static constexpr int kGroups = quant::kQuantUnitValues / GROUP;
+  static constexpr int kOffset = quant::QuantPacking<BITS>::kCodeOffset;
+  static constexpr float kLowBias = 1024.0f + kOffset;      // (1024 + code) - level
+  static constexpr float kHighBias = 1024.0f / 16 + kOffset; // (1024 + 16 code) / 16 - level
+  static_assert(kHighColumns ? 2 * kGroups <= 8 : kGroups <= 8, "8 columns per unit");
+  NINFER_HD static constexpr int pairOfSlot(int s) {
+    return !kHighColumns ? s : s < 8 ? 2 * s : 2 * (s - 8) + 1;
+  }
+  NINFER_HD static constexpr int slotOfPair(int j) {
+    return !kHighColumns ? j : j % 2 == 0 ? j / 2 : 8 + j / 2;
+  }
+  // The column of run c's slots 0..7 (half 0) or 8..15 (half 1).
+  NINFER_HD static constexpr int column(int c, int half) {
+    return kHighColumns ? 2 * (32 * c / GROUP) + half : (32 * c + 16 * half) / GROUP;
+  }
+  // The run's pairs as the mma weighs them (without offset or scale).
+  __device__ __forceinline__ static void pairs(const RunCodec<BITS> &run, unsigned int (&p)[16]) {
+    if constexpr (kHighColumns)
+      run.inPlacePairs(p);
+    else
+      run.decode(p);
+  }
+};
+
+// A warp's x of a batch of units as OneToken B fragments, and each unit's corrections.
+// Runs are 80 bytes apart, and the zero fragments sit at banks that no run's read of
+// the same instruction uses.
+constexpr int kOneTokenBatch = 2; // units staged together
+struct OneTokenUnitStage {
+  uint4 run[4][5]; // [run][4 x 16 bytes of slots, 16 of padding]
+  float corr[8];   // [group] (kHighColumns: both columns of the group together)
+};
+struct OneTokenStage {
+  OneTokenUnitStage unit[kOneTokenBatch];
+  uint4 zeroLow[2];  // slots 0..7 of lanes that are not their column
+  uint4 zeroHigh[2]; // slots 8..15 of them
+};
+// The warps' stages, one kind per step (one token or several), in a plain function: a
+// template's shared array would be one per instantiation, and a grouped launch
+// instantiates the GEMV per member (the 8B q/k/v group of a batch plan went past 48 KB).
+union GemvStages {
+  XStage rows[kGemvMmaWarps];
+  OneTokenStage one[kGemvMmaWarps];
+};
+__device__ __forceinline__ GemvStages &gemvStages() {
+  __shared__ GemvStages stages;
+  return stages;
+}
+__device__ __forceinline__ OneTokenStage &oneTokenStage() {
+  return gemvStages().one[threadIdx.x / kWarpSize];
+}
+
+// Zeroes a warp's zero fragments and corrections (groups past the unit's stay 0).
+__device__ __forceinline__ void clearOneTokenStage(OneTokenStage &st, int lane) {
+  if (lane < 4)
+    (lane < 2 ? st.zeroLow : st.zeroHigh)[lane % 2] = make_uint4(0u, 0u, 0u, 0u);
+  if (lane < 8 * kOneTokenBatch)
+    st.unit[lane / 8].corr[lane % 8] = 0.0f;
+  __syncwarp();
+}
+
+// Byte offset in OneTokenStage of unit value v (lane l stages values 4l..4l+3).
+template <int BITS, int GROUP> NINFER_HD constexpr int oneTokenSlotByte(int v) {
+  using Codec = RunCodec<BITS>;
+  return 80 * (v / 32) + 4 * OneToken<BITS, GROUP>::slotOfPair(pairOfValue<Codec>(v % 32)) +
+         (isSecondOfPair<Codec>(v % 32) ? 2 : 0);
+}
+// Whether every lane's 4 values sit at the same offsets from its first one (so one
+// address register and immediate offsets stage them).
+template <int BITS, int GROUP> NINFER_HD constexpr bool oneTokenLanesAlike() {
+  for (int l = 0; l < kWarpSize; ++l)
+    for (int e = 0; e < 4; ++e)
+      if (oneTokenSlotByte<BITS, GROUP>(4 * l + e) - oneTokenSlotByte<BITS, GROUP>(4 * l) !=
+          oneTokenSlotByte<BITS, GROUP>(e) - oneTokenSlotByte<BITS, GROUP>(0))
+        return false;
+  return true;
+}
+
+// Lane `lane` stages its 4 values v of a unit: as f16 into their slots (the first at
+// byte `at` of the unit's stage), and the sum of bias * x over its group's lanes into
+// corr. The caller synchronizes the warp.
+template <int BITS, int GROUP>
+__device__ __forceinline__ void stageOneTokenValues(float4 v, OneTokenUnitStage &st, int at,
+                                                    int lane) {
+  using T = OneToken<BITS, GROUP>;
+  static_assert(oneTokenLanesAlike<BITS, GROUP>(), "one address per lane");
+  const unsigned short h[4] = {f32ToF16(v.x), f32ToF16(v.y), f32ToF16(v.z), f32ToF16(v.w)};
+  unsigned char *first = reinterpret_cast<unsigned char *>(&st) + at;
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    *reinterpret_cast<unsigned short *>(first + oneTokenSlotByte<BITS, GROUP>(e) -
+                                        oneTokenSlotByte<BITS, GROUP>(0)) = h[e];
+  const float even = f16ToF32(h[0]) + f16ToF32(h[2]), odd = f16ToF32(h[1]) + f16ToF32(h[3]);
+  float corr = T::kHighColumns ? -(T::kLowBias * even + T::kHighBias * odd)
+                               : -T::kLowBias * (even + odd);
+#pragma unroll
+  for (int o = 1; o < GROUP / 4; o *= 2) // the group's GROUP / 4 lanes
+    corr += __shfl_xor_sync(0xffffffffu, corr, o);
+  if (lane % (GROUP / 4) == 0)
+    st.corr[4 * lane / GROUP] = corr;
+}
+
+// The scales of a lane's two D columns (0 for columns past the unit's groups), as f32,
+// from the unit's scales (kUnitHalves apart).
+template <int BITS, int GROUP> struct OneTokenScales {
+  using T = OneToken<BITS, GROUP>;
+  static constexpr int kUnitHalves = T::kGroups;
+  // kHighColumns: group c; else groups 2c, 2c + 1 (two halves of one word).
+  static constexpr bool kWord = !T::kHighColumns && T::kGroups >= 2;
+  unsigned int raw = 0u;
+  __device__ __forceinline__ void load(const unsigned short *unitScales, int c) {
+    const int group = T::kHighColumns ? c : 2 * c;
+    if (group >= T::kGroups)
+      return;
+    if constexpr (kWord) {
+      loadStreamed(raw, unitScales + group);
+    } else {
+      unsigned short h;
+      loadStreamed(h, unitScales + group);
+      raw = h;
+    }
+  }
+  __device__ __forceinline__ void resolve(int, float &a, float &b) const {
+    a = f16ToF32(static_cast<unsigned short>(raw & 0xFFFFu));
+    b = f16ToF32(static_cast<unsigned short>(raw >> 16));
+  }
+};
+template <int BITS> struct OneTokenScales<BITS, quant::kQuantK16Group> {
+  static constexpr int kUnitHalves = 4; // one 8-byte record per unit
+  uint2 record;
+  __device__ __forceinline__ void load(const unsigned short *unitScales, int) {
+    loadStreamed(record, unitScales);
+  }
+  __device__ __forceinline__ void resolve(int c, float &a, float &b) const {
+    unsigned short s0, s1;
+    RunScales<quant::kQuantK16Group>::subScales(record, c, s0, s1);
+    a = f16ToF32(s0);
+    b = f16ToF32(s1);
+  }
+};
+
+// Where a warp's one-token loop stands: the next unit's x and the two rows' weights and
+// scales.
+struct OneTokenCursor {
+  const float *x;
+  const unsigned char *w0, *w1;
+  const unsigned short *s0, *s1;
+};
+
+// COUNT (<= kOneTokenBatch) units of a row pair (OneToken) at the cursor, which moves past
+// them: every load of the batch before the first use, the batch's x staged together,
+// then per unit the mma over the columns (two chains) and the f32 epilogue into the
+// lane's row sums. xLowStep, xHighStep: how far the lane's B fragments move per unit of
+// the stage (0 for the zero fragments).
+template <int BITS, int GROUP, int COUNT>
+__device__ __forceinline__ void oneTokenUnits(OneTokenCursor &at, OneTokenStage &st,
+                                              int stageByte, const unsigned char *xLow,
+                                              const unsigned char *xHigh, int xLowStep,
+                                              int xHighStep, float &sum0, float &sum1) {
+  using Packing = quant::QuantPacking<BITS>;
+  using T = OneToken<BITS, GROUP>;
+  using Scales = OneTokenScales<BITS, GROUP>;
+  static_assert(COUNT <= kOneTokenBatch, "the stage holds kOneTokenBatch units");
+  const int lane = threadIdx.x % kWarpSize, c = lane % 4;
+  RunCodec<BITS> run0[COUNT], run1[COUNT];
+  Scales sc0[COUNT], sc1[COUNT];
+  float4 xv[COUNT];
+#pragma unroll
+  for (int i = 0; i < COUNT; ++i) {
+    run0[i].load(at.w0 + i * Packing::kUnitBytes, c);
+    run1[i].load(at.w1 + i * Packing::kUnitBytes, c);
+    sc0[i].load(at.s0 + i * Scales::kUnitHalves, c);
+    sc1[i].load(at.s1 + i * Scales::kUnitHalves, c);
+    xv[i] = __ldg(reinterpret_cast<const float4 *>(at.x + i * quant::kQuantUnitValues) + lane);
+  }
+  at.w0 += COUNT * Packing::kUnitBytes;
+  at.w1 += COUNT * Packing::kUnitBytes;
+  at.s0 += COUNT * Scales::kUnitHalves;
+  at.s1 += COUNT * Scales::kUnitHalves;
+  at.x += COUNT * quant::kQuantUnitValues;
+  __syncwarp(); // the previous batch's fragments are read
+#pragma unroll
+  for (int i = 0; i < COUNT; ++i)
+    stageOneTokenValues<BITS, GROUP>(xv[i], st.unit[i], stageByte, lane);
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < COUNT; ++i) {
+    unsigned int xs[16];
+    const uint4 *low = reinterpret_cast<const uint4 *>(xLow + i * xLowStep);
+    const uint4 *high = reinterpret_cast<const uint4 *>(xHigh + i * xHighStep);
+    const uint4 q[4] = {low[0], low[1], high[0], high[1]};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      xs[4 * k] = q[k].x;
+      xs[4 * k + 1] = q[k].y;
+      xs[4 * k + 2] = q[k].z;
+      xs[4 * k + 3] = q[k].w;
+    }
+    float corrA, corrB;
+    if constexpr (T::kHighColumns) {
+      corrA = st.unit[i].corr[c];
+      corrB = 0.0f;
+    } else {
+      const float2 two = *reinterpret_cast<const float2 *>(&st.unit[i].corr[2 * c]);
+      corrA = two.x;
+      corrB = two.y;
+    }
+    unsigned int p0[16], p1[16];
+    T::pairs(run0[i], p0);
+    T::pairs(run1[i], p1);
+    float d[2][4] = {};
+#pragma unroll
+    for (int m = 0; m < 8; ++m) {
+      const int ja = T::pairOfSlot(2 * m), jb = T::pairOfSlot(2 * m + 1);
+      const unsigned int a[4] = {p0[ja], p1[ja], p0[jb], p1[jb]};
+      mma16816<kF16>(d[m % 2], a, xs[2 * m], xs[2 * m + 1]);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      d[0][e] += d[1][e];
+    float a0, b0, a1, b1;
+    sc0[i].resolve(c, a0, b0);
+    sc1[i].resolve(c, a1, b1);
+    if constexpr (T::kHighColumns) {
+      sum0 = fmaf(a0, fmaf(d[0][1], 1.0f / 16, d[0][0]) + corrA, sum0);
+      sum1 = fmaf(a1, fmaf(d[0][3], 1.0f / 16, d[0][2]) + corrA, sum1);
+    } else {
+      sum0 = fmaf(a0, d[0][0] + corrA, fmaf(b0, d[0][1] + corrB, sum0));
+      sum1 = fmaf(a1, d[0][2] + corrA, fmaf(b1, d[0][3] + corrB, sum1));
+    }
+  }
+}
+
+// The one-token loop of a row pair (OneToken): rows r0 and r1 of the tile (weights w0,
+// w1, scales s0, s1), units [unitBegin, unitEnd), row sums into acc[0] (row g) and
+// acc[2] (row g + 8) of lanes c = 0, the D fragment of token 0.
+template <int BITS, int GROUP>
+__device__ __forceinline__ void oneTokenRows(const float *x, const unsigned char *w0,
+                                             const unsigned char *w1, const unsigned short *s0,
+                                             const unsigned short *s1, int unitBegin,
+                                             int unitEnd, float (&acc)[4]) {
+  using Packing = quant::QuantPacking<BITS>;
+  using T = OneToken<BITS, GROUP>;
+  using Scales = OneTokenScales<BITS, GROUP>;
+  constexpr int kUnroll = BITS == 8 ? 1 : kOneTokenBatch;
+  OneTokenStage &st = oneTokenStage();
+  const int lane = threadIdx.x % kWarpSize, g = lane / 4, c = lane % 4;
+  // Where this lane stages its x values and reads its B fragments.
+  const int stageByte = oneTokenSlotByte<BITS, GROUP>(4 * lane);
+  constexpr int kUnitStep = sizeof(OneTokenUnitStage);
+  const bool low = g == T::column(c, 0), high = g == T::column(c, 1);
+  const unsigned char *xLow = reinterpret_cast<const unsigned char *>(
+      low ? &st.unit[0].run[c][0] : st.zeroLow);
+  const unsigned char *xHigh = reinterpret_cast<const unsigned char *>(
+      high ? &st.unit[0].run[c][2] : st.zeroHigh);
+  const int xLowStep = low ? kUnitStep : 0, xHighStep = high ? kUnitStep : 0;
+  OneTokenCursor at{x + static_cast<long long>(unitBegin) * quant::kQuantUnitValues,
+                    w0 + static_cast<long long>(unitBegin) * Packing::kUnitBytes,
+                    w1 + static_cast<long long>(unitBegin) * Packing::kUnitBytes,
+                    s0 + unitBegin * Scales::kUnitHalves, s1 + unitBegin * Scales::kUnitHalves};
+  float sum0 = 0.0f, sum1 = 0.0f;
+  int u = unitBegin;
+  for (; u + kUnroll <= unitEnd; u += kUnroll)
+    oneTokenUnits<BITS, GROUP, kUnroll>(at, st, stageByte, xLow, xHigh, xLowStep, xHighStep,
+                                        sum0, sum1);
+  if constexpr (kUnroll > 1)
+    for (; u < unitEnd; ++u)
+      oneTokenUnits<BITS, GROUP, 1>(at, st, stageByte, xLow, xHigh, xLowStep, xHighStep, sum0,
+                                     sum1);
+  // The quad's columns together, in lane c = 0.
+  sum0 += __shfl_xor_sync(0xffffffffu, sum0, 1);
+  sum1 += __shfl_xor_sync(0xffffffffu, sum1, 1);
+  sum0 += __shfl_xor_sync(0xffffffffu, sum0, 2);
+  sum1 += __shfl_xor_sync(0xffffffffu, sum1, 2);
+  acc[0] = c == 0 ? sum0 : 0.0f;
+  acc[2] = c == 0 ? sum1 : 0.0f;
+}
+
 // SWIGLU: w is a SwiGLU's gate and wUp its up matrix (same format), and y gets
 // silu(x gate^T) * (x up^T) (gemvMmaTiles); no bias or residual.
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, bool SWIGLU = false>
@@ -519,11 +838,12 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
   const int unitEnd = (split + 1) * kUnits / kSplit;
   const bool hasToken = g < rows;
   const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K + 32 * c;
-  // Which steps stage x per unit (XStage): several rows in batch plans on sm_90, else one
-  // row; the others read their runs directly.
-  __shared__ XStage xStage[kGemvMmaWarps];
-  XStage &stage = xStage[threadIdx.x / kWarpSize];
-  const bool staged = kStageGemvX ? rows > 1 : rows == 1;
+  // Steps of several rows stage x per unit (XStage) in batch plans on sm_90; the
+  // others read their runs directly.
+  XStage &stage = gemvStages().rows[threadIdx.x / kWarpSize];
+  const bool oneToken = rows == 1;
+  if (oneToken)
+    clearOneTokenStage(oneTokenStage(), lane);
 
   const unsigned char *wSecond = SWIGLU ? wUp : w; // the matrix of rows r1
   gemvMmaTiles<BDT, HAS_BIAS, N, SWIGLU>(
@@ -535,6 +855,10 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
             reinterpret_cast<const unsigned short *>(w + kScalePlane + r0 * kRowScaleBytes);
         const unsigned short *s1 = reinterpret_cast<const unsigned short *>(
             wSecond + kScalePlane + r1 * kRowScaleBytes);
+        if (oneToken) {
+          oneTokenRows<BITS, GROUP>(x, w0, w1, s0, s1, unitBegin, unitEnd, acc);
+          return;
+        }
         for (int u0 = unitBegin; u0 < unitEnd; u0 += kUnroll) {
           RunCodec<BITS> run0[kUnroll], run1[kUnroll];
           RunScales<GROUP> sc0[kUnroll], sc1[kUnroll];
@@ -552,12 +876,12 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
               break;
             unsigned int xp[16];
             const long long xUnit = static_cast<long long>(u0 + i) * quant::kQuantUnitValues;
-            if (staged)
+            if constexpr (kStageGemvX)
               stageXUnit<K>(x + xUnit, rows, stage);
             // Lanes past the rows load nothing: with all 32 lanes loading (row 0's x for
             // the idle ones) the L1 returned 8x the bytes per load, and the 8B q4 gate/up
             // GEMV took 51 instead of 30 us.
-            if (hasToken && staged)
+            if (hasToken && kStageGemvX)
               stagedXPairs<RunCodec<BITS>>(stage, g, c, xp);
             else if (hasToken)
               loadXPairs<RunCodec<BITS>>(xRow + xUnit, xp);
@@ -565,7 +889,7 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
 #pragma unroll
               for (int j = 0; j < 16; ++j)
                 xp[j] = 0u;
-            if (staged)
+            if constexpr (kStageGemvX)
               __syncwarp(); // every lane has its run before the next unit overwrites them
             unsigned int p0[16], p1[16];
             runLevels(run0[i], p0);

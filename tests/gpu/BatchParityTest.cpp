@@ -203,10 +203,13 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
   EXPECT_EQ(many.plan.kernels->functions.size(), one.plan.kernels->functions.size() + 1);
 }
 
-// f16 weights with f16 caches (the fused RoPE + append), q4 linears with int8
-// caches (the separate append, the quantized GEMV for the lm_head's rows).
+// f16 or q4 linears (the quantized GEMV for the lm_head's rows, and the q/k/v group's
+// shared memory within 48 KB) with f16 caches (the fused RoPE + append) or int8 caches
+// (the separate append).
 TEST(BatchEmit, KernelsCompileForSm80AndSm90) {
-  for (const auto &[cache, quant] : {std::pair{DType::F16, false}, std::pair{DType::Q8_KV, true}}) {
+  for (const auto &[cache, quant] :
+       {std::pair{DType::F16, false}, std::pair{DType::Q8_KV, false}, std::pair{DType::F16, true},
+        std::pair{DType::Q8_KV, true}}) {
       test::TestPlan t = emittedTinyModel(8, quant, cache, {"sm_80", "sm_90"});
       ASSERT_TRUE(t.plan.kernels);
       EXPECT_EQ(t.plan.kernels->cubins.size(), 2u);
@@ -242,12 +245,16 @@ TEST(BatchParity, TinyModel) {
     const char *name;
     bool quant; // dummy q4_g64 linears (else real f16 weights)
     DType cache;
+    // Against the same sequences run alone: one-token steps of quantized linears take
+    // their own GEMV path (gemv_quant_mma.cuh OneToken), which rounds once in f32 where
+    // the several-row path rounds every weight to f16 (measured: nMSE 2.5e-8 to 4e-8).
+    double aloneBound;
     double cpuBound; // the TinyModel bounds of OpParityTest
   };
-  for (const Case &c : {Case{"f16 weights, f16 KV", false, DType::F16, 1e-5},
-                        Case{"f16 weights, int8 KV", false, DType::Q8_KV, 1e-5},
-                        Case{"q4_g64 linears, f16 KV", true, DType::F16, 1e-4},
-                        Case{"q4_g64 linears, int8 KV", true, DType::Q8_KV, 1e-4}}) {
+  for (const Case &c : {Case{"f16 weights, f16 KV", false, DType::F16, 1e-9, 1e-5},
+                        Case{"f16 weights, int8 KV", false, DType::Q8_KV, 1e-9, 1e-5},
+                        Case{"q4_g64 linears, f16 KV", true, DType::F16, 1e-6, 1e-4},
+                        Case{"q4_g64 linears, int8 KV", true, DType::Q8_KV, 1e-6, 1e-4}}) {
     test::TinyModelOptions options;
     options.type = DType::F16;
     options.dummy = c.quant;
