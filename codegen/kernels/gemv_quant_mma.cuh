@@ -464,8 +464,8 @@ constexpr bool kStageGemvX = true;
 #else
 constexpr bool kStageGemvX = false;
 #endif
-struct XStage {
-  uint4 run[kStageGemvX ? kGemvMmaMaxTokens : 1][4][5]; // [token][run]: 4 x 16 bytes of pairs, 16 of padding
+struct XStage { // [token][run]: 4 x 16 bytes of pairs, 16 of padding
+  uint4 run[kStageGemvX ? kGemvMmaMaxTokens : 1][4][5];
 };
 
 template <int K>
