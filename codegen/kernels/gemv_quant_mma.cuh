@@ -30,7 +30,9 @@
 // below): the mma's n dimension holds the unit's groups instead of tokens, so the
 // scale and the code offset are applied once per group in f32 after the mma, not
 // per pair in f16 before it (there the weights are exact (1024 + code) pairs and the
-// result is rounded once, in f32).
+// result is rounded once, in f32). Plans for sm_90+ run one-token steps of whole
+// 16-row tiles in gemv_quant_bulk.cuh instead (the same math on weights that bulk
+// copies stage in shared memory); this kernel runs them elsewhere.
 //
 // Blocks: 8 warps; RT row tiles per block, 8 / RT warps per tile splitting K
 // (more loads in flight for short-N layers), partial sums combined through
@@ -102,6 +104,15 @@ __device__ __forceinline__ void loadStreamed(unsigned short &v, const void *p) {
   asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(p));
 }
 
+// A weight or scale load from global memory (loadStreamed) or, SHARED, from shared
+// memory (the one-token bulk GEMV's staged rows, gemv_quant_bulk.cuh).
+template <bool SHARED, class T> __device__ __forceinline__ void loadRaw(T &v, const void *p) {
+  if constexpr (SHARED)
+    v = *static_cast<const T *>(p);
+  else
+    loadStreamed(v, p);
+}
+
 // The signed levels (code - offset) of (1024 + code) pairs, exact in f16.
 template <int BITS> __device__ __forceinline__ void pairsToLevels(unsigned int (&p)[16]) {
 #pragma unroll
@@ -118,8 +129,8 @@ template <int BITS> struct RunCodec;
 
 template <> struct RunCodec<4> { // 16 bytes: word t holds values 8t..8t+7
   uint4 raw;
-  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
-    loadStreamed(raw, unit + 16 * c);
+  template <bool SHARED = false> __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+    loadRaw<SHARED>(raw, unit + 16 * c);
   }
   __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
     const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
@@ -159,9 +170,9 @@ template <> struct RunCodec<4> { // 16 bytes: word t holds values 8t..8t+7
 
 template <> struct RunCodec<8> { // 32 bytes: byte i holds value i
   uint4 raw[2];
-  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
-    loadStreamed(raw[0], unit + 32 * c);
-    loadStreamed(raw[1], unit + 32 * c + 16);
+  template <bool SHARED = false> __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+    loadRaw<SHARED>(raw[0], unit + 32 * c);
+    loadRaw<SHARED>(raw[1], unit + 32 * c + 16);
   }
   __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
     const unsigned int words[8] = {raw[0].x, raw[0].y, raw[0].z, raw[0].w,
@@ -188,8 +199,8 @@ struct TwoBitPairs {
 
 template <> struct RunCodec<2> { // 8 bytes
   uint2 raw;
-  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
-    loadStreamed(raw, unit + 8 * c);
+  template <bool SHARED = false> __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+    loadRaw<SHARED>(raw, unit + 8 * c);
   }
   __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
     const unsigned int words[2] = {raw.x, raw.y};
@@ -206,9 +217,9 @@ template <> struct RunCodec<2> { // 8 bytes
 template <> struct RunCodec<3> { // 8 bytes of the 2-bit plane + 4 bytes of the 1-bit plane
   uint2 low;
   unsigned int high;
-  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
-    loadStreamed(low, unit + 8 * c);
-    loadStreamed(high, unit + 32 + 4 * c);
+  template <bool SHARED = false> __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+    loadRaw<SHARED>(low, unit + 8 * c);
+    loadRaw<SHARED>(high, unit + 32 + 4 * c);
   }
   __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
     const unsigned int words[2] = {low.x, low.y};
@@ -232,9 +243,9 @@ template <> struct RunCodec<3> { // 8 bytes of the 2-bit plane + 4 bytes of the 
 template <> struct RunCodec<6> { // 16 bytes of the 4-bit plane + 8 bytes of the 2-bit plane
   RunCodec<4> low;
   uint2 high;
-  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
-    low.load(unit, c);
-    loadStreamed(high, unit + 64 + 8 * c);
+  template <bool SHARED = false> __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+    low.template load<SHARED>(unit, c);
+    loadRaw<SHARED>(high, unit + 64 + 8 * c);
   }
   __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
     low.decode(p);
@@ -256,9 +267,9 @@ template <> struct RunCodec<6> { // 16 bytes of the 4-bit plane + 8 bytes of the
 template <> struct RunCodec<5> { // 16 bytes of the 4-bit plane + 4 bytes of the 1-bit plane
   RunCodec<4> low;
   unsigned int high;
-  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
-    low.load(unit, c);
-    loadStreamed(high, unit + 64 + 4 * c);
+  template <bool SHARED = false> __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+    low.template load<SHARED>(unit, c);
+    loadRaw<SHARED>(high, unit + 64 + 4 * c);
   }
   __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
     low.decode(p);
@@ -644,15 +655,16 @@ template <int BITS, int GROUP> struct OneTokenScales {
   // kHighColumns: group c; else groups 2c, 2c + 1 (two halves of one word).
   static constexpr bool kWord = !T::kHighColumns && T::kGroups >= 2;
   unsigned int raw = 0u;
+  template <bool SHARED = false>
   __device__ __forceinline__ void load(const unsigned short *unitScales, int c) {
     const int group = T::kHighColumns ? c : 2 * c;
     if (group >= T::kGroups)
       return;
     if constexpr (kWord) {
-      loadStreamed(raw, unitScales + group);
+      loadRaw<SHARED>(raw, unitScales + group);
     } else {
       unsigned short h;
-      loadStreamed(h, unitScales + group);
+      loadRaw<SHARED>(h, unitScales + group);
       raw = h;
     }
   }
@@ -664,8 +676,9 @@ template <int BITS, int GROUP> struct OneTokenScales {
 template <int BITS> struct OneTokenScales<BITS, quant::kQuantK16Group> {
   static constexpr int kUnitHalves = 4; // one 8-byte record per unit
   uint2 record;
+  template <bool SHARED = false>
   __device__ __forceinline__ void load(const unsigned short *unitScales, int) {
-    loadStreamed(record, unitScales);
+    loadRaw<SHARED>(record, unitScales);
   }
   __device__ __forceinline__ void resolve(int c, float &a, float &b) const {
     unsigned short s0, s1;
@@ -674,6 +687,65 @@ template <int BITS> struct OneTokenScales<BITS, quant::kQuantK16Group> {
     b = f16ToF32(s1);
   }
 };
+
+// One unit of a row pair (OneToken) into the lane's row sums: the B fragments at xLow and
+// xHigh (the unit's staged runs or the zero fragments), the corrections of `staged`, the
+// mma over the columns (two chains) and the f32 epilogue.
+template <int BITS, int GROUP>
+__device__ __forceinline__ void oneTokenUnitMath(const RunCodec<BITS> &run0,
+                                                 const RunCodec<BITS> &run1,
+                                                 const OneTokenScales<BITS, GROUP> &sc0,
+                                                 const OneTokenScales<BITS, GROUP> &sc1,
+                                                 const OneTokenUnitStage &staged,
+                                                 const unsigned char *xLow,
+                                                 const unsigned char *xHigh, float &sum0,
+                                                 float &sum1) {
+  using T = OneToken<BITS, GROUP>;
+  const int c = threadIdx.x % kWarpSize % 4;
+  unsigned int xs[16];
+  const uint4 *low = reinterpret_cast<const uint4 *>(xLow);
+  const uint4 *high = reinterpret_cast<const uint4 *>(xHigh);
+  const uint4 q[4] = {low[0], low[1], high[0], high[1]};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    xs[4 * k] = q[k].x;
+    xs[4 * k + 1] = q[k].y;
+    xs[4 * k + 2] = q[k].z;
+    xs[4 * k + 3] = q[k].w;
+  }
+  float corrA, corrB;
+  if constexpr (T::kHighColumns) {
+    corrA = staged.corr[c];
+    corrB = 0.0f;
+  } else {
+    const float2 two = *reinterpret_cast<const float2 *>(&staged.corr[2 * c]);
+    corrA = two.x;
+    corrB = two.y;
+  }
+  unsigned int p0[16], p1[16];
+  T::pairs(run0, p0);
+  T::pairs(run1, p1);
+  float d[2][4] = {};
+#pragma unroll
+  for (int m = 0; m < 8; ++m) {
+    const int ja = T::pairOfSlot(2 * m), jb = T::pairOfSlot(2 * m + 1);
+    const unsigned int a[4] = {p0[ja], p1[ja], p0[jb], p1[jb]};
+    mma16816<kF16>(d[m % 2], a, xs[2 * m], xs[2 * m + 1]);
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    d[0][e] += d[1][e];
+  float a0, b0, a1, b1;
+  sc0.resolve(c, a0, b0);
+  sc1.resolve(c, a1, b1);
+  if constexpr (T::kHighColumns) {
+    sum0 = fmaf(a0, fmaf(d[0][1], 1.0f / 16, d[0][0]) + corrA, sum0);
+    sum1 = fmaf(a1, fmaf(d[0][3], 1.0f / 16, d[0][2]) + corrA, sum1);
+  } else {
+    sum0 = fmaf(a0, d[0][0] + corrA, fmaf(b0, d[0][1] + corrB, sum0));
+    sum1 = fmaf(a1, d[0][2] + corrA, fmaf(b1, d[0][3] + corrB, sum1));
+  }
+}
 
 // Where a warp's one-token loop stands: the next unit's x and the two rows' weights and
 // scales.
@@ -694,7 +766,6 @@ __device__ __forceinline__ void oneTokenUnits(OneTokenCursor &at, OneTokenStage 
                                               const unsigned char *xHigh, int xLowStep,
                                               int xHighStep, float &sum0, float &sum1) {
   using Packing = quant::QuantPacking<BITS>;
-  using T = OneToken<BITS, GROUP>;
   using Scales = OneTokenScales<BITS, GROUP>;
   static_assert(COUNT <= kOneTokenBatch, "the stage holds kOneTokenBatch units");
   const int lane = threadIdx.x % kWarpSize, c = lane % 4;
@@ -720,51 +791,9 @@ __device__ __forceinline__ void oneTokenUnits(OneTokenCursor &at, OneTokenStage 
     stageOneTokenValues<BITS, GROUP>(xv[i], st.unit[i], stageByte, lane);
   __syncwarp();
 #pragma unroll
-  for (int i = 0; i < COUNT; ++i) {
-    unsigned int xs[16];
-    const uint4 *low = reinterpret_cast<const uint4 *>(xLow + i * xLowStep);
-    const uint4 *high = reinterpret_cast<const uint4 *>(xHigh + i * xHighStep);
-    const uint4 q[4] = {low[0], low[1], high[0], high[1]};
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      xs[4 * k] = q[k].x;
-      xs[4 * k + 1] = q[k].y;
-      xs[4 * k + 2] = q[k].z;
-      xs[4 * k + 3] = q[k].w;
-    }
-    float corrA, corrB;
-    if constexpr (T::kHighColumns) {
-      corrA = st.unit[i].corr[c];
-      corrB = 0.0f;
-    } else {
-      const float2 two = *reinterpret_cast<const float2 *>(&st.unit[i].corr[2 * c]);
-      corrA = two.x;
-      corrB = two.y;
-    }
-    unsigned int p0[16], p1[16];
-    T::pairs(run0[i], p0);
-    T::pairs(run1[i], p1);
-    float d[2][4] = {};
-#pragma unroll
-    for (int m = 0; m < 8; ++m) {
-      const int ja = T::pairOfSlot(2 * m), jb = T::pairOfSlot(2 * m + 1);
-      const unsigned int a[4] = {p0[ja], p1[ja], p0[jb], p1[jb]};
-      mma16816<kF16>(d[m % 2], a, xs[2 * m], xs[2 * m + 1]);
-    }
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      d[0][e] += d[1][e];
-    float a0, b0, a1, b1;
-    sc0[i].resolve(c, a0, b0);
-    sc1[i].resolve(c, a1, b1);
-    if constexpr (T::kHighColumns) {
-      sum0 = fmaf(a0, fmaf(d[0][1], 1.0f / 16, d[0][0]) + corrA, sum0);
-      sum1 = fmaf(a1, fmaf(d[0][3], 1.0f / 16, d[0][2]) + corrA, sum1);
-    } else {
-      sum0 = fmaf(a0, d[0][0] + corrA, fmaf(b0, d[0][1] + corrB, sum0));
-      sum1 = fmaf(a1, d[0][2] + corrA, fmaf(b1, d[0][3] + corrB, sum1));
-    }
-  }
+  for (int i = 0; i < COUNT; ++i)
+    oneTokenUnitMath<BITS, GROUP>(run0[i], run1[i], sc0[i], sc1[i], st.unit[i], xLow + i * xLowStep,
+                                  xHigh + i * xHighStep, sum0, sum1);
 }
 
 // The one-token loop of a row pair (OneToken): rows r0 and r1 of the tile (weights w0,

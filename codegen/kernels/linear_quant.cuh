@@ -4,6 +4,8 @@
 // bits): y[t, o] = sum_k x[t, k] * scale[o, k / GROUP] * q[o, k] (+ bias[o]).
 //
 // Two paths, picked per step from state->nTokens (a uniform branch):
+//  * one row on sm_90+ plans (decode, last_row_only), where the emitter gives it a
+//    launch of its own: the bulk-copy GEMV (gemv_quant_bulk.cuh, linearQuantOneToken).
 //  * rows <= kQuantGemvMaxRows (decode, short prefill, last_row_only): fused
 //    dequant GEMV, on tensor cores on sm_80+ (gemv_quant_mma.cuh), else (sm_75)
 //    this CUDA-core one. A warp owns one output row and walks it one 128-value unit
@@ -33,6 +35,7 @@
 
 #include "QuantFormats.h"
 #include "common.cuh"
+#include "gemv_quant_bulk.cuh"
 #include "gemv_quant_mma.cuh"
 
 namespace ninfer {

@@ -418,6 +418,100 @@ TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
   }
 }
 
+// One-token steps of quantized linears take the bulk-copy GEMV (gemv_quant_bulk.cuh) when
+// every target is sm_90+ and the outputs are whole tiles of 16: a launch of its own for
+// one-token steps (288 threads, its shared memory, a wrapper that leaves the dependency
+// wait to the kernel) ahead of the GEMV for 2..8 rows; the lm_head's last row takes it in
+// steps of any length; grouped q/k/v and gate/up (SwiGLU fused) launches take it as a group.
+TEST(Nvrtc, OneTokenQuantGemvTakesBulkCopiesOnSm90) {
+  struct Case {
+    DType type;
+    std::vector<std::string> archs;
+    int out;
+    int members; // 1: one linear and a last-row-only one; 2: gate/up + SwiGLU; 3: q/k/v
+    const char *call; // the one-token call, or null: no bulk launch
+  };
+  const Case cases[] = {
+      {DType::Q4_G64, {"sm_90"}, 384, 1, "linearQuantOneToken<4, 64, 0, false, 256, 384, 1>("},
+      {DType::Q4_G64, {"sm_80", "sm_90"}, 384, 1, nullptr},
+      {DType::Q4_G64, {"sm_90"}, 392, 1, nullptr},
+      {DType::Q4_K16, {"sm_90"}, 384, 2, "linearQuantSwiGluOneToken<4, 16, 256, 384>("},
+      {DType::Q3_G128, {"sm_90"}, 384, 3, "linearQuantOneToken<3, 128, 0, false, 256, 384, 1>("}};
+  const int in = 256;
+  for (const Case &c : cases) {
+    const std::string what = std::string(plan::EnumNameDType(c.type)) + " on " + c.archs[0] +
+                             ", " + std::to_string(c.members) + " x " + std::to_string(c.out);
+    TestPlan t(16, 64);
+    const uint32_t x = t.addActivation("x", in);
+    std::vector<uint32_t> outputs;
+    for (int m = 0; m < c.members; ++m) {
+      outputs.push_back(t.addActivation("y" + std::to_string(m), c.out));
+      const uint32_t w = t.addDummyWeight("w" + std::to_string(m), c.type, {c.out, in}, m, 0.05f, 0.0f);
+      plan::LinearAttrsT a;
+      a.in_features = in;
+      a.out_features = c.out;
+      t.addOp("linear", a, {x, w}, {outputs.back()});
+    }
+    if (c.members == 2) {
+      plan::SwiGluAttrsT swi;
+      swi.dim = c.out;
+      t.addOp("swiglu", swi, {outputs[0], outputs[1]}, {t.addActivation("act", c.out)});
+    }
+    t.addLogits(1, c.out);
+    const uint32_t lm = t.addDummyWeight("lm", c.type, {c.out, in}, 9, 0.05f, 0.0f);
+    plan::LinearAttrsT last;
+    last.in_features = in;
+    last.out_features = c.out;
+    last.last_row_only = true;
+    t.addOp("lm_head", last, {x, lm}, {t.logits});
+    KernelOptions options;
+    options.archs = c.archs;
+    options.embedPtx = false;
+    Status status = emitKernels(t.plan, options);
+    ASSERT_TRUE(status.isOk()) << what << ": " << status.message();
+    const plan::KernelModuleT &kernels = *t.plan.kernels;
+    const auto &first = t.plan.ops[0]->launches;
+    const auto &head = t.plan.ops.back()->launches;
+    ASSERT_EQ(head.size(), 1u) << what;
+    const std::string headName = kernels.functions[head[0]->function];
+    if (!c.call) {
+      EXPECT_EQ(kernels.source.find("OneToken<"), std::string::npos) << what;
+      EXPECT_EQ(head[0]->block[0], uint32_t(gemv::kBlockThreads)) << what;
+      continue;
+    }
+    EXPECT_NE(kernels.source.find(c.call), std::string::npos) << what;
+    ASSERT_EQ(first.size(), 3u) << what; // one token, 2..8 rows, the GEMM
+    const std::string oneName = kernels.functions[first[0]->function];
+    EXPECT_NE(oneName.find("_one"), std::string::npos) << what << ": " << oneName;
+    EXPECT_EQ(first[0]->block[0], uint32_t(gemv::kBulkThreads)) << what;
+    EXPECT_EQ(first[0]->max_tokens, 1u) << what;
+    EXPECT_EQ(first[1]->min_tokens, 2u) << what;
+    EXPECT_EQ(first[1]->max_tokens, 8u) << what;
+    const bool swiGlu = c.members == 2;
+    const int tiles = swiGlu ? c.out / 8 : c.members * c.out / gemv::kBulkTileRows;
+    EXPECT_EQ(first[0]->grid_base[0], uint32_t(std::min(tiles, gemv::kBulkGridBlocks))) << what;
+    const gemv::BulkLayout layout = gemv::bulkLayout(
+        c.type == DType::Q3_G128 ? 3 : 4, c.type == DType::Q4_K16 ? 16 : c.type == DType::Q3_G128 ? 128 : 64,
+        in, c.out, swiGlu);
+    EXPECT_EQ(first[0]->shared_bytes, uint32_t(layout.sharedBytes)) << what;
+    // The wrapper of the one-token kernel does not wait first; the others do.
+    const size_t body = kernels.source.find(oneName + "(");
+    ASSERT_NE(body, std::string::npos) << what;
+    const std::string wrapper = kernels.source.substr(body, kernels.source.find("}\n", body) - body);
+    EXPECT_EQ(wrapper.find("gridDependencyWait"), std::string::npos) << wrapper;
+    const size_t gemvBody = kernels.source.find(kernels.functions[first[1]->function] + "(");
+    EXPECT_NE(kernels.source.find("gridDependencyWait", gemvBody), std::string::npos) << what;
+    // The lm_head's last row, in steps of any length.
+    EXPECT_EQ(head[0]->block[0], uint32_t(gemv::kBulkThreads)) << what;
+    EXPECT_EQ(head[0]->max_tokens, 0u) << what;
+    EXPECT_NE(kernels.source.find(std::string("linearQuantOneToken<") +
+                                  (c.type == DType::Q3_G128 ? "3, 128" : c.type == DType::Q4_K16 ? "4, 16" : "4, 64") +
+                                  ", 0, false, 256, " + std::to_string(c.out) + ", 3>("),
+              std::string::npos)
+        << what;
+  }
+}
+
 // The attention kernels for every cache dtype, GQA ratio, window and head_dim
 // the parity test runs, compiled for sm_75..sm_90; launch shapes as documented
 // in attention.cuh (decode: kv heads x head chunks by splits; prefill: heads by

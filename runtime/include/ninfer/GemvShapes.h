@@ -59,6 +59,72 @@ NINFER_HD constexpr int mmaSwiGluOutputsPerBlock(int n) { return 8 * mmaRowTiles
 NINFER_HD constexpr int ternaryRowsPerWarp(int n) { return n >= 8192 ? 4 : n >= 2048 ? 2 : 1; }
 NINFER_HD constexpr int ternaryRowsPerBlock(int n) { return kBlockWarps * ternaryRowsPerWarp(n); }
 
+
+// ---- one-token quantized GEMV fed by bulk copies (gemv_quant_bulk.cuh, sm_90+) ----
+// A block is kBulkConsumerWarps warps of math and one producer warp. A tile is 16
+// weight rows (SwiGLU: 8 gate and 8 up rows); K is cut into chunks of
+// bulkChunkUnits 128-value units, and a ring of `slots` chunk buffers of a tile's
+// 16 rows ("stages") is filled by the producer and drained by the math warps. The
+// tile's scale rows come as one more copy into one of two scale buffers. Each math
+// warp takes the same units of every chunk, so it stages its x once per launch.
+constexpr int kBulkConsumerWarps = 8;
+constexpr int kBulkThreads = (kBulkConsumerWarps + 1) * 32;
+constexpr int kBulkTileRows = 16;
+constexpr int kBulkMaxSlots = 4;
+constexpr int kBulkBlocksPerSm = 2;
+constexpr int kBulkSharedLimit = 113 * 1024; // two blocks per SM on sm_90 (227 KB each)
+// Launch grid: two blocks on each of an H100/H200's 132 SMs (the kernel strides over
+// tiles, so any grid is correct).
+constexpr int kBulkGridBlocks = 132 * kBulkBlocksPerSm;
+// Bytes of one staged unit of x (gemv_quant_mma.cuh's OneTokenUnitStage: 4 runs of 5 x
+// 16 bytes and 8 f32 corrections) and of a warp's zero fragments.
+constexpr int kBulkUnitStageBytes = 4 * 5 * 16 + 8 * 4;
+constexpr int kBulkZeroBytes = 4 * 16;
+
+NINFER_HD constexpr int bulkUnitBytes(int bits) { return 16 * bits; }
+NINFER_HD constexpr int bulkChunkUnits(int bits) { return bits <= 4 ? 16 : 8; }
+NINFER_HD constexpr int bulkRowScaleBytes(int group, int k) {
+  return group == 16 ? k / 128 * 8 : k / group * 2; // QuantFormats.h's quantRowScaleBytes
+}
+
+struct BulkLayout {
+  int chunkUnits = 0, chunks = 0;     // units per chunk, chunks per tile
+  int unitsPerWarp = 0;               // of each chunk, per math warp
+  int slotRowBytes = 0, slotBytes = 0, slots = 0;
+  int scaleBytes = 0;                 // one tile's scale rows
+  int xWarpBytes = 0;                 // a math warp's zero fragments and staged units
+  int offSlots = 0, offScales = 0, offX = 0, offPartial = 0; // from the 128 bytes of barriers
+  int sharedBytes = 0;
+  bool fits = false;
+};
+
+// The shared-memory layout of the one-token bulk GEMV of an n x k weight (n outputs,
+// or a SwiGLU's n outputs from its gate and up rows), and whether the kernel takes
+// the shape: whole tiles, and at least two ring slots within kBulkSharedLimit.
+NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, bool swiGlu) {
+  BulkLayout l;
+  const int units = k / 128;
+  l.chunkUnits = bulkChunkUnits(bits);
+  l.chunks = (units + l.chunkUnits - 1) / l.chunkUnits;
+  l.unitsPerWarp = l.chunkUnits / kBulkConsumerWarps;
+  // Row stride: a quad of lanes reads a span of 4 runs of a row, and rows g and g + 1
+  // of an 8-lane phase land in different banks.
+  const int span = 4 * (bits == 8 ? 32 : bits == 2 || bits == 3 ? 8 : 16);
+  l.slotRowBytes = l.chunkUnits * bulkUnitBytes(bits) + (span % 128 == 0 ? 16 : span);
+  l.slotBytes = kBulkTileRows * l.slotRowBytes;
+  l.scaleBytes = kBulkTileRows * bulkRowScaleBytes(group, k);
+  l.xWarpBytes = kBulkZeroBytes + l.chunks * l.unitsPerWarp * kBulkUnitStageBytes;
+  l.offScales = 128;
+  l.offX = l.offScales + 2 * l.scaleBytes;
+  l.offPartial = l.offX + kBulkConsumerWarps * l.xWarpBytes;
+  l.offSlots = (l.offPartial + 2 * kBulkConsumerWarps * kBulkTileRows * 4 + 127) / 128 * 128;
+  const int room = (kBulkSharedLimit - l.offSlots) / l.slotBytes;
+  l.slots = room < kBulkMaxSlots ? room : kBulkMaxSlots;
+  l.sharedBytes = l.offSlots + l.slots * l.slotBytes;
+  l.fits = units >= 1 && k % 128 == 0 && n % (swiGlu ? 8 : kBulkTileRows) == 0 && l.slots >= 2;
+  return l;
+}
+
 } // namespace gemv
 
 // ---- tensor-core prefill GEMM (gemm_mma.cuh) ----

@@ -1,0 +1,333 @@
+// One-token GEMV for group-quantized weights on sm_90+, with the weights streamed into
+// shared memory by bulk copies (cp.async.bulk: the TMA's 1D copies, completing on an
+// mbarrier): y[o] = sum_k x[k] * scale[o, k / GROUP] * q[o, k] for one token row.
+//
+// Why: the register-fed GEMV (gemv_quant_mma.cuh) issues a warp's next loads only when
+// its current batch's math is done, so the bytes in flight per SM are capped by the
+// registers of the warps that are waiting; on the H200 it reached 21-48% of HBM
+// bandwidth on the 8B q4 layers. Here a producer warp keeps a ring of stages in flight
+// while the math warps work from shared memory, and it issues the first stages before
+// the launch waits for the previous kernel (the weights are constants; x is not).
+//
+// Layout (ninfer/GemvShapes.h, bulkLayout): a tile is 16 weight rows (SWIGLU: gate rows
+// 8t..8t+7 then up rows 8t..8t+7), K is cut into chunks of bulkChunkUnits units, and a
+// stage is one chunk of one tile's 16 rows (one copy per row, rows padded apart so the
+// math warps' reads of two rows hit different banks). The tile's scale rows are
+// contiguous in the scale plane and come as one copy (two for SWIGLU) into one of two
+// scale buffers. Barriers: full/empty per ring slot, full/empty per scale buffer.
+//
+// Math: OneToken of gemv_quant_mma.cuh, unchanged (the same B fragments, corrections,
+// mma and f32 epilogue). Math warp w takes units w * U .. w * U + U - 1 of every chunk (U
+// = units per warp), the same units of K for every tile, so it stages its x once, after
+// the dependency wait. A tile's rows: each warp's two row sums per lane (rows g, g + 8)
+// go through shared memory and are summed in warp order (deterministic), then stored
+// with bias and residual (or as silu(gate) * up).
+// Launch: block gemv::kBulkThreads, grid up to gemv::kBulkGridBlocks (tiles strided),
+// dynamic shared memory bulkLayout(...).sharedBytes; the wrapper does not wait for the
+// previous kernel (the kernel does, before it reads x).
+#pragma once
+
+#include "GemvShapes.h"
+#include "QuantFormats.h"
+#include "common.cuh"
+#include "gemv_quant_mma.cuh"
+
+namespace ninfer {
+namespace dev {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned int sharedAddress(const void *p) {
+  unsigned long long a;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
+  return static_cast<unsigned int>(a);
+}
+__device__ __forceinline__ void barrierInit(unsigned int bar, unsigned int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void barrierArrive(unsigned int bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// Arrives and adds `bytes` to the transactions the phase waits for.
+__device__ __forceinline__ void barrierExpectBytes(unsigned int bar, unsigned int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+// Until the phase of parity `parity` has completed.
+__device__ __forceinline__ void barrierWait(unsigned int bar, unsigned int parity) {
+  unsigned int done;
+  do {
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) to shared memory,
+// completing on `bar`. Evict-first in L2: every weight byte is read once per step, and
+// keeping them out of L2 leaves it to x, the KV cache and the partials (H200, 8B q4 decode:
+// 508.2 against 496.8 tok/s without the hint).
+__device__ __forceinline__ void bulkCopy(unsigned int dst, const void *src, unsigned int bytes,
+                                         unsigned int bar) {
+  unsigned long long policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+               "[%0], [%1], %2, [%3], %4;" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+               : "memory");
+}
+
+template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
+  using Packing = quant::QuantPacking<BITS>;
+  using T = OneToken<BITS, GROUP>;
+  using Scales = OneTokenScales<BITS, GROUP>;
+  static constexpr gemv::BulkLayout kLayout = gemv::bulkLayout(BITS, GROUP, K, N, SWIGLU);
+  static_assert(kLayout.fits, "the emitter checks bulkLayout(...).fits");
+  static_assert(gemv::kBulkUnitStageBytes == sizeof(OneTokenUnitStage), "GemvShapes.h's size");
+  static_assert(Packing::kUnitBytes == gemv::bulkUnitBytes(BITS), "GemvShapes.h's unit bytes");
+  static constexpr int kUnits = K / quant::kQuantUnitValues;
+  static constexpr int kTiles = SWIGLU ? N / 8 : N / gemv::kBulkTileRows;
+  static constexpr long long kRowWeightBytes = quant::quantRowWeightBytes(BITS, K);
+  static constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
+  static constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
+  static_assert(kRowScaleBytes == gemv::bulkRowScaleBytes(GROUP, K), "GemvShapes.h's scales");
+  static constexpr int kMathThreads = gemv::kBulkConsumerWarps * kWarpSize;
+
+  unsigned char *smem;
+  unsigned int base; // shared address of smem
+
+  // Barriers: full[slot], empty[slot], then full and empty of the two scale buffers.
+  __device__ __forceinline__ unsigned int full(int slot) const { return base + 8 * slot; }
+  __device__ __forceinline__ unsigned int empty(int slot) const {
+    return base + 8 * (gemv::kBulkMaxSlots + slot);
+  }
+  __device__ __forceinline__ unsigned int scalesFull(int b) const {
+    return base + 8 * (2 * gemv::kBulkMaxSlots + b);
+  }
+  __device__ __forceinline__ unsigned int scalesEmpty(int b) const {
+    return base + 8 * (2 * gemv::kBulkMaxSlots + 2 + b);
+  }
+  __device__ __forceinline__ static int chunkUnits(int j) {
+    return min(kLayout.chunkUnits, kUnits - j * kLayout.chunkUnits);
+  }
+
+  // The producer warp: per tile its scale rows, then its chunks into the ring.
+  __device__ __forceinline__ void produce(const unsigned char *w, const unsigned char *wUp,
+                                          BlockSlice blocks) const {
+    const int lane = threadIdx.x % kWarpSize;
+    int stage = 0, n = 0;
+    for (int tile = blocks.index; tile < kTiles; tile += blocks.count, ++n) {
+      const int b = n % 2;
+      if (lane == 0) {
+        if (n >= 2)
+          barrierWait(scalesEmpty(b), (n / 2 - 1) & 1);
+        barrierExpectBytes(scalesFull(b), kLayout.scaleBytes);
+        const unsigned int dst = base + kLayout.offScales + b * kLayout.scaleBytes;
+        if constexpr (SWIGLU) {
+          constexpr unsigned int kHalf = 8 * kRowScaleBytes;
+          bulkCopy(dst, w + kScalePlane + tile * kHalf, kHalf, scalesFull(b));
+          bulkCopy(dst + kHalf, wUp + kScalePlane + tile * kHalf, kHalf, scalesFull(b));
+        } else {
+          bulkCopy(dst, w + kScalePlane + tile * (16 * kRowScaleBytes), 16 * kRowScaleBytes,
+                   scalesFull(b));
+        }
+      }
+      const unsigned char *row =
+          SWIGLU ? (lane < 8 ? w : wUp) + (8ll * tile + lane % 8) * kRowWeightBytes
+                 : w + (16ll * tile + lane) * kRowWeightBytes;
+      for (int j = 0; j < kLayout.chunks; ++j, ++stage) {
+        const int slot = stage % kLayout.slots, round = stage / kLayout.slots;
+        const unsigned int bytes = chunkUnits(j) * Packing::kUnitBytes;
+        if (lane == 0) {
+          if (round >= 1)
+            barrierWait(empty(slot), (round - 1) & 1);
+          barrierExpectBytes(full(slot), gemv::kBulkTileRows * bytes);
+        }
+        __syncwarp();
+        if (lane < gemv::kBulkTileRows)
+          bulkCopy(base + kLayout.offSlots + slot * kLayout.slotBytes + lane * kLayout.slotRowBytes,
+                   row + static_cast<long long>(j) * kLayout.chunkUnits * Packing::kUnitBytes,
+                   bytes, full(slot));
+      }
+    }
+  }
+
+  // A math warp: stages its x (row nTokens - 1 of x when lastRow) after the dependency
+  // wait, then per tile and chunk its units of the stage, then the tile's outputs.
+  template <int BDT, bool HAS_BIAS>
+  __device__ __forceinline__ void consume(const float *x, bool lastRow, const void *bias,
+                                          const float *residual, float *y,
+                                          const StepState *state, BlockSlice blocks) const {
+    constexpr int kUpw = kLayout.unitsPerWarp;
+    constexpr int kStaged = kLayout.chunks * kUpw;
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    const int g = lane / 4, c = lane % 4;
+    unsigned char *xw = smem + kLayout.offX + warp * kLayout.xWarpBytes;
+    uint4 *zeroLow = reinterpret_cast<uint4 *>(xw), *zeroHigh = zeroLow + 2;
+    OneTokenUnitStage *staged = reinterpret_cast<OneTokenUnitStage *>(xw + gemv::kBulkZeroBytes);
+    if (lane < 4)
+      (lane < 2 ? zeroLow : zeroHigh)[lane % 2] = make_uint4(0u, 0u, 0u, 0u);
+    for (int i = lane; i < 8 * kStaged; i += kWarpSize)
+      staged[i / 8].corr[i % 8] = 0.0f;
+    __syncwarp();
+
+    // Staged unit s = j * kUpw + i is unit j * chunkUnits + warp * kUpw + i of K.
+    gridDependencyWait();
+    if (lastRow) // the last row of the step (x is written by the previous kernel)
+      x += static_cast<long long>(state->nTokens - 1) * K;
+    // Eight units' loads at a time (registers), then their staging.
+    constexpr int kBatch = 8;
+    const int stageByte = oneTokenSlotByte<BITS, GROUP>(4 * lane);
+    auto unitOf = [&](int s) { return s / kUpw * kLayout.chunkUnits + warp * kUpw + s % kUpw; };
+#pragma unroll
+    for (int s0 = 0; s0 < kStaged; s0 += kBatch) {
+      float4 xv[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i)
+        if (s0 + i < kStaged && unitOf(s0 + i) < kUnits)
+          xv[i] = __ldg(reinterpret_cast<const float4 *>(x + unitOf(s0 + i) * quant::kQuantUnitValues) +
+                        lane);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i)
+        if (s0 + i < kStaged && unitOf(s0 + i) < kUnits)
+          stageOneTokenValues<BITS, GROUP>(xv[i], staged[s0 + i], stageByte, lane);
+    }
+    __syncwarp();
+    const bool low = g == T::column(c, 0), high = g == T::column(c, 1);
+    const unsigned char *xLow =
+        reinterpret_cast<const unsigned char *>(low ? &staged[0].run[c][0] : zeroLow);
+    const unsigned char *xHigh =
+        reinterpret_cast<const unsigned char *>(high ? &staged[0].run[c][2] : zeroHigh);
+    const int xLowStep = low ? sizeof(OneTokenUnitStage) : 0;
+    const int xHighStep = high ? sizeof(OneTokenUnitStage) : 0;
+
+    int stage = 0, n = 0;
+    for (int tile = blocks.index; tile < kTiles; tile += blocks.count, ++n) {
+      const int b = n % 2;
+      barrierWait(scalesFull(b), (n / 2) & 1);
+      const unsigned short *scales = reinterpret_cast<const unsigned short *>(
+          smem + kLayout.offScales + b * kLayout.scaleBytes);
+      const unsigned short *s0 = scales + g * (kRowScaleBytes / 2);
+      const unsigned short *s1 = scales + (g + 8) * (kRowScaleBytes / 2);
+      float sum0 = 0.0f, sum1 = 0.0f;
+      for (int j = 0; j < kLayout.chunks; ++j, ++stage) {
+        const int slot = stage % kLayout.slots, round = stage / kLayout.slots;
+        barrierWait(full(slot), round & 1);
+        const unsigned char *rows = smem + kLayout.offSlots + slot * kLayout.slotBytes;
+#pragma unroll
+        for (int i = 0; i < kUpw; ++i) {
+          const int inChunk = warp * kUpw + i;
+          if (inChunk >= chunkUnits(j))
+            break;
+          const int u = j * kLayout.chunkUnits + inChunk;
+          RunCodec<BITS> run0, run1;
+          run0.template load<true>(rows + g * kLayout.slotRowBytes + inChunk * Packing::kUnitBytes, c);
+          run1.template load<true>(
+              rows + (g + 8) * kLayout.slotRowBytes + inChunk * Packing::kUnitBytes, c);
+          Scales sc0, sc1;
+          sc0.template load<true>(s0 + u * Scales::kUnitHalves, c);
+          sc1.template load<true>(s1 + u * Scales::kUnitHalves, c);
+          const int s = j * kUpw + i;
+          oneTokenUnitMath<BITS, GROUP>(run0, run1, sc0, sc1, staged[s], xLow + s * xLowStep,
+                                        xHigh + s * xHighStep, sum0, sum1);
+        }
+        __syncwarp();
+        if (lane == 0)
+          barrierArrive(empty(slot));
+      }
+      if (lane == 0)
+        barrierArrive(scalesEmpty(b));
+      // The quad's columns together, then the warps' sums in order.
+      sum0 += __shfl_xor_sync(0xffffffffu, sum0, 1);
+      sum1 += __shfl_xor_sync(0xffffffffu, sum1, 1);
+      sum0 += __shfl_xor_sync(0xffffffffu, sum0, 2);
+      sum1 += __shfl_xor_sync(0xffffffffu, sum1, 2);
+      float *partial = reinterpret_cast<float *>(smem + kLayout.offPartial) +
+                       b * gemv::kBulkConsumerWarps * gemv::kBulkTileRows;
+      if (c == 0) {
+        partial[warp * gemv::kBulkTileRows + g] = sum0;
+        partial[warp * gemv::kBulkTileRows + g + 8] = sum1;
+      }
+      asm volatile("bar.sync 1, %0;" ::"n"(kMathThreads) : "memory");
+      constexpr int kOutputs = SWIGLU ? 8 : gemv::kBulkTileRows;
+      if (threadIdx.x < kOutputs) {
+        auto rowSum = [&](int r) {
+          float v = 0.0f;
+#pragma unroll
+          for (int w = 0; w < gemv::kBulkConsumerWarps; ++w)
+            v += partial[w * gemv::kBulkTileRows + r];
+          return v;
+        };
+        const int o = tile * kOutputs + threadIdx.x;
+        if constexpr (SWIGLU) {
+          y[o] = siluTimes(rowSum(threadIdx.x), rowSum(threadIdx.x + 8));
+        } else {
+          float bv = 0.0f;
+          if constexpr (HAS_BIAS)
+            bv = loadAsFloat<BDT>(bias, o);
+          storeLinearOut(y, residual, o, rowSum(threadIdx.x) + bv);
+        }
+      }
+    }
+  }
+};
+
+// SWIGLU: w is the gate and wUp the up matrix, y gets silu(x gate^T) * (x up^T).
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, bool SWIGLU>
+__device__ __forceinline__ void gemvQuantBulk(const float *x, const unsigned char *w,
+                                              const void *bias, const float *residual,
+                                              float *y, BlockSlice blocks,
+                                              const unsigned char *wUp, const StepState *state,
+                                              bool lastRow) {
+  extern __shared__ __align__(128) unsigned char bulkShared[];
+  using Op = BulkGemv<BITS, GROUP, K, N, SWIGLU>;
+  const Op op{bulkShared, sharedAddress(bulkShared)};
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Op::kLayout.slots; ++s) {
+      barrierInit(op.full(s), 1);
+      barrierInit(op.empty(s), gemv::kBulkConsumerWarps);
+    }
+    for (int b = 0; b < 2; ++b) {
+      barrierInit(op.scalesFull(b), 1);
+      barrierInit(op.scalesEmpty(b), gemv::kBulkConsumerWarps);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x / kWarpSize == gemv::kBulkConsumerWarps)
+    op.produce(w, wUp, blocks);
+  else
+    op.template consume<BDT, HAS_BIAS>(x, lastRow, bias, residual, y, state, blocks);
+}
+#endif
+
+// The one-token launches of a quantized linear (ROWS kRowsGemv: steps of one token;
+// kRowsLast: the last row of a step), for plans whose targets are all sm_90+ and shapes
+// bulkLayout(...) takes (the emitter checks both).
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int ROWS>
+__device__ __forceinline__ void linearQuantOneToken(const float *x, const void *w,
+                                                    const void *bias, const float *residual,
+                                                    float *y, const StepState *state,
+                                                    BlockSlice blocks = wholeGrid()) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  gemvQuantBulk<BITS, GROUP, BDT, HAS_BIAS, K, N, false>(
+      x, static_cast<const unsigned char *>(w), bias, residual, y, blocks, nullptr, state,
+      ROWS == kRowsLast);
+#endif
+}
+
+// A SwiGLU MLP's gate/up pair in one-token steps: y = silu(x gate^T) * (x up^T).
+template <int BITS, int GROUP, int K, int N>
+__device__ __forceinline__ void linearQuantSwiGluOneToken(const float *x, const void *gate,
+                                                          const void *up, float *y,
+                                                          const StepState *state) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  gemvQuantBulk<BITS, GROUP, 0, false, K, N, true>(
+      x, static_cast<const unsigned char *>(gate), nullptr, nullptr, y, wholeGrid(),
+      static_cast<const unsigned char *>(up), state, false);
+#endif
+}
+
+} // namespace dev
+} // namespace ninfer
