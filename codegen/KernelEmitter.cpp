@@ -293,7 +293,10 @@ private:
       source_ << "// first used by " << label(op) << "\nextern \"C\" __global__ void "
               << "__launch_bounds__(" << bounds << ") " << name
               << "(const StepState* state, KernelArgs args) {\n"
-              << (shape.waitsItself ? "  " : "  ninfer::dev::gridDependencyWait();\n  ")
+              << (shape.waitsItself ? "  "
+                                    : "  const bool oneToken = state->nTokens == 1;\n"
+                                      "  ninfer::dev::gridDependencyWait();\n"
+                                      "  ninfer::dev::gridDependencyTrigger(oneToken);\n  ")
               << call << ";\n}\n\n";
       functions_.push_back(std::move(name));
     }

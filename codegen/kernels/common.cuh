@@ -22,6 +22,24 @@ __device__ __forceinline__ void gridDependencyWait() {
 #endif
 }
 
+// Lets the runtime schedule the next kernel's blocks while this one runs (sm_90+,
+// programmatic launches; a no-op otherwise), in one-token steps (oneToken). They still wait
+// for this kernel to finish before they touch its results (gridDependencyWait), so it only
+// moves their launch and the work they do before their wait (the bulk GEMV's weight
+// copies) earlier. Every kernel calls it right after its own wait: at most one kernel
+// waits ahead of the running one, and its blocks are placed only once every block of this
+// one has started. Callers read oneToken from the StepState before their wait (the host
+// writes it before the step's first kernel and no kernel writes it); read after the wait,
+// the load's latency delayed the trigger and the 8B q4 decode lost the gain (505.6 against
+// 519.6 tok/s on the H200). Longer steps do not trigger: it took the 23M plan's 512-token
+// prefill from 403k to 312k tok/s.
+__device__ __forceinline__ void gridDependencyTrigger(bool oneToken) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (oneToken)
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // Which rows a linear kernel handles (template argument ROWS of linear,
 // linearQuant, linearTernary, linearTq1). The emitter gives decode-sized and
 // prefill-sized steps separate kernels (launches limited by token count), so a

@@ -173,7 +173,9 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
     __syncwarp();
 
     // Staged unit s = j * kUpw + i is unit j * chunkUnits + warp * kUpw + i of K.
+    const bool oneToken = state->nTokens == 1;
     gridDependencyWait();
+    gridDependencyTrigger(oneToken);
     if (lastRow) // the last row of the step (x is written by the previous kernel)
       x += static_cast<long long>(state->nTokens - 1) * K;
     // Eight units' loads at a time (registers), then their staging.
