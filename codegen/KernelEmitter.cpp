@@ -397,6 +397,9 @@ private:
     uint32_t blocks = 0;
     uint32_t gemvBlocksPerSm = 0;
     bool mmaGemm = false; // the GEMM runs gemm_mma.cuh where the targets allow it
+    // The GEMV waits for the previous kernel itself, after its first weight loads
+    // (linear.cuh's f16/bf16/f32 GEMV).
+    bool gemvWaitsItself = false;
     std::function<std::string(int rows, const std::string &slice)> call;
     // One-token steps through gemv_quant_bulk.cuh (null where it does not apply): the
     // call, its tiles and its dynamic shared memory.
@@ -442,6 +445,9 @@ private:
     LaunchShape gemv{{0, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
     gemv.minBlocksPerSm = k.gemvBlocksPerSm;
     gemv.maxTokens = kLinearGemvRows;
+    gemv.waitsItself = true;
+    for (const LinearKernel &member : members)
+      gemv.waitsItself = gemv.waitsItself && member.gemvWaitsItself;
     NINFER_RETURN_IF_ERROR(addOneTokenGroup(op, group, members, name, gemv));
     const std::string gemvText = swiGluOfGroup_[opIndex_] >= 0
                                      ? swiGluCall(group, gemv.gridBase[0])
@@ -621,6 +627,7 @@ private:
                         std::string(", ") + (vec ? "true" : "false") +
                             (shapeN != a.out_features ? ", " + std::to_string(shapeN) : ""));
     k.mmaGemm = wType != DType::F32 && vec; // linear.cuh's choice of GEMM
+    k.gemvWaitsItself = true;
     // The grid does not scale with the token count: the GEMM paths grid-stride over
     // tiles. The GEMV's rows per block: ninfer/GemvShapes.h.
     k.blocks = static_cast<uint32_t>(ceilDiv(
@@ -654,6 +661,7 @@ private:
   Status addLinearKernels(OpT &op, const plan::LinearAttrsT &a, const LinearKernel &k) {
     LaunchShape shape{{k.blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
     shape.minBlocksPerSm = k.gemvBlocksPerSm;
+    shape.waitsItself = k.gemvWaitsItself;
     const uint32_t oneTokenBlocks = std::min<uint32_t>(gemv::kBulkGridBlocks, k.oneTokenTiles);
     if (a.last_row_only) {
       LaunchShape last = shape;

@@ -22,6 +22,18 @@ __device__ __forceinline__ void gridDependencyWait() {
 #endif
 }
 
+// 16 bytes that the previous kernel wrote, read by a kernel that waits for it after other
+// work (LaunchShape::waitsItself): a coherent ld.global, volatile, which stays after the
+// gridDependencyWait before it. ptxas moved read-only loads (__ldg, ld.global.nc) of x above
+// the wait, and the f16 GEMV read x before the previous kernel had written it.
+__device__ __forceinline__ float4 loadProduced(const float *p) {
+  float4 v;
+  asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p));
+  return v;
+}
+
 // Lets the runtime schedule the next kernel's blocks while this one runs (sm_90+,
 // programmatic launches; a no-op otherwise), in one-token steps (oneToken). They still wait
 // for this kernel to finish before they touch its results (gridDependencyWait), so it only

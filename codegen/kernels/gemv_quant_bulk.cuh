@@ -188,8 +188,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
 #pragma unroll
       for (int i = 0; i < kBatch; ++i)
         if (s0 + i < kStaged && unitOf(s0 + i) < kUnits)
-          xv[i] = __ldg(reinterpret_cast<const float4 *>(x + unitOf(s0 + i) * quant::kQuantUnitValues) +
-                        lane);
+          xv[i] = loadProduced(x + unitOf(s0 + i) * quant::kQuantUnitValues + 4 * lane);
 #pragma unroll
       for (int i = 0; i < kBatch; ++i)
         if (s0 + i < kStaged && unitOf(s0 + i) < kUnits)

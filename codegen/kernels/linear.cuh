@@ -9,8 +9,9 @@
 //    have ~4096 warps in flight; each lane
 //    streams 16-byte chunks of them (VEC) with up to 8 independent 16-byte loads in flight
 //    (kUnroll chunks x rows per warp), bypassing L1 (ld.global.nc.L1::no_allocate) so
-//    the x rows (f32, read through L1 with __ldg, reused by every warp of the SM) stay
-//    cached. Each x float4 is loaded once per chunk and used for all the warp's rows.
+//    the x rows (f32, read through L1 with coherent loads after the dependency wait,
+//    reused by every warp of the SM) stay cached. Each x float4 is loaded once per
+//    chunk and used for all the warp's rows.
 //    Full unrolled iterations run unpredicated; only a K that is not a multiple of
 //    32 x kUnroll chunks has a predicated tail. One butterfly reduction per output
 //    and warp; the K slices' sums are added through shared memory in slice order.
@@ -46,10 +47,11 @@ static_assert(kLinearThreads == kMmaThreads && kLinearThreads == gemv::kBlockThr
 using gemv::linearKSplit;
 using gemv::linearRowsPerWarp;
 
-// 16-byte read-only load that does not allocate in L1 (weights are read once).
+// 16-byte read-only load that does not allocate in L1 (weights are read once). Volatile,
+// so the first loads stay ahead of the dependency wait that follows them (linearGemvVec).
 __device__ __forceinline__ uint4 loadStream16(const uint4 *p) {
   uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
       : "l"(p));
   return v;
@@ -67,11 +69,10 @@ __device__ __forceinline__ void gemvChunk(const float *x, int rows, int c, const
 #pragma unroll
   for (int r = 0; r < MAXR; ++r) {
     if (MAXR == 1 || r < rows) {
-      const float4 *xr =
-          reinterpret_cast<const float4 *>(x + static_cast<long long>(r) * K + c * kElems);
+      const float *xr = x + static_cast<long long>(r) * K + c * kElems;
 #pragma unroll
       for (int e = 0; e < kElems / 4; ++e) {
-        const float4 xv = __ldg(xr + e);
+        const float4 xv = loadProduced(xr + 4 * e); // after the GEMV's dependency wait
 #pragma unroll
         for (int i = 0; i < RPW; ++i)
           acc[i][r] += wf[i][4 * e] * xv.x + wf[i][4 * e + 1] * xv.y + wf[i][4 * e + 2] * xv.z +
@@ -84,13 +85,17 @@ __device__ __forceinline__ void gemvChunk(const float *x, int rows, int c, const
 // GEMV with 16-byte weight loads (K % elemsPer16 == 0, 16-byte aligned rows).
 // Warp w of a block takes row group w / KS and the K slice w % KS: full steps of
 // kUnroll x 32 chunks go to the slices in turn, the tail to the next slice.
+// The launch waits for the previous kernel here, not in its wrapper: each warp after
+// issuing its first weight loads (weights are constants), before it reads x; in
+// one-token steps it then lets the next launch be scheduled (gridDependencyTrigger).
 // SWIGLU: the gate/up GEMV of a SwiGLU MLP with the activation fused (w: gate, wUp:
 // up, both [N, K]): a warp's two rows are gate row o and up row o, and it stores
 // silu(gate) * up as the SwiGLU op does; no bias or residual.
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int MAXR, int SHAPE_N, bool SWIGLU = false>
 __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const void *w,
                                               const void *bias, const float *residual, float *y,
-                                              BlockSlice blocks, const void *wUp = nullptr) {
+                                              BlockSlice blocks, bool oneToken,
+                                              const void *wUp = nullptr) {
   static_assert(!SWIGLU || !HAS_BIAS, "a fused SwiGLU has no bias");
   constexpr int RPW = SWIGLU ? 2 : linearRowsPerWarp(SHAPE_N);
   constexpr int kOutputsPerWarp = SWIGLU ? 1 : RPW;
@@ -110,6 +115,14 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
   const int slice = warp % KS;
+  bool waited = false;
+  auto waitOnce = [&] {
+    if (!waited) {
+      gridDependencyWait();
+      gridDependencyTrigger(oneToken);
+      waited = true;
+    }
+  };
   for (int block0 = blocks.index * kRowsPerBlock; block0 < N;
        block0 += blocks.count * kRowsPerBlock) {
     const int o0 = block0 + warp / KS * kOutputsPerWarp;
@@ -133,6 +146,7 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
 #pragma unroll
         for (int i = 0; i < RPW; ++i)
           wv[u][i] = loadStream16(wRow[i] + base + u * kWarpSize);
+      waitOnce();
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
         gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc);
@@ -147,12 +161,14 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
           for (int i = 0; i < RPW; ++i)
             wv[u][i] = base + u * kWarpSize < kChunks ? loadStream16(wRow[i] + base + u * kWarpSize)
                                                        : make_uint4(0, 0, 0, 0);
+        waitOnce();
 #pragma unroll
         for (int u = 0; u < kTailIters; ++u)
           if (base + u * kWarpSize < kChunks)
             gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc);
       }
     }
+    waitOnce(); // before the outputs, also in warps without a step
 #pragma unroll
     for (int i = 0; i < RPW; ++i)
 #pragma unroll
@@ -196,15 +212,18 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
     if constexpr (KS > 1)
       __syncthreads(); // partial is reused by the next row block
   }
+  waitOnce(); // a block without rows still finishes after the previous kernel
 }
 
 // GEMV with scalar weight loads (any K and alignment): warp per output row.
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void linearGemvScalar(const float *x, int rows, const void *w,
                                                  const void *bias, const float *residual,
-                                                 float *y, BlockSlice blocks) {
+                                                 float *y, BlockSlice blocks, bool oneToken) {
   constexpr int kWarps = kLinearThreads / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
+  gridDependencyWait(); // the launch leaves the wait to the GEMV (linearGemvVec)
+  gridDependencyTrigger(oneToken);
   for (int o = blocks.index * kWarps + threadIdx.x / kWarpSize; o < N;
        o += blocks.count * kWarps) {
     float acc[kGemvMaxRows];
@@ -237,15 +256,16 @@ __device__ __forceinline__ void linearGemvScalar(const float *x, int rows, const
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N, bool VEC, int SHAPE_N>
 __device__ __forceinline__ void linearGemv(const float *x, int rows, const void *w,
                                            const void *bias, const float *residual, float *y,
-                                           BlockSlice blocks) {
+                                           BlockSlice blocks, bool oneToken) {
   if constexpr (VEC) {
     if (rows == 1)
-      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, 1, SHAPE_N>(x, 1, w, bias, residual, y, blocks);
+      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, 1, SHAPE_N>(x, 1, w, bias, residual, y, blocks,
+                                                          oneToken);
     else
       linearGemvVec<WDT, BDT, HAS_BIAS, K, N, kGemvMaxRows, SHAPE_N>(x, rows, w, bias, residual, y,
-                                                                     blocks);
+                                                                     blocks, oneToken);
   } else {
-    linearGemvScalar<WDT, BDT, HAS_BIAS, K, N>(x, rows, w, bias, residual, y, blocks);
+    linearGemvScalar<WDT, BDT, HAS_BIAS, K, N>(x, rows, w, bias, residual, y, blocks, oneToken);
   }
 }
 
@@ -260,10 +280,10 @@ __device__ __forceinline__ void linearSwiGlu(const float *x, const void *gate, c
   const int rows = state->nTokens;
   if (rows == 1)
     linearGemvVec<WDT, 0, false, K, N, 1, 2 * N, true>(x, 1, gate, nullptr, nullptr, y,
-                                                        wholeGrid(), up);
+                                                        wholeGrid(), true, up);
   else
     linearGemvVec<WDT, 0, false, K, N, kGemvMaxRows, 2 * N, true>(x, rows, gate, nullptr, nullptr,
-                                                                   y, wholeGrid(), up);
+                                                                   y, wholeGrid(), false, up);
 }
 
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
@@ -348,11 +368,13 @@ __device__ __forceinline__ void linear(const float *x, const void *w, const void
                                        BlockSlice blocks = wholeGrid()) {
   static_assert(kGemvMaxRows == kLinearGemvMaxRows, "the emitter's GEMV/GEMM split");
   const int n = state->nTokens;
+  // The GEMV launches wait for the previous kernel in the GEMV (after its first weight
+  // loads); n comes from the StepState, which no kernel writes.
   if constexpr (ROWS == kRowsLast) {
     linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, SHAPE_N>(x + static_cast<long long>(n - 1) * K, 1, w, bias,
-                                              residual, y, blocks);
+                                              residual, y, blocks, n == 1);
   } else if constexpr (ROWS == kRowsGemv) {
-    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, SHAPE_N>(x, n, w, bias, residual, y, blocks);
+    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, SHAPE_N>(x, n, w, bias, residual, y, blocks, n == 1);
   } else {
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     // Only one GEMM path is instantiated per kernel: their static shared memory adds up.

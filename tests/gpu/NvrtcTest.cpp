@@ -418,6 +418,39 @@ TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
   }
 }
 
+// The f16/bf16/f32 GEMV launches (alone, grouped, the lm_head's last row) leave the
+// dependency wait to the GEMV, which waits after its first weight loads (linear.cuh);
+// the GEMM launches and the other kernels wait first thing in their wrapper.
+TEST(Nvrtc, DenseGemvWaitsAfterItsFirstWeightLoads) {
+  TestPlan t = smallModel(DType::F16, 16);
+  KernelOptions options;
+  options.archs = {"sm_90"};
+  options.embedPtx = false;
+  Status status = emitKernels(t.plan, options);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  const plan::KernelModuleT &kernels = *t.plan.kernels;
+  auto wrapperWaits = [&](uint32_t function) {
+    const std::string name = kernels.functions[function] + "(";
+    const size_t body = kernels.source.find(name);
+    EXPECT_NE(body, std::string::npos) << name;
+    const std::string text = kernels.source.substr(body, kernels.source.find("}\n", body) - body);
+    return text.find("gridDependencyWait") != std::string::npos;
+  };
+  size_t gemvs = 0, others = 0;
+  for (const auto &op : t.plan.ops)
+    for (const auto &launch : op->launches) {
+      const std::string &name = kernels.functions[launch->function];
+      const bool gemv = name.find("linear") != std::string::npos &&
+                        name.find("gemm") == std::string::npos;
+      EXPECT_EQ(wrapperWaits(launch->function), !gemv) << name;
+      ++(gemv ? gemvs : others);
+    }
+  EXPECT_GE(gemvs, 3u); // q/k/v, o, lm_head
+  EXPECT_GE(others, 5u);
+  EXPECT_NE(kernels.source.find("ninfer::dev::linear<1, 0, false, 64, 50, 3, true>("),
+            std::string::npos); // the lm_head's last row
+}
+
 // One-token steps of quantized linears take the bulk-copy GEMV (gemv_quant_bulk.cuh) when
 // every target is sm_90+ and the outputs are whole tiles of 16: a launch of its own for
 // one-token steps (288 threads, its shared memory, a wrapper that leaves the dependency
