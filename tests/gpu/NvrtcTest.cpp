@@ -17,6 +17,15 @@ namespace {
 using plan::DType;
 using test::TestPlan;
 
+// Emits t's kernels for sm_90 (launches fused as `fuse` says).
+void emitForSm90(TestPlan &t, bool fuse = true) {
+  KernelOptions options;
+  options.archs = {"sm_90"};
+  options.fuseLaunches = fuse;
+  Status status = emitKernels(t.plan, options);
+  ASSERT_TRUE(status.isOk()) << status.message();
+}
+
 // embedding -> rmsnorm -> linear -> rope -> attention -> swiglu/add -> lm_head.
 TestPlan smallModel(DType weightType, int maxStepTokens = 8) {
   std::mt19937 rng(7);
@@ -152,11 +161,7 @@ TEST(Nvrtc, EmitsCubinsForAllArchsAndPtx) {
 TEST(Nvrtc, FusesLaunchesForShortSteps) {
   for (bool group : {true, false}) {
     TestPlan t = smallModel(DType::F16, 16);
-    KernelOptions options;
-    options.archs = {"sm_90"};
-    options.fuseLaunches = group;
-    Status status = emitKernels(t.plan, options);
-    ASSERT_TRUE(status.isOk()) << status.message();
+    ASSERT_NO_FATAL_FAILURE(emitForSm90(t, group));
     const auto &fns = t.plan.kernels->functions;
     const auto &q = t.plan.ops[2]->launches, &k = t.plan.ops[3]->launches,
                &v = t.plan.ops[4]->launches, &o = t.plan.ops[8]->launches;
@@ -423,11 +428,7 @@ TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
 // the GEMM launches and the other kernels wait first thing in their wrapper.
 TEST(Nvrtc, DenseGemvWaitsAfterItsFirstWeightLoads) {
   TestPlan t = smallModel(DType::F16, 16);
-  KernelOptions options;
-  options.archs = {"sm_90"};
-  options.embedPtx = false;
-  Status status = emitKernels(t.plan, options);
-  ASSERT_TRUE(status.isOk()) << status.message();
+  ASSERT_NO_FATAL_FAILURE(emitForSm90(t));
   const plan::KernelModuleT &kernels = *t.plan.kernels;
   auto wrapperWaits = [&](uint32_t function) {
     const std::string name = kernels.functions[function] + "(";

@@ -72,7 +72,7 @@ constexpr int kBulkThreads = (kBulkConsumerWarps + 1) * 32;
 constexpr int kBulkTileRows = 16;
 constexpr int kBulkMaxSlots = 4;
 constexpr int kBulkBlocksPerSm = 2;
-constexpr int kBulkSharedLimit = 113 * 1024; // two blocks per SM on sm_90 (227 KB each)
+constexpr int kBulkSharedLimit = 113 * 1024; // two blocks in an sm_90 SM's 227 KB
 // Launch grid: two blocks on each of an H100/H200's 132 SMs (the kernel strides over
 // tiles, so any grid is correct).
 constexpr int kBulkGridBlocks = 132 * kBulkBlocksPerSm;
