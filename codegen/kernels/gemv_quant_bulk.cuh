@@ -8,6 +8,9 @@
 // bandwidth on the 8B q4 layers. Here a producer warp keeps a ring of stages in flight
 // while the math warps work from shared memory, and it issues the first stages before
 // the launch waits for the previous kernel (the weights are constants; x is not).
+// Measured on the H200, 8B q4_g64 decode: 456.8 -> 508.3-509.9 tok/s (ncu: gate/up with
+// its SwiGLU 27.0 -> 21.6 us, DRAM 48 -> 60% of peak; down 14.7 -> 16.0 us: one tile per
+// block, three ring slots beside its 40 KB of staged x).
 //
 // Layout (ninfer/GemvShapes.h, bulkLayout): a tile is 16 weight rows (SWIGLU: gate rows
 // 8t..8t+7 then up rows 8t..8t+7), K is cut into chunks of bulkChunkUnits units, and a
