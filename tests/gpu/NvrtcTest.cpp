@@ -452,6 +452,43 @@ TEST(Nvrtc, DenseGemvWaitsAfterItsFirstWeightLoads) {
             std::string::npos); // the lm_head's last row
 }
 
+// gemv_quant_bulk.cuh's shared-memory layout: every bulk copy's destination and size a
+// multiple of 16 bytes, slot rows 128-byte aligned and padded so two rows' runs fall in
+// different banks, the whole within two blocks per SM; whole tiles only.
+TEST(GemvShapes, BulkLayoutKeepsCopiesAlignedAndFitsTwoBlocks) {
+  struct Format {
+    int bits, group;
+  };
+  const Format formats[] = {{8, 32}, {8, 128}, {6, 64}, {5, 32}, {4, 32}, {4, 64},
+                            {4, 128}, {4, 16}, {3, 64}, {3, 16}, {2, 128}, {2, 16}};
+  for (const Format f : formats)
+    for (int k : {128, 1152, 4096, 14336})
+      for (bool swiGlu : {false, true}) {
+        const std::string what = "q" + std::to_string(f.bits) + " g" + std::to_string(f.group) +
+                                 " K " + std::to_string(k) + (swiGlu ? " SwiGLU" : "");
+        const gemv::BulkLayout l = gemv::bulkLayout(f.bits, f.group, k, 4096, swiGlu);
+        ASSERT_TRUE(l.fits) << what;
+        EXPECT_EQ(gemv::bulkLayout(f.bits, f.group, k, 1000, swiGlu).fits, swiGlu) << what;
+        EXPECT_GE(l.slots, 2) << what;
+        EXPECT_LE(l.slots, gemv::kBulkMaxSlots) << what;
+        EXPECT_LE(l.sharedBytes, gemv::kBulkSharedLimit) << what;
+        EXPECT_EQ(l.sharedBytes, l.offSlots + l.slots * l.slotBytes) << what;
+        EXPECT_GE(l.chunks * l.chunkUnits, k / 128) << what;
+        EXPECT_LT((l.chunks - 1) * l.chunkUnits, k / 128) << what;
+        EXPECT_EQ(l.unitsPerWarp * gemv::kBulkConsumerWarps, l.chunkUnits) << what;
+        for (int offset : {l.offScales, l.offX, l.offPartial, l.scaleBytes, l.xWarpBytes,
+                           l.slotRowBytes, l.slotBytes, l.chunkUnits * gemv::bulkUnitBytes(f.bits)})
+          EXPECT_EQ(offset % 16, 0) << what;
+        EXPECT_EQ(l.offSlots % 128, 0) << what;
+        EXPECT_GE(l.slotRowBytes, l.chunkUnits * gemv::bulkUnitBytes(f.bits)) << what;
+        EXPECT_NE(l.slotRowBytes % 128, 0) << what; // consecutive rows in other banks
+        EXPECT_EQ(l.scaleBytes, gemv::kBulkTileRows * gemv::bulkRowScaleBytes(f.group, k)) << what;
+      }
+  // The 8B q4_g64 layers: four slots at K 4096, three beside the staged x of K 14,336.
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 4096, 6144, false).slots, 4);
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 14336, 4096, false).slots, 3);
+}
+
 // One-token steps of quantized linears take the bulk-copy GEMV (gemv_quant_bulk.cuh) when
 // every target is sm_90+ and the outputs are whole tiles of 16: a launch of its own for
 // one-token steps (288 threads, its shared memory, a wrapper that leaves the dependency
