@@ -9,13 +9,15 @@
 namespace ninfer {
 namespace dev {
 
-// Programmatic dependent launch (sm_90+). Every generated kernel starts with
-// this wait: when the executor launches it with programmatic serialization it
-// may be scheduled while the previous kernel drains, and must not touch that
-// kernel's results before it has finished and its writes are visible. Waiting
-// first thing in every block keeps the order transitive: no kernel can finish
-// before its predecessor has. A no-op on older architectures and when the
-// kernel was launched without the attribute.
+// Programmatic dependent launch (sm_90+). Every generated kernel waits: when the
+// executor launches it with programmatic serialization it may be scheduled while the
+// previous kernel runs, and must not touch that kernel's results before it has
+// finished and its writes are visible. Wrappers wait first thing; the GEMVs
+// (LaunchShape::waitsItself) wait after their first weight loads, which read constants
+// only, and read x after it with loadProduced. Every block waits before it finishes
+// (in the bulk GEMV its math warps; the producer warp only copies weights), which keeps
+// the order transitive: no kernel can finish before its predecessor has. A no-op on
+// older architectures and when the kernel was launched without the attribute.
 __device__ __forceinline__ void gridDependencyWait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
