@@ -479,23 +479,9 @@ private:
     std::string text;
     uint32_t total = 0;
     if (swiGluOfGroup_[opIndex_] >= 0) {
-      const SwiGluPair pair = swiGluPair(group);
-      const plan::LinearAttrsT &a = *pair.gate->attrs.AsLinearAttrs();
-      const quant::QuantFormatTraits traits = quant::quantFormatTraits(
-          static_cast<quant::QuantFormatId>(quant::formatOfPlanDType(int(buf(pair.gate->inputs[1]).dtype))));
-      const gemv::BulkLayout layout =
-          gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features, a.out_features, true);
-      if (!layout.fits)
+      text = swiGluCall(group, total, true, &shared);
+      if (text.empty())
         return Status::ok();
-      std::ostringstream call;
-      call << "ninfer::dev::linearQuantSwiGluOneToken<" << traits.bits << ", " << traits.groupSize
-           << ", " << a.in_features << ", " << a.out_features << ">("
-           << ptr("const float*", pair.gate->inputs[0]) << ", " << raw(pair.gate->inputs[1]) << ", "
-           << raw(pair.up->inputs[1]) << ", " << ptr("float*", pair.swiGlu->outputs[0])
-           << ", state)";
-      text = call.str();
-      total = std::min<uint32_t>(gemv::kBulkGridBlocks, a.out_features / 8);
-      shared = static_cast<uint32_t>(layout.sharedBytes);
     } else {
       const uint32_t grid = std::min<uint32_t>(gemv::kBulkGridBlocks, tiles);
       std::vector<uint32_t> blocks;
@@ -522,8 +508,11 @@ private:
   }
 
   // The decode launch of a gate/up group with its SwiGLU fused (findSwiGluFusions):
-  // the call, and its grid in `blocks`.
-  std::string swiGluCall(const LinearGroup &group, uint32_t &blocks) {
+  // the call, and its grid in `blocks`. oneToken: the one-token launch of quantized
+  // weights (gemv_quant_bulk.cuh), its shared memory in `shared`; empty when the shape
+  // does not take it.
+  std::string swiGluCall(const LinearGroup &group, uint32_t &blocks, bool oneToken = false,
+                         uint32_t *shared = nullptr) {
     const SwiGluPair pair = swiGluPair(group);
     const OpT &gate = *pair.gate, &up = *pair.up, &swiGlu = *pair.swiGlu;
     const plan::LinearAttrsT &a = *gate.attrs.AsLinearAttrs();
@@ -533,9 +522,19 @@ private:
     if (format >= 0) {
       const quant::QuantFormatTraits traits =
           quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
-      call << "ninfer::dev::linearQuantSwiGlu<" << traits.bits << ", " << traits.groupSize << ", ";
-      blocks = static_cast<uint32_t>(
-          ceilDiv(a.out_features, gemv::mmaSwiGluOutputsPerBlock(a.out_features)));
+      if (oneToken) {
+        const gemv::BulkLayout layout =
+            gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features, a.out_features, true);
+        if (!layout.fits)
+          return "";
+        *shared = static_cast<uint32_t>(layout.sharedBytes);
+        blocks = std::min<uint32_t>(gemv::kBulkGridBlocks, a.out_features / 8);
+      } else {
+        blocks = static_cast<uint32_t>(
+            ceilDiv(a.out_features, gemv::mmaSwiGluOutputsPerBlock(a.out_features)));
+      }
+      call << (oneToken ? "ninfer::dev::linearQuantSwiGluOneToken<" : "ninfer::dev::linearQuantSwiGlu<")
+           << traits.bits << ", " << traits.groupSize << ", ";
     } else {
       call << "ninfer::dev::linearSwiGlu<" << int(wType) << ", ";
       blocks = static_cast<uint32_t>(ceilDiv(
@@ -733,13 +732,12 @@ private:
       NINFER_RETURN_IF_ERROR(checkWeight(op, op.inputs[2], a.out_features, "bias"));
       biasType = int(buf(op.inputs[2]).dtype);
     }
-    std::ostringstream head;
-    head << "ninfer::dev::linearQuant<" << traits.bits << ", " << traits.groupSize << ", "
-         << biasType << ", " << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", "
-         << a.out_features;
+    std::ostringstream args; // the template arguments up to N, of both kernel functions
+    args << traits.bits << ", " << traits.groupSize << ", " << biasType << ", "
+         << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", " << a.out_features;
     k.suffix = "linear_quant";
     k.mmaGemm = true;
-    k.call = linearCall(op, a, head.str());
+    k.call = linearCall(op, a, "ninfer::dev::linearQuant<" + args.str());
     // gemv_quant_mma.cuh's rows per block (the sm_75 GEMV and the tiled path
     // grid-stride, so any grid is correct for them). 3 blocks per SM: it fits 80
     // registers without spilling (sm_90).
@@ -749,11 +747,7 @@ private:
     const gemv::BulkLayout layout =
         gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features, a.out_features, false);
     if (bulkGemv_ && layout.fits) {
-      std::ostringstream one;
-      one << "ninfer::dev::linearQuantOneToken<" << traits.bits << ", " << traits.groupSize << ", "
-          << biasType << ", " << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", "
-          << a.out_features;
-      k.oneTokenCall = linearCall(op, a, one.str());
+      k.oneTokenCall = linearCall(op, a, "ninfer::dev::linearQuantOneToken<" + args.str());
       k.oneTokenTiles = static_cast<uint32_t>(a.out_features / gemv::kBulkTileRows);
       k.oneTokenShared = static_cast<uint32_t>(layout.sharedBytes);
     }
