@@ -165,6 +165,46 @@ template <int DT> __device__ __forceinline__ void unpack16(const uint4 &v, float
   }
 }
 
+// The RMSNorm of a GEMV's input, fused into it (the emitter's fusion for short steps,
+// KernelEmitter.cpp findNormFusions): the GEMV reads the norm's input x and uses
+// x * inverse(sum of x^2 over the row) * weight(k), as rmsnorm.cuh computes it. NoNorm:
+// x as it is.
+struct NoNorm {
+  static constexpr bool kOn = false;
+  template <int COUNT> __device__ __forceinline__ void weights(long long, float (&g)[COUNT]) const {
+#pragma unroll
+    for (int i = 0; i < COUNT; ++i)
+      g[i] = 1.0f;
+  }
+  __device__ __forceinline__ float inverse(float, int) const { return 1.0f; }
+};
+template <int DT> struct RowNorm {
+  static constexpr bool kOn = true;
+  const void *w; // the norm's weight, dtype DT
+  float eps;
+  __device__ __forceinline__ float weight(long long k) const { return loadAsFloat<DT>(w, k); }
+  // Weights k .. k + COUNT - 1 into g: 16-byte loads where COUNT values fill them (k a
+  // multiple of COUNT, the weights 16-byte aligned: the emitter checks).
+  template <int COUNT> __device__ __forceinline__ void weights(long long k, float (&g)[COUNT]) const {
+    constexpr int kPer16 = elemsPer16<DT>();
+    if constexpr (COUNT % kPer16 == 0) {
+      const uint4 *p = reinterpret_cast<const uint4 *>(static_cast<const char *>(w) +
+                                                       k * elemBytes<DT>());
+#pragma unroll
+      for (int i = 0; i < COUNT / kPer16; ++i)
+        unpack16<DT>(__ldg(p + i), g + i * kPer16);
+    } else {
+#pragma unroll
+      for (int i = 0; i < COUNT; ++i)
+        g[i] = weight(k + i);
+    }
+  }
+  // 1 / sqrt(mean(x^2) + eps) of a row of `width` values whose squares sum to sumSq.
+  __device__ __forceinline__ float inverse(float sumSq, int width) const {
+    return 1.0f / sqrtf(sumSq / static_cast<float>(width) + eps);
+  }
+};
+
 // SwiGLU's activation: silu(gate) * up, silu(g) = g / (1 + exp(-g)) (the SwiGLU op
 // and the gate/up GEMVs that fuse it compute it alike).
 __device__ __forceinline__ float siluTimes(float gate, float up) {

@@ -157,11 +157,15 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
   }
 
   // A math warp: stages its x (row nTokens - 1 of x when lastRow) after the dependency
-  // wait, then per tile and chunk its units of the stage, then the tile's outputs.
-  template <int BDT, bool HAS_BIAS>
+  // wait, then per tile and chunk its units of the stage, then the tile's outputs. With a
+  // fused norm (NORM::kOn) it stages x * (1 / rms) * weight, as the norm would have
+  // written it: the math warps first add up the squares of the x values they stage (each
+  // value of the row is staged by one warp), in warp order.
+  template <int BDT, bool HAS_BIAS, class NORM>
   __device__ __forceinline__ void consume(const float *x, bool lastRow, const void *bias,
                                           const float *residual, float *y,
-                                          const StepState *state, BlockSlice blocks) const {
+                                          const StepState *state, BlockSlice blocks,
+                                          const NORM &norm) const {
     constexpr int kUpw = kLayout.unitsPerWarp;
     constexpr int kStaged = kLayout.chunks * kUpw;
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -181,21 +185,52 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
     gridDependencyTrigger(oneToken);
     if (lastRow) // the last row of the step (x is written by the previous kernel)
       x += static_cast<long long>(state->nTokens - 1) * K;
-    // Eight units' loads at a time (registers), then their staging.
-    constexpr int kBatch = 8;
     const int stageByte = oneTokenSlotByte<BITS, GROUP>(4 * lane);
     auto unitOf = [&](int s) { return s / kUpw * kLayout.chunkUnits + warp * kUpw + s % kUpw; };
+    auto xAt = [&](int s) { return x + unitOf(s) * quant::kQuantUnitValues + 4 * lane; };
+    float inv = 1.0f;
+    if constexpr (NORM::kOn) {
+      float sq = 0.0f;
+#pragma unroll
+      for (int s = 0; s < kStaged; ++s)
+        if (unitOf(s) < kUnits) {
+          const float4 v = loadProduced(xAt(s));
+          sq += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+        }
+      sq = warpSum(sq);
+      // The second partial buffer: its first use is the block's second tile, after the
+      // first tile's barrier, which every warp reaches after it has read the sums.
+      float *sums = reinterpret_cast<float *>(smem + kLayout.offPartial) +
+                    gemv::kBulkConsumerWarps * gemv::kBulkTileRows;
+      if (lane == 0)
+        sums[warp] = sq;
+      asm volatile("bar.sync 1, %0;" ::"n"(kMathThreads) : "memory");
+      float total = 0.0f;
+#pragma unroll
+      for (int w = 0; w < gemv::kBulkConsumerWarps; ++w)
+        total += sums[w];
+      inv = norm.inverse(total, K);
+    }
+    // Eight units' loads at a time (registers), then their staging.
+    constexpr int kBatch = 8;
 #pragma unroll
     for (int s0 = 0; s0 < kStaged; s0 += kBatch) {
       float4 xv[kBatch];
 #pragma unroll
       for (int i = 0; i < kBatch; ++i)
         if (s0 + i < kStaged && unitOf(s0 + i) < kUnits)
-          xv[i] = loadProduced(x + unitOf(s0 + i) * quant::kQuantUnitValues + 4 * lane);
+          xv[i] = loadProduced(xAt(s0 + i));
 #pragma unroll
       for (int i = 0; i < kBatch; ++i)
-        if (s0 + i < kStaged && unitOf(s0 + i) < kUnits)
+        if (s0 + i < kStaged && unitOf(s0 + i) < kUnits) {
+          if constexpr (NORM::kOn) {
+            float g[4];
+            norm.weights(unitOf(s0 + i) * quant::kQuantUnitValues + 4 * lane, g);
+            xv[i] = make_float4(xv[i].x * inv * g[0], xv[i].y * inv * g[1], xv[i].z * inv * g[2],
+                                xv[i].w * inv * g[3]);
+          }
           stageOneTokenValues<BITS, GROUP>(xv[i], staged[s0 + i], stageByte, lane);
+        }
     }
     __syncwarp();
     const bool low = g == T::column(c, 0), high = g == T::column(c, 1);
@@ -278,12 +313,12 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
 };
 
 // SWIGLU: w is the gate and wUp the up matrix, y gets silu(x gate^T) * (x up^T).
-template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, bool SWIGLU>
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, bool SWIGLU, class NORM>
 __device__ __forceinline__ void gemvQuantBulk(const float *x, const unsigned char *w,
                                               const void *bias, const float *residual,
                                               float *y, BlockSlice blocks,
                                               const unsigned char *wUp, const StepState *state,
-                                              bool lastRow) {
+                                              bool lastRow, const NORM &norm) {
   extern __shared__ __align__(128) unsigned char bulkShared[];
   using Op = BulkGemv<BITS, GROUP, K, N, SWIGLU>;
   const Op op{bulkShared, sharedAddress(bulkShared)};
@@ -302,34 +337,38 @@ __device__ __forceinline__ void gemvQuantBulk(const float *x, const unsigned cha
   if (threadIdx.x / kWarpSize == gemv::kBulkConsumerWarps)
     op.produce(w, wUp, blocks);
   else
-    op.template consume<BDT, HAS_BIAS>(x, lastRow, bias, residual, y, state, blocks);
+    op.template consume<BDT, HAS_BIAS>(x, lastRow, bias, residual, y, state, blocks, norm);
 }
 #endif
 
 // The one-token launches of a quantized linear (ROWS kRowsGemv: steps of one token;
 // kRowsLast: the last row of a step), for plans whose targets are all sm_90+ and shapes
-// bulkLayout(...) takes (the emitter checks both).
-template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int ROWS>
+// bulkLayout(...) takes (the emitter checks both). norm: an RMSNorm fused into the input
+// (common.cuh), or NoNorm.
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int ROWS,
+          class NORM = NoNorm>
 __device__ __forceinline__ void linearQuantOneToken(const float *x, const void *w,
                                                     const void *bias, const float *residual,
                                                     float *y, const StepState *state,
-                                                    BlockSlice blocks = wholeGrid()) {
+                                                    BlockSlice blocks = wholeGrid(),
+                                                    NORM norm = {}) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   gemvQuantBulk<BITS, GROUP, BDT, HAS_BIAS, K, N, false>(
       x, static_cast<const unsigned char *>(w), bias, residual, y, blocks, nullptr, state,
-      ROWS == kRowsLast);
+      ROWS == kRowsLast, norm);
 #endif
 }
 
 // A SwiGLU MLP's gate/up pair in one-token steps: y = silu(x gate^T) * (x up^T).
-template <int BITS, int GROUP, int K, int N>
+template <int BITS, int GROUP, int K, int N, class NORM = NoNorm>
 __device__ __forceinline__ void linearQuantSwiGluOneToken(const float *x, const void *gate,
                                                           const void *up, float *y,
-                                                          const StepState *state) {
+                                                          const StepState *state,
+                                                          NORM norm = {}) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   gemvQuantBulk<BITS, GROUP, 0, false, K, N, true>(
       x, static_cast<const unsigned char *>(gate), nullptr, nullptr, y, wholeGrid(),
-      static_cast<const unsigned char *>(up), state, false);
+      static_cast<const unsigned char *>(up), state, false, norm);
 #endif
 }
 

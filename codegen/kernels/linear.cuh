@@ -16,7 +16,9 @@
 //    32 x kUnroll chunks has a predicated tail. One butterfly reduction per output
 //    and warp; the K slices' sums are added through shared memory in slice order.
 //    Decode (one row) has its own instantiation, so it keeps one accumulator per
-//    output row. Grid-stride over row groups.
+//    output row. Grid-stride over row groups. An RMSNorm before the linear may be fused
+//    in (NORM, common.cuh): x is then the norm's input, multiplied by the norm's weight
+//    as it is read, its squares summed alongside, and each row's sums scaled by 1 / rms.
 //    Expected: >= 80% of HBM bandwidth for K = 4096/14336 and N >= 4096 (enough
 //    loads in flight: 16 warps/SM x 32 lanes x 128 B = 64 KB per SM, more than the
 //    bandwidth-latency product of ~25 KB per SM at 4.3 TB/s and ~1 us).
@@ -57,22 +59,32 @@ __device__ __forceinline__ uint4 loadStream16(const uint4 *p) {
   return v;
 }
 
-// acc[i][r] += dot(x row r, weight chunk wv of row i) for r < rows; chunk index c.
-template <int WDT, int K, int MAXR, int RPW>
+// acc[i][r] += dot(x row r, weight chunk wv of row i) for r < rows; chunk index c. With a
+// fused norm (NORM::kOn) x is multiplied by the norm's weight and sq[r] gets the squares of
+// row r's x values (the caller applies the 1 / rms to the sums).
+template <int WDT, int K, int MAXR, int RPW, class NORM>
 __device__ __forceinline__ void gemvChunk(const float *x, int rows, int c, const uint4 (&wv)[RPW],
-                                          float (&acc)[RPW][MAXR]) {
+                                          float (&acc)[RPW][MAXR], float (&sq)[MAXR],
+                                          const NORM &norm) {
   constexpr int kElems = elemsPer16<WDT>();
   float wf[RPW][kElems];
 #pragma unroll
   for (int i = 0; i < RPW; ++i)
     unpack16<WDT>(wv[i], wf[i]);
+  float g[kElems]; // the norm's weights of the chunk (constants)
+  norm.weights(static_cast<long long>(c) * kElems, g);
 #pragma unroll
   for (int r = 0; r < MAXR; ++r) {
     if (MAXR == 1 || r < rows) {
       const float *xr = x + static_cast<long long>(r) * K + c * kElems;
 #pragma unroll
       for (int e = 0; e < kElems / 4; ++e) {
-        const float4 xv = loadProduced(xr + 4 * e); // after the GEMV's dependency wait
+        float4 xv = loadProduced(xr + 4 * e); // after the GEMV's dependency wait
+        if constexpr (NORM::kOn) {
+          sq[r] += xv.x * xv.x + xv.y * xv.y + xv.z * xv.z + xv.w * xv.w;
+          xv = make_float4(xv.x * g[4 * e], xv.y * g[4 * e + 1], xv.z * g[4 * e + 2],
+                           xv.w * g[4 * e + 3]);
+        }
 #pragma unroll
         for (int i = 0; i < RPW; ++i)
           acc[i][r] += wf[i][4 * e] * xv.x + wf[i][4 * e + 1] * xv.y + wf[i][4 * e + 2] * xv.z +
@@ -91,11 +103,14 @@ __device__ __forceinline__ void gemvChunk(const float *x, int rows, int c, const
 // SWIGLU: the gate/up GEMV of a SwiGLU MLP with the activation fused (w: gate, wUp:
 // up, both [N, K]): a warp's two rows are gate row o and up row o, and it stores
 // silu(gate) * up as the SwiGLU op does; no bias or residual.
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int MAXR, int SHAPE_N, bool SWIGLU = false>
+// NORM: an RMSNorm of x fused in (common.cuh): the warps of a row group add their squares
+// of x over the K slices, in slice order, and scale the row sums by the row's 1 / rms.
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int MAXR, int SHAPE_N,
+          bool SWIGLU = false, class NORM = NoNorm>
 __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const void *w,
                                               const void *bias, const float *residual, float *y,
                                               BlockSlice blocks, bool oneToken,
-                                              const void *wUp = nullptr) {
+                                              const void *wUp = nullptr, NORM norm = {}) {
   static_assert(!SWIGLU || !HAS_BIAS, "a fused SwiGLU has no bias");
   constexpr int RPW = SWIGLU ? 2 : linearRowsPerWarp(SHAPE_N);
   constexpr int kOutputsPerWarp = SWIGLU ? 1 : RPW;
@@ -112,6 +127,7 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
   constexpr int kWarps = kLinearThreads / kWarpSize;
   constexpr int kRowsPerBlock = kWarps / KS * kOutputsPerWarp;
   __shared__ float partial[KS > 1 ? kWarps : 1][RPW][MAXR];
+  __shared__ float partialSq[KS > 1 && NORM::kOn ? kWarps : 1][MAXR];
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
   const int slice = warp % KS;
@@ -132,12 +148,14 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
       wRow[i] = reinterpret_cast<const uint4 *>(
           static_cast<const char *>(SWIGLU && i == 1 ? wUp : w) +
           static_cast<long long>(min(SWIGLU ? o0 : o0 + i, N - 1)) * K * elemBytes<WDT>());
-    float acc[RPW][MAXR];
+    float acc[RPW][MAXR], sq[MAXR];
 #pragma unroll
-    for (int i = 0; i < RPW; ++i)
+    for (int r = 0; r < MAXR; ++r) {
+      sq[r] = 0.0f;
 #pragma unroll
-      for (int r = 0; r < MAXR; ++r)
+      for (int i = 0; i < RPW; ++i)
         acc[i][r] = 0.0f;
+    }
     for (int it = slice; it < kFull; it += KS) {
       const int base = it * kStep + lane;
       uint4 wv[kUnroll][RPW];
@@ -149,7 +167,7 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
       waitOnce();
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
-        gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc);
+        gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc, sq, norm);
     }
     if constexpr (kTailIters > 0) {
       if (slice == kFull % KS) {
@@ -165,7 +183,7 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
 #pragma unroll
         for (int u = 0; u < kTailIters; ++u)
           if (base + u * kWarpSize < kChunks)
-            gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc);
+            gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc, sq, norm);
       }
     }
     waitOnce(); // before the outputs, also in warps without a step
@@ -180,6 +198,15 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
               partial[warp][i][r] = sum;
           acc[i][r] = sum;
         }
+    if constexpr (NORM::kOn)
+#pragma unroll
+      for (int r = 0; r < MAXR; ++r)
+        if (MAXR == 1 || r < rows) {
+          sq[r] = warpSum(sq[r]);
+          if constexpr (KS > 1)
+            if (lane == 0)
+              partialSq[warp][r] = sq[r];
+        }
     if constexpr (KS > 1)
       __syncthreads();
     if (slice == 0) {
@@ -188,6 +215,13 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
         if constexpr (KS > 1)
           for (int k = 1; k < KS; ++k)
             sum += partial[warp + k][i][r];
+        if constexpr (NORM::kOn) {
+          float sumSq = sq[r];
+          if constexpr (KS > 1)
+            for (int k = 1; k < KS; ++k)
+              sumSq += partialSq[warp + k][r];
+          sum *= norm.inverse(sumSq, K);
+        }
         return sum;
       };
       if constexpr (SWIGLU) {
@@ -253,18 +287,19 @@ __device__ __forceinline__ void linearGemvScalar(const float *x, int rows, const
   }
 }
 
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N, bool VEC, int SHAPE_N>
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N, bool VEC, int SHAPE_N, class NORM>
 __device__ __forceinline__ void linearGemv(const float *x, int rows, const void *w,
                                            const void *bias, const float *residual, float *y,
-                                           BlockSlice blocks, bool oneToken) {
+                                           BlockSlice blocks, bool oneToken, NORM norm) {
   if constexpr (VEC) {
     if (rows == 1)
       linearGemvVec<WDT, BDT, HAS_BIAS, K, N, 1, SHAPE_N>(x, 1, w, bias, residual, y, blocks,
-                                                          oneToken);
+                                                          oneToken, nullptr, norm);
     else
-      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, kGemvMaxRows, SHAPE_N>(x, rows, w, bias, residual, y,
-                                                                     blocks, oneToken);
+      linearGemvVec<WDT, BDT, HAS_BIAS, K, N, kGemvMaxRows, SHAPE_N>(
+          x, rows, w, bias, residual, y, blocks, oneToken, nullptr, norm);
   } else {
+    static_assert(!NORM::kOn, "the emitter fuses norms into the 16-byte GEMV only");
     linearGemvScalar<WDT, BDT, HAS_BIAS, K, N>(x, rows, w, bias, residual, y, blocks, oneToken);
   }
 }
@@ -274,16 +309,17 @@ __device__ __forceinline__ void linearGemv(const float *x, int rows, const void 
 // takes an output's gate and up rows; the K slices are those of the pair's grouped GEMV
 // (SHAPE_N = 2N). Launch: as linear's GEMV, grid ceil(N / gemv::linearSwiGluOutputsPerBlock(N,
 // K, elems)).
-template <int WDT, int K, int N>
+// norm: the RMSNorm fused into its input (common.cuh), or NoNorm.
+template <int WDT, int K, int N, class NORM = NoNorm>
 __device__ __forceinline__ void linearSwiGlu(const float *x, const void *gate, const void *up,
-                                             float *y, const StepState *state) {
+                                             float *y, const StepState *state, NORM norm = {}) {
   const int rows = state->nTokens;
   if (rows == 1)
     linearGemvVec<WDT, 0, false, K, N, 1, 2 * N, true>(x, 1, gate, nullptr, nullptr, y,
-                                                        wholeGrid(), true, up);
+                                                        wholeGrid(), true, up, norm);
   else
-    linearGemvVec<WDT, 0, false, K, N, kGemvMaxRows, 2 * N, true>(x, rows, gate, nullptr, nullptr,
-                                                                   y, wholeGrid(), false, up);
+    linearGemvVec<WDT, 0, false, K, N, kGemvMaxRows, 2 * N, true>(
+        x, rows, gate, nullptr, nullptr, y, wholeGrid(), false, up, norm);
 }
 
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
@@ -362,19 +398,24 @@ __device__ __forceinline__ void linearTiled(const float *x, int rows, const void
   }
 }
 
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int ROWS, bool VEC, int SHAPE_N = N>
+// norm: an RMSNorm fused into the GEMV's input (common.cuh); the GEMM launches take
+// normalized rows.
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N, int ROWS, bool VEC, int SHAPE_N = N,
+          class NORM = NoNorm>
 __device__ __forceinline__ void linear(const float *x, const void *w, const void *bias,
                                        const float *residual, float *y, const StepState *state,
-                                       BlockSlice blocks = wholeGrid()) {
+                                       BlockSlice blocks = wholeGrid(), NORM norm = {}) {
   static_assert(kGemvMaxRows == kLinearGemvMaxRows, "the emitter's GEMV/GEMM split");
+  static_assert(ROWS != kRowsGemm || !NORM::kOn, "the GEMM takes normalized rows");
   const int n = state->nTokens;
   // The GEMV launches wait for the previous kernel in the GEMV (after its first weight
   // loads); n comes from the StepState, which no kernel writes.
   if constexpr (ROWS == kRowsLast) {
-    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, SHAPE_N>(x + static_cast<long long>(n - 1) * K, 1, w, bias,
-                                              residual, y, blocks, n == 1);
+    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, SHAPE_N>(x + static_cast<long long>(n - 1) * K, 1,
+                                                       w, bias, residual, y, blocks, n == 1, norm);
   } else if constexpr (ROWS == kRowsGemv) {
-    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, SHAPE_N>(x, n, w, bias, residual, y, blocks, n == 1);
+    linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, SHAPE_N>(x, n, w, bias, residual, y, blocks, n == 1,
+                                                       norm);
   } else {
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     // Only one GEMM path is instantiated per kernel: their static shared memory adds up.

@@ -340,8 +340,10 @@ Status CudaExecutor::init(int ordinal) {
     if (const auto *a = op->attrs_as_EmbeddingAttrs())
       embeddingVocab_ = embeddingVocab_ ? std::min(embeddingVocab_, a->vocab()) : a->vocab();
     // A linear op of a group (q/k/v, gate/up) may have no launches: the first op's grouped
-    // launches do its work. Any other op without launches is a broken plan.
-    if ((!op->launches() || op->launches()->size() == 0) && !op->attrs_as_LinearAttrs())
+    // launches do its work; so may an RMSNorm whose readers normalize their input
+    // themselves in every step. Any other op without launches is a broken plan.
+    if ((!op->launches() || op->launches()->size() == 0) && !op->attrs_as_LinearAttrs() &&
+        !op->attrs_as_RmsNormAttrs())
       return Status::error(opLabel(opIndex) + " has no CUDA kernels: recompile the plan with a GPU "
                                               "target");
     if (!op->launches())

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -124,9 +125,11 @@ TEST(Nvrtc, EmitsCubinsForAllArchsAndPtx) {
   EXPECT_EQ(t.plan.kernels->ptx_arch, "compute_80");
   EXPECT_NE(t.plan.kernels->ptx.find(".entry k0_embedding"), std::string::npos);
   EXPECT_NE(t.plan.kernels->ptx.find("ninfer_fill_dummy"), std::string::npos);
-  // Every op got launches; attention gets three (cache append, decode, prefill).
+  // Every op got launches but the norm, which q/k/v's GEMVs compute themselves in every
+  // step of this plan (steps of at most 8 tokens); attention gets three (cache append,
+  // decode, prefill).
   for (const auto &op : t.plan.ops) {
-    ASSERT_FALSE(op->launches.empty()) << op->name;
+    ASSERT_EQ(op->launches.empty(), op->name == "norm") << op->name;
     for (const auto &launch : op->launches) {
       EXPECT_LT(launch->function, t.plan.kernels->functions.size());
       EXPECT_EQ(launch->grid_base.size(), 3u);
@@ -143,7 +146,7 @@ TEST(Nvrtc, EmitsCubinsForAllArchsAndPtx) {
   EXPECT_EQ(k.function, v.function);
   EXPECT_NE(q.function, k.function);
   EXPECT_NE(k.args, v.args);
-  EXPECT_EQ(k.args.size(), 3u); // input, weight, output
+  EXPECT_EQ(k.args.size(), 4u); // the norm's input and weight (fused), weight, output
   // The plan with kernels still writes (and the source is kept for inspection).
   EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::attentionDecodeMma<4, 2, 16"),
             std::string::npos);
@@ -197,7 +200,8 @@ TEST(Nvrtc, FusesLaunchesForShortSteps) {
       EXPECT_NE(fns[q[1]->function].find("linear_group3_gemm"), std::string::npos);
       // 64 rows of q (8 per block), 32 of k and of v: 8 + 4 + 4 blocks.
       EXPECT_EQ(q[0]->grid_base[0], 16u);
-      EXPECT_EQ(q[0]->args.size(), 7u); // h, then weight and output of each member
+      // x and the weight of the norm fused into it, then weight and output of each member.
+      EXPECT_EQ(q[0]->args.size(), 8u);
       EXPECT_NE(t.plan.kernels->source.find("ninfer::dev::BlockSlice{static_cast<int>(blockIdx.x) - 12, 4}"),
                 std::string::npos);
       // The GEMM: one 128 x 128 tile per member at 16 tokens.
@@ -420,6 +424,109 @@ TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
       EXPECT_EQ(source.find("SwiGlu<"), std::string::npos) << what;
       EXPECT_EQ(swiLaunches[0]->min_tokens, 0u) << what;
     }
+  }
+}
+
+// An RMSNorm read only by linears whose short-step launches can normalize their input
+// (the 16-byte GEMV for up to 8 rows, the sm_90 bulk GEMV for one token) is fused into
+// them: those launches read the norm's input and weight, the norm's launch runs the longer
+// steps only, and none is left for an in-place final norm whose lm_head covers every step.
+// Not fused: ternary readers, quantized readers without the bulk GEMV, a reader that is no
+// linear, multi-row lm_head launches (batch plans) and NINFER_NO_NORM_FUSION=1.
+TEST(Nvrtc, FusesRmsNormIntoTheGemvsThatReadIt) {
+  struct Case {
+    const char *what;
+    DType type;
+    std::vector<std::string> archs;
+    int readers;       // 3: q/k/v; 2: gate/up and SwiGLU; 1: one linear
+    bool otherReader;  // an add reads the norm's output too
+    int batch;
+    uint32_t normFrom; // min_tokens of the norm's launch (0: not fused)
+    bool headFused;    // the final in-place norm runs in no step
+  };
+  const Case cases[] = {
+      {"f16 q/k/v", DType::F16, {"sm_90"}, 3, false, 1, 9, true},
+      {"bf16 gate/up on sm_80", DType::BF16, {"sm_80"}, 2, false, 1, 9, true},
+      {"q4 gate/up", DType::Q4_G64, {"sm_90"}, 2, false, 1, 2, true},
+      {"q4 q/k/v, batch 4", DType::Q4_G64, {"sm_90"}, 3, false, 4, 2, false},
+      {"q4 without sm_90", DType::Q4_G64, {"sm_80", "sm_90"}, 3, false, 1, 0, false},
+      {"tq1", DType::TQ1, {"sm_90"}, 1, false, 1, 0, false},
+      {"f16 read by an add", DType::F16, {"sm_90"}, 1, true, 1, 0, true},
+      {"f16 with NINFER_NO_NORM_FUSION=1", DType::F16, {"sm_90"}, 3, false, 1, 0, false}};
+  const int hidden = 256, out = 384, vocab = 96;
+  for (const Case &c : cases) {
+    const bool env = std::string(c.what).find("NINFER_NO_NORM_FUSION") != std::string::npos;
+    if (env)
+      setenv("NINFER_NO_NORM_FUSION", "1", 1);
+    std::mt19937 rng(3);
+    TestPlan t(16, 64, c.batch);
+    const uint32_t x = t.addActivation("x", hidden), h = t.addActivation("h", hidden);
+    const uint32_t gamma = t.addWeight("gamma", DType::F16, {hidden},
+                                       test::randomValues(hidden, 1.0f, rng));
+    plan::RmsNormAttrsT rms;
+    rms.dim = hidden;
+    rms.eps = 1e-5f;
+    t.addOp("norm", rms, {x, gamma}, {h});
+    auto weight = [&](const std::string &name, int n) {
+      return c.type == DType::TQ1 ? t.addTernaryWeight(name, c.type, n, hidden, 0.05f, rng, true)
+                                  : t.addDummyWeight(name, c.type, {n, hidden}, 3, 0.05f, 0.0f);
+    };
+    std::vector<uint32_t> outputs;
+    for (int m = 0; m < c.readers; ++m) {
+      outputs.push_back(t.addActivation("y" + std::to_string(m), out));
+      plan::LinearAttrsT a;
+      a.in_features = hidden;
+      a.out_features = out;
+      t.addOp("linear" + std::to_string(m), a, {h, weight("w" + std::to_string(m), out)},
+              {outputs.back()});
+    }
+    if (c.readers == 2) {
+      plan::SwiGluAttrsT swi;
+      swi.dim = out;
+      t.addOp("swiglu", swi, {outputs[0], outputs[1]}, {t.addActivation("act", out)});
+    }
+    if (c.otherReader) {
+      plan::AddAttrsT add;
+      add.dim = hidden;
+      t.addOp("add", add, {h, x}, {t.addActivation("sum", hidden)});
+    }
+    t.addOp("final_norm", rms, {x, gamma}, {x});
+    t.addLmHeadLogits(vocab);
+    plan::LinearAttrsT head;
+    head.in_features = hidden;
+    head.out_features = vocab;
+    head.last_row_only = true;
+    t.addOp("lm_head", head, {x, weight("lm", vocab)}, {t.logits});
+    KernelOptions options;
+    options.archs = c.archs;
+    options.embedPtx = false;
+    Status status = emitKernels(t.plan, options);
+    if (env)
+      unsetenv("NINFER_NO_NORM_FUSION");
+    ASSERT_TRUE(status.isOk()) << c.what << ": " << status.message();
+    const auto &normLaunches = t.plan.ops[0]->launches;
+    const auto &reader = t.plan.ops[1]->launches;
+    ASSERT_EQ(normLaunches.size(), 1u) << c.what;
+    EXPECT_EQ(normLaunches[0]->min_tokens, c.normFrom) << c.what;
+    // The reader's first launch (one token, or up to 8 rows) reads x and the norm's
+    // weight where the norm is fused, h otherwise.
+    const std::vector<uint32_t> &args = reader[0]->args;
+    const bool readsX = std::find(args.begin(), args.end(), x) != args.end();
+    const bool readsGamma = std::find(args.begin(), args.end(), gamma) != args.end();
+    EXPECT_EQ(readsX, c.normFrom > 0) << c.what;
+    EXPECT_EQ(readsGamma, c.normFrom > 0) << c.what;
+    for (const auto &launch : reader) // the GEMM launch takes normalized rows
+      if (launch->min_tokens > c.normFrom && c.normFrom > 0) {
+        EXPECT_EQ(std::find(launch->args.begin(), launch->args.end(), gamma), launch->args.end())
+            << c.what;
+        EXPECT_NE(std::find(launch->args.begin(), launch->args.end(), h), launch->args.end())
+            << c.what;
+      }
+    const size_t finalNorm = t.plan.ops.size() - 2;
+    EXPECT_EQ(t.plan.ops[finalNorm]->launches.empty(), c.headFused) << c.what;
+    const auto &headArgs = t.plan.ops.back()->launches[0]->args;
+    EXPECT_EQ(std::find(headArgs.begin(), headArgs.end(), gamma) != headArgs.end(), c.headFused)
+        << c.what;
   }
 }
 

@@ -201,6 +201,85 @@ TEST(OpParity, GroupedLinears) {
     }
 }
 
+// An RMSNorm before linears that compute it themselves in short steps (the emitter's
+// fusion: the 16-byte GEMV up to 8 rows, the bulk GEMV for one token on sm_90): 1, 2
+// (gate/up with SwiGLU) or 3 readers, norm weights of each float dtype, a K that the
+// GEMV splits over warps (2048 -> 64), and an in-place final norm before a last-row-only
+// lm_head, which normalizes its row in every step. Long steps run the norm's own launch;
+// both must match the CPU executor. Bounds as GroupedLinears'.
+TEST(OpParity, NormFusedIntoLinears) {
+  REQUIRE_GPU();
+  struct Case {
+    DType type, normType;
+    int in, out, members;
+    double bound;
+  };
+  for (Case c : {Case{DType::F16, DType::F32, 2048, 64, 1, 1e-6},
+                 Case{DType::BF16, DType::BF16, 512, 384, 3, 2e-5},
+                 Case{DType::F32, DType::F16, 256, 128, 2, 1e-9},
+                 Case{DType::F16, DType::F16, 256, 384, 2, 1e-6},
+                 Case{DType::Q4_G64, DType::F16, 512, 384, 2, 1e-5},
+                 Case{DType::Q4_K16, DType::BF16, 1024, 256, 3, 1e-5},
+                 Case{DType::Q8_G32, DType::F32, 512, 256, 1, 1e-5}}) {
+    for (bool lmHead : {false, true}) {
+      std::mt19937 rng(c.in + c.members);
+      TestPlan t(64, 128);
+      const uint32_t x = inputRows(t, "x", c.in, rng, 3.0f);
+      const uint32_t gamma = t.addWeight("gamma", c.normType, {c.in},
+                                         test::randomValues(size_t(c.in), 1.0f, rng));
+      auto weight = [&](const std::string &name, int n) {
+        return c.type == DType::F16 || c.type == DType::BF16 || c.type == DType::F32
+                   ? t.addWeight(name, c.type, {n, c.in},
+                                 test::randomValues(size_t(n) * c.in, 0.1f, rng))
+                   : t.addDummyWeight(name, c.type, {n, c.in}, 5, 0.05f, 0.0f);
+      };
+      plan::RmsNormAttrsT rms;
+      rms.dim = c.in;
+      rms.eps = 1e-5f;
+      std::string what = std::string("norm (") + typeName(c.normType) + ") -> ";
+      if (lmHead) { // in place, then the lm_head's last row
+        t.addOp("final_norm", rms, {x, gamma}, {x});
+        t.addLmHeadLogits(c.out);
+        plan::LinearAttrsT a;
+        a.in_features = c.in;
+        a.out_features = c.out;
+        a.last_row_only = true;
+        t.addOp("lm_head", a, {x, weight("lm", c.out)}, {t.logits});
+        what += "lm_head ";
+      } else {
+        const uint32_t h = t.addActivation("h", c.in);
+        t.addOp("norm", rms, {x, gamma}, {h});
+        std::vector<uint32_t> outputs;
+        for (int m = 0; m < c.members; ++m) {
+          outputs.push_back(t.addActivation("y" + std::to_string(m), c.out));
+          plan::LinearAttrsT a;
+          a.in_features = c.in;
+          a.out_features = c.out;
+          t.addOp("linear" + std::to_string(m), a, {h, weight("w" + std::to_string(m), c.out)},
+                  {outputs.back()});
+        }
+        uint32_t z = outputs[0];
+        if (c.members == 2) {
+          z = t.addActivation("z", c.out);
+          plan::SwiGluAttrsT swi;
+          swi.dim = c.out;
+          t.addOp("swiglu", swi, {outputs[0], outputs[1]}, {z});
+        } else if (c.members == 3) {
+          plan::AddAttrsT add;
+          add.dim = c.out;
+          t.addOp("add", add, {outputs[0], outputs[1]}, {z});
+          t.addOp("add", add, {z, outputs[2]}, {z});
+        }
+        t.addReadout(z, c.out);
+        what += std::to_string(c.members) + " x ";
+      }
+      expectParity(t, kSteps, c.bound,
+                   what + typeName(c.type) + " " + std::to_string(c.in) + "->" +
+                       std::to_string(c.out));
+    }
+  }
+}
+
 // Ternary linears (TQ1, TQ2) on every path: GEMV for steps of 1..8 rows, the
 // tiled GEMM for more, last_row_only; TQ1 also with K not a multiple of its
 // 80-value chunk (padded rows) and tiny K and N. Both executors accumulate the
@@ -383,6 +462,23 @@ TEST(OpParity, TinyModel) {
       expectParity(t, {7, 1, 1, 1, 64, 1, 30, 1}, bound,
                    std::string("TinyModel ") + typeName(type) + (dummy ? " dummy weights" : ""));
     }
+}
+
+// The tiny model with dummy group-quantized linears: on sm_90 the one-token steps run the
+// bulk GEMV with the RMSNorms fused into q/k/v and gate/up; the lm_head (300 rows, no
+// whole tiles) keeps its norm. Bound: the q4 TinyModel bound of BatchParity.
+TEST(OpParity, TinyModelQuantizedLinears) {
+  REQUIRE_GPU();
+  for (DType type : {DType::Q4_G64, DType::Q4_K16, DType::Q8_G32, DType::Q3_K16}) {
+    test::TinyModelOptions options;
+    options.type = DType::F16;
+    options.dummy = true;
+    options.linearsSet = true;
+    options.linears = type;
+    TestPlan t = tinyModel(options);
+    expectParity(t, {7, 1, 1, 1, 64, 1, 30, 1}, 1e-4,
+                 std::string("TinyModel ") + typeName(type) + " linears");
+  }
 }
 
 TEST(OpParity, PtxFallbackAndArchMismatch) {
