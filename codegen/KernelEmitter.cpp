@@ -120,6 +120,9 @@ constexpr int kRowsGemv = 1, kRowsGemm = 2, kRowsLast = 3;
 // Steps of any token count (findNormFusions).
 constexpr uint32_t kEveryStep = UINT32_MAX;
 
+// The most weight bytes of an f16/bf16/f32 linear that an RMSNorm is fused into (normRows).
+constexpr uint64_t kNormFusionMaxWeightBytes = uint64_t(16) << 20;
+
 // Most linear ops one grouped GEMV launch covers (q, k, v).
 constexpr size_t kMaxLinearGroup = 3;
 
@@ -1229,7 +1232,13 @@ private:
     const plan::LinearAttrsT &a = *op.attrs.AsLinearAttrs();
     const DType wType = buf(op.inputs[1]).dtype;
     if (isFloatWeightType(wType)) {
-      if (!vecGemv(op, op.inputs[0]) || !vecGemv(op, input))
+      // The fused norm costs instructions per weight chunk; the launch it saves, a fixed
+      // few microseconds. H200: the 23M's GEMVs (1-4 MiB) gained, 23M decode 9,452 ->
+      // 10,359-10,469 tok/s; the 8B fp16's (32-112 MiB of f16 per reader) lost, 246.1 ->
+      // 242.4-243.3. So only readers of at most kNormFusionMaxWeightBytes take it.
+      if (!vecGemv(op, op.inputs[0]) || !vecGemv(op, input) ||
+          uint64_t(a.in_features) * uint64_t(a.out_features) * dtypeBytes(wType) >
+              kNormFusionMaxWeightBytes)
         return 0;
       return a.last_row_only ? kEveryStep : kLinearGemvRows;
     }

@@ -431,29 +431,33 @@ TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
 // (the 16-byte GEMV for up to 8 rows, the sm_90 bulk GEMV for one token) is fused into
 // them: those launches read the norm's input and weight, the norm's launch runs the longer
 // steps only, and none is left for an in-place final norm whose lm_head covers every step.
-// Not fused: ternary readers, quantized readers without the bulk GEMV, a reader that is no
-// linear, multi-row lm_head launches (batch plans) and NINFER_NO_NORM_FUSION=1.
+// Not fused: ternary readers, quantized readers without the bulk GEMV, f16 readers of more
+// than 16 MiB of weights, a reader that is no linear, multi-row lm_head launches (batch
+// plans) and NINFER_NO_NORM_FUSION=1.
 TEST(Nvrtc, FusesRmsNormIntoTheGemvsThatReadIt) {
   struct Case {
     const char *what;
     DType type;
     std::vector<std::string> archs;
     int readers;       // 3: q/k/v; 2: gate/up and SwiGLU; 1: one linear
+    int out;           // the readers' rows
     bool otherReader;  // an add reads the norm's output too
     int batch;
     uint32_t normFrom; // min_tokens of the norm's launch (0: not fused)
     bool headFused;    // the final in-place norm runs in no step
   };
   const Case cases[] = {
-      {"f16 q/k/v", DType::F16, {"sm_90"}, 3, false, 1, 9, true},
-      {"bf16 gate/up on sm_80", DType::BF16, {"sm_80"}, 2, false, 1, 9, true},
-      {"q4 gate/up", DType::Q4_G64, {"sm_90"}, 2, false, 1, 2, true},
-      {"q4 q/k/v, batch 4", DType::Q4_G64, {"sm_90"}, 3, false, 4, 2, false},
-      {"q4 without sm_90", DType::Q4_G64, {"sm_80", "sm_90"}, 3, false, 1, 0, false},
-      {"tq1", DType::TQ1, {"sm_90"}, 1, false, 1, 0, false},
-      {"f16 read by an add", DType::F16, {"sm_90"}, 1, true, 1, 0, true},
-      {"f16 with NINFER_NO_NORM_FUSION=1", DType::F16, {"sm_90"}, 3, false, 1, 0, false}};
-  const int hidden = 256, out = 384, vocab = 96;
+      {"f16 q/k/v", DType::F16, {"sm_90"}, 3, 384, false, 1, 9, true},
+      {"bf16 gate/up on sm_80", DType::BF16, {"sm_80"}, 2, 384, false, 1, 9, true},
+      {"f16, 16 MiB", DType::F16, {"sm_90"}, 1, 32768, false, 1, 9, true},
+      {"f16, 16 MiB + 512 bytes", DType::F16, {"sm_90"}, 1, 32769, false, 1, 0, true},
+      {"q4 gate/up", DType::Q4_G64, {"sm_90"}, 2, 384, false, 1, 2, true},
+      {"q4 q/k/v, batch 4", DType::Q4_G64, {"sm_90"}, 3, 384, false, 4, 2, false},
+      {"q4 without sm_90", DType::Q4_G64, {"sm_80", "sm_90"}, 3, 384, false, 1, 0, false},
+      {"tq1", DType::TQ1, {"sm_90"}, 1, 384, false, 1, 0, false},
+      {"f16 read by an add", DType::F16, {"sm_90"}, 1, 384, true, 1, 0, true},
+      {"f16 with NINFER_NO_NORM_FUSION=1", DType::F16, {"sm_90"}, 3, 384, false, 1, 0, false}};
+  const int hidden = 256, vocab = 96;
   for (const Case &c : cases) {
     const bool env = std::string(c.what).find("NINFER_NO_NORM_FUSION") != std::string::npos;
     if (env)
@@ -473,17 +477,17 @@ TEST(Nvrtc, FusesRmsNormIntoTheGemvsThatReadIt) {
     };
     std::vector<uint32_t> outputs;
     for (int m = 0; m < c.readers; ++m) {
-      outputs.push_back(t.addActivation("y" + std::to_string(m), out));
+      outputs.push_back(t.addActivation("y" + std::to_string(m), c.out));
       plan::LinearAttrsT a;
       a.in_features = hidden;
-      a.out_features = out;
-      t.addOp("linear" + std::to_string(m), a, {h, weight("w" + std::to_string(m), out)},
+      a.out_features = c.out;
+      t.addOp("linear" + std::to_string(m), a, {h, weight("w" + std::to_string(m), c.out)},
               {outputs.back()});
     }
     if (c.readers == 2) {
       plan::SwiGluAttrsT swi;
-      swi.dim = out;
-      t.addOp("swiglu", swi, {outputs[0], outputs[1]}, {t.addActivation("act", out)});
+      swi.dim = c.out;
+      t.addOp("swiglu", swi, {outputs[0], outputs[1]}, {t.addActivation("act", c.out)});
     }
     if (c.otherReader) {
       plan::AddAttrsT add;
