@@ -105,14 +105,14 @@ template <int KVT, int HD>
 __device__ __forceinline__ void loadRow8(const void *cache, long long row, int d0, float *out) {
   if constexpr (KVT == kKvQ8) {
     const uint2 raw =
-        __ldg(reinterpret_cast<const uint2 *>(static_cast<const signed char *>(cache) + row * HD + d0));
+        loadProduced(reinterpret_cast<const uint2 *>(static_cast<const signed char *>(cache) + row * HD + d0));
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       out[i] = q8Byte(raw.x, i);
       out[4 + i] = q8Byte(raw.y, i);
     }
   } else {
-    const uint4 raw = __ldg(
+    const uint4 raw = loadProduced(
         reinterpret_cast<const uint4 *>(static_cast<const unsigned short *>(cache) + row * HD + d0));
     unpack16<kF16>(raw, out);
   }
@@ -122,7 +122,7 @@ __device__ __forceinline__ void loadRow8(const void *cache, long long row, int d
 template <int KVT, int CONTEXT, int KVH, int HD>
 __device__ __forceinline__ float rowScale(const void *cache, long long row) {
   if constexpr (KVT == kKvQ8)
-    return __ldg(q8Scales<CONTEXT, KVH, HD>(cache) + row);
+    return loadProducedScalar(q8Scales<CONTEXT, KVH, HD>(cache) + row);
   else
     return 1.0f;
 }

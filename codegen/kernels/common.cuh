@@ -24,15 +24,32 @@ __device__ __forceinline__ void gridDependencyWait() {
 #endif
 }
 
-// 16 bytes that the previous kernel wrote, read by a kernel that waits for it after other
-// work (LaunchShape::waitsItself): a coherent ld.global, volatile, which stays after the
-// gridDependencyWait before it. ptxas moved read-only loads (__ldg, ld.global.nc) of x above
-// the wait, and the f16 GEMV read x before the previous kernel had written it.
-__device__ __forceinline__ float4 loadProduced(const float *p) {
-  float4 v;
-  asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+// Loads of data that kernels of the step wrote (activations, the KV cache): coherent
+// ld.global, volatile, so they stay after the gridDependencyWait before them. Never
+// read-only loads (__ldg, ld.global.nc) for such data: under programmatic dependent launch
+// the writer may still be running when the kernel starts, and ptxas moves read-only loads
+// above griddepcontrol.wait (it did with the f16 GEMV's x, which then read x before the
+// previous kernel had written it). Weights and other constants may use __ldg.
+__device__ __forceinline__ uint4 loadProduced(const uint4 *p) {
+  uint4 v;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
+  return v;
+}
+__device__ __forceinline__ float4 loadProduced(const float *p) {
+  const uint4 v = loadProduced(reinterpret_cast<const uint4 *>(p));
+  return make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z),
+                     __uint_as_float(v.w));
+}
+__device__ __forceinline__ uint2 loadProduced(const uint2 *p) {
+  uint2 v;
+  asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ float loadProducedScalar(const float *p) {
+  float v;
+  asm volatile("ld.global.f32 %0, [%1];" : "=f"(v) : "l"(p));
   return v;
 }
 

@@ -119,7 +119,7 @@ __device__ __forceinline__ void loadXTile(const float *x, int rows, int m0, int 
     const int k = k0 + (q % 16) * 4;
     // K % 4 == 0 (the caller's condition), so a float4 is wholly inside or outside K.
     v[j] = (m < rows && k < K)
-               ? __ldg(reinterpret_cast<const float4 *>(x + static_cast<long long>(m) * K + k))
+               ? loadProduced(x + static_cast<long long>(m) * K + k)
                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 }

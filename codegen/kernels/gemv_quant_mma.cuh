@@ -378,7 +378,7 @@ __device__ __forceinline__ void loadXPairs(const float *x, unsigned int (&p)[16]
   float v[32];
 #pragma unroll
   for (int q = 0; q < 8; ++q) {
-    const float4 a = __ldg(reinterpret_cast<const float4 *>(x + 4 * q));
+    const float4 a = loadProduced(x + 4 * q);
     v[4 * q] = a.x;
     v[4 * q + 1] = a.y;
     v[4 * q + 2] = a.z;
@@ -485,8 +485,7 @@ __device__ __forceinline__ void stageXUnit(const float *x, int rows, XStage &sta
 #pragma unroll
   for (int t = 0; t < kGemvMmaMaxTokens; ++t)
     if (t < rows) {
-      const float4 v =
-          __ldg(reinterpret_cast<const float4 *>(x + static_cast<long long>(t) * K) + lane);
+      const float4 v = loadProduced(x + static_cast<long long>(t) * K + 4 * lane);
       reinterpret_cast<uint2 *>(stage.run[t][lane / 8])[lane % 8] =
           make_uint2(packPair<kF16>(v.x, v.y), packPair<kF16>(v.z, v.w));
     }
@@ -778,7 +777,7 @@ __device__ __forceinline__ void oneTokenUnits(OneTokenCursor &at, OneTokenStage 
     run1[i].load(at.w1 + i * Packing::kUnitBytes, c);
     sc0[i].load(at.s0 + i * Scales::kUnitHalves, c);
     sc1[i].load(at.s1 + i * Scales::kUnitHalves, c);
-    xv[i] = __ldg(reinterpret_cast<const float4 *>(at.x + i * quant::kQuantUnitValues) + lane);
+    xv[i] = loadProduced(at.x + i * quant::kQuantUnitValues + 4 * lane);
   }
   at.w0 += COUNT * Packing::kUnitBytes;
   at.w1 += COUNT * Packing::kUnitBytes;

@@ -123,8 +123,7 @@ __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsig
                   hsub2(tq1DigitPairToHalf2(o0), kOne), hsub2(tq1DigitPairToHalf2(o1), kOne)};
               unsigned int b0 = 0u, b1 = 0u;
               if (digit < digits) {
-                const float4 v =
-                    __ldg(reinterpret_cast<const float4 *>(xc + 16 * digit + 4 * word));
+                const float4 v = loadProduced(xc + 16 * digit + 4 * word);
                 b0 = packPair<kF16>(v.x, v.z);
                 b1 = packPair<kF16>(v.y, v.w);
               }

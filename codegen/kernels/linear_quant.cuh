@@ -14,7 +14,7 @@
 //    plane) and each lane decodes its 4 codes with the header's shift-and-mask
 //    accessor. The scale of those 4 values is one fp16 of the scale plane (4
 //    values never straddle a group: GROUP >= 16). x rows (f32) are read through
-//    L1 with __ldg: every warp of the block reads the same x, and K x 8 rows of
+//    L1 (loadProduced): every warp of the block reads the same x, and K x 8 rows of
 //    f32 (up to 458 KB at K = 14336) does not fit shared memory. f32
 //    accumulation, one butterfly reduction per output and row.
 //  * more rows, sm_80+: the tensor-core GEMM of gemm_mma.cuh, each 32-value run
@@ -89,8 +89,7 @@ __device__ __forceinline__ void linearQuantGemv(const float* x, int rows, const 
 #pragma unroll
       for (int r = 0; r < kQuantGemvMaxRows; ++r) {
         if (r < rows) {
-          const float4 xv =
-              __ldg(reinterpret_cast<const float4*>(x + static_cast<long long>(r) * K + k));
+          const float4 xv = loadProduced(x + static_cast<long long>(r) * K + k);
           acc[r] += wv[0] * xv.x + wv[1] * xv.y + wv[2] * xv.z + wv[3] * xv.w;
         }
       }

@@ -94,7 +94,7 @@ struct TernaryTq2Layout {
                            word * 4; // 16 values per word = 4 float4
 #pragma unroll
         for (int q = 0; q < 4 * WORDS; ++q) {
-          const float4 v = __ldg(xr + q);
+          const float4 v = loadProduced(reinterpret_cast<const float *>(xr + q));
           const float xs[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
           for (int r = 0; r < RPW; ++r) {

@@ -84,8 +84,7 @@ struct TernaryTq1Layout {
 #pragma unroll
           for (int t = 0; t < MAXT; ++t) {
             if (MAXT == 1 || t < rows) {
-              const float4 v = __ldg(
-                  reinterpret_cast<const float4 *>(x + static_cast<long long>(t) * K + k));
+              const float4 v = loadProduced(x + static_cast<long long>(t) * K + k);
 #pragma unroll
               for (int r = 0; r < RPW; ++r) {
                 apply(even[r], 8, v.x, acc[t][r]);
