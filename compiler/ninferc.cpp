@@ -66,7 +66,8 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
   --no-ptx               do not embed PTX (the plan then runs only on the listed architectures)
   --no-fusion            keep residual adds as separate ops and give every op its own
                          launches (no grouped GEMVs/GEMMs, no SwiGLU in the gate/up GEMV, no
-                         fused RoPE + KV append; A/B timing)
+                         RMSNorm in the GEMVs that read it, no fused RoPE + KV append; A/B
+                         timing)
   --emit-mlir FILE       also write the ninfer dialect program after the pass pipeline
   -q, --quiet            no progress display or memory report
   -h, --help             this text
