@@ -15,10 +15,11 @@ namespace ninfer {
 struct KernelOptions {
   std::vector<std::string> archs; // "sm_90", "sm_89", ...
   bool embedPtx = true;
-  // Launches shared by several ops for short steps: consecutive linear ops with
-  // one input (q/k/v, gate/up) in one GEMV grid, and the SwiGLU after gate/up in
-  // their GEMV (single-sequence plans); RoPE of q and k with the KV-cache append
-  // (f16 caches). ninferc --no-fusion turns it off.
+  // Launches shared by several ops for short steps (LaunchFusion.h): consecutive linear
+  // ops with one input (q/k/v, gate/up) in one GEMV grid, and the SwiGLU after gate/up in
+  // their GEMV (single-sequence plans); RoPE of q and k with the KV-cache append (f16
+  // caches); RMSNorms computed by the GEMVs that read them. ninferc --no-fusion turns it
+  // off.
   bool fuseLaunches = true;
   // Called with (done, total) while compiling, for progress display.
   std::function<void(int, int)> progress;

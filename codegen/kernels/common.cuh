@@ -183,7 +183,7 @@ template <int DT> __device__ __forceinline__ void unpack16(const uint4 &v, float
 }
 
 // The RMSNorm of a GEMV's input, fused into it (the emitter's fusion for short steps,
-// KernelEmitter.cpp findNormFusions): the GEMV reads the norm's input x and uses
+// LaunchFusion.cpp findNormFusions): the GEMV reads the norm's input x and uses
 // x * inverse(sum of x^2 over the row) * weight(k), as rmsnorm.cuh computes it. NoNorm:
 // x as it is.
 struct NoNorm {

@@ -1,0 +1,66 @@
+// Which launches the kernel emitter (KernelEmitter.cpp) shares between ops, decided over
+// the whole plan before any kernel is written: consecutive linears with one input in one
+// GEMV grid (q/k/v, gate/up), the SwiGLU computed by its gate/up GEMV, RoPE of q and k with
+// the KV append, and RMSNorms computed by the GEMVs that read them.
+#pragma once
+
+#include "PlanQueries.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ninfer {
+
+// Most linear ops one grouped GEMV launch covers (q, k, v).
+constexpr size_t kMaxLinearGroup = 3;
+
+// Steps of any token count (LaunchFusions::normRunsFrom).
+constexpr uint32_t kEveryStep = UINT32_MAX;
+
+// The most weight bytes of an f16/bf16/f32 linear that an RMSNorm is fused into.
+constexpr uint64_t kNormFusionMaxWeightBytes = uint64_t(16) << 20;
+
+// Consecutive linear ops that read the same input and share one GEMV launch
+// (decode steps; longer steps run each op's GEMM): q/k/v, gate/up.
+struct LinearGroup {
+  size_t head = 0;
+  size_t size = 1;
+};
+
+// RoPE of q, RoPE of k and the KV append of the Attention op after them as one
+// launch for short steps (f16 caches): the first Rope op carries it; both Rope
+// ops and the append keep their own launches for longer steps.
+struct RopeAppend {
+  size_t first = 0, second = 0, attention = 0; // op indices
+};
+
+// What the targets and options allow.
+struct FusionChoices {
+  bool fuseLaunches = true;   // KernelOptions::fuseLaunches; off: none of the fusions
+  bool tensorCoreGemm = true; // every target is sm_80+ (the quantized SwiGLU GEMV)
+  bool bulkGemv = false;      // every target is sm_90+ (gemv_quant_bulk.cuh)
+  bool fuseNorms = true;      // RMSNorms into their readers (NINFER_NO_NORM_FUSION unset)
+};
+
+struct LaunchFusions {
+  // Op index -> its group (a group of one where it has none).
+  std::vector<LinearGroup> linearGroups;
+  // Group head -> the SwiGLU op fused into its decode launch, or -1; SwiGLU op ->
+  // whether it is.
+  std::vector<int> swiGluOfGroup;
+  std::vector<bool> swiGluFused;
+  std::vector<RopeAppend> ropeAppends;
+  // Op index -> index into ropeAppends, or -1.
+  std::vector<int> ropeAppendOf;
+  // Linear op -> the RMSNorm op fused into its GEMV launches, or -1; RMSNorm op -> the
+  // fewest tokens of the steps its own launch runs (0: all; kEveryStep: none).
+  std::vector<int> normOf;
+  std::vector<uint32_t> normRunsFrom;
+};
+
+// The fusions of a plan whose ops and buffers exist (the emitter checks each op as it
+// writes its kernels; ops with missing buffers are left unfused).
+LaunchFusions findLaunchFusions(const plan::PlanT &plan, const FusionChoices &choices);
+
+} // namespace ninfer
