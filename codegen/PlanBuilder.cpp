@@ -106,8 +106,9 @@ bool elementTypeMatches(Type type, WeightDType dtype) {
     return type.isBF16();
   case WeightDType::I32:
     return type.isInteger(32);
+  default: // packed formats (ternary, group-quantized, raw bytes) have no element type
+    return false;
   }
-  return false;
 }
 
 std::string stripSuffix(llvm::StringRef name, llvm::StringRef suffix) {
