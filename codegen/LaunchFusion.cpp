@@ -19,9 +19,7 @@ using plan::OpT;
 class FusionSearch : PlanQueries {
 public:
   FusionSearch(const plan::PlanT &plan, const FusionChoices &choices)
-      : PlanQueries(plan), plan_(plan), fuseLaunches_(choices.fuseLaunches),
-        tensorCoreGemm_(choices.tensorCoreGemm), bulkGemv_(choices.bulkGemv),
-        fuseNorms_(choices.fuseLaunches && choices.fuseNorms) {}
+      : PlanQueries(plan), plan_(plan), choices_(choices) {}
 
   LaunchFusions run() {
     findLinearGroups();
@@ -41,7 +39,7 @@ private:
     out_.linearGroups.assign(n, LinearGroup{});
     for (size_t i = 0; i < n; ++i)
       out_.linearGroups[i].head = i;
-    if (!fuseLaunches_ || maxRows() <= kLinearGemvRows)
+    if (!choices_.fuseLaunches || maxRows() <= kLinearGemvRows)
       return;
     for (size_t i = 0; i < n; ++i) {
       if (!groupable(*plan_.ops[i]))
@@ -102,7 +100,7 @@ private:
                           aligned16(first.inputs[1]) && aligned16(second.inputs[1]);
       if (!pair || a.has_bias || b.has_bias || sw->dim != a.out_features ||
           b.out_features != a.out_features || buf(second.inputs[1]).dtype != wType ||
-          !aligned16(first.inputs[0]) || !(halves || (quantized && tensorCoreGemm_)) ||
+          !aligned16(first.inputs[0]) || !(halves || (quantized && choices_.tensorCoreGemm)) ||
           overlaps(act.outputs[0], first.inputs[0]))
         continue;
       out_.swiGluOfGroup[i] = static_cast<int>(i + 2);
@@ -120,7 +118,7 @@ private:
     const size_t n = plan_.ops.size();
     out_.normOf.assign(n, -1);
     out_.normRunsFrom.assign(n, 0);
-    if (!fuseNorms_)
+    if (!choices_.fuseLaunches || !choices_.fuseNorms)
       return;
     for (size_t i = 0; i < n; ++i) {
       const OpT &norm = *plan_.ops[i];
@@ -196,7 +194,7 @@ private:
       return a.last_row_only ? kEveryStep : kLinearGemvRows;
     }
     const int format = quant::formatOfPlanDType(int(wType));
-    if (format < 0 || !bulkGemv_ || !aligned16(input))
+    if (format < 0 || !choices_.bulkGemv || !aligned16(input))
       return 0;
     const quant::QuantFormatTraits traits =
         quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
@@ -214,7 +212,7 @@ private:
     const size_t n = plan_.ops.size();
     out_.ropeAppends.clear();
     out_.ropeAppendOf.assign(n, -1);
-    if (!fuseLaunches_ || maxRows() <= kLinearGemvRows)
+    if (!choices_.fuseLaunches || maxRows() <= kLinearGemvRows)
       return;
     for (size_t i = 2; i < n; ++i) {
       const plan::AttentionAttrsT *att = plan_.ops[i]->attrs.AsAttentionAttrs();
@@ -267,7 +265,7 @@ private:
   }
 
   const plan::PlanT &plan_;
-  bool fuseLaunches_, tensorCoreGemm_, bulkGemv_, fuseNorms_;
+  FusionChoices choices_;
   LaunchFusions out_;
 };
 

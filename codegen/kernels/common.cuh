@@ -182,6 +182,12 @@ template <int DT> __device__ __forceinline__ void unpack16(const uint4 &v, float
   }
 }
 
+// 1 / sqrt(mean(x^2) + eps) of a row of `width` values whose squares sum to sumSq: the
+// RMSNorm's scale (rmsnorm.cuh, and RowNorm below where a GEMV computes the norm).
+__device__ __forceinline__ float rmsInverse(float sumSq, int width, float eps) {
+  return 1.0f / sqrtf(sumSq / static_cast<float>(width) + eps);
+}
+
 // The RMSNorm of a GEMV's input, fused into it (the emitter's fusion for short steps,
 // LaunchFusion.cpp findNormFusions): the GEMV reads the norm's input x and uses
 // x * inverse(sum of x^2 over the row) * weight(k), as rmsnorm.cuh computes it. NoNorm:
@@ -216,9 +222,8 @@ template <int DT> struct RowNorm {
         g[i] = weight(k + i);
     }
   }
-  // 1 / sqrt(mean(x^2) + eps) of a row of `width` values whose squares sum to sumSq.
   __device__ __forceinline__ float inverse(float sumSq, int width) const {
-    return 1.0f / sqrtf(sumSq / static_cast<float>(width) + eps);
+    return rmsInverse(sumSq, width, eps);
   }
 };
 

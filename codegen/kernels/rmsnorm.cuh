@@ -38,7 +38,7 @@ __device__ __forceinline__ void rmsNormBlock(const float *x, const void *w, floa
   for (int j = 0; j < kPer; ++j)
     sumSq += v[j] * v[j];
   sumSq = blockSum<THREADS>(sumSq, scratch);
-  const float inv = 1.0f / sqrtf(sumSq / static_cast<float>(DIM) + eps);
+  const float inv = rmsInverse(sumSq, DIM, eps);
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const int i = threadIdx.x + j * THREADS;
@@ -64,7 +64,7 @@ __device__ __forceinline__ void rmsNormWarp(const float *x, const void *w, float
     sumSq += v * v;
   }
   sumSq = warpSum(sumSq);
-  const float inv = 1.0f / sqrtf(sumSq / static_cast<float>(DIM) + eps);
+  const float inv = rmsInverse(sumSq, DIM, eps);
   for (int i = lane; i < DIM; i += kWarpSize)
     y[base + i] = x[base + i] * inv * loadAsFloat<WDT>(w, i);
 }
