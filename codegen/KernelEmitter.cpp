@@ -33,6 +33,7 @@
 #include <cstring>
 #include <future>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace ninfer {
@@ -109,7 +110,7 @@ LaunchShape perTokenRows(uint32_t blocksX) {
 }
 
 // ROWS of a linear kernel function (codegen/kernels/common.cuh).
-constexpr int kRowsGemv = 1, kRowsGemm = 2, kRowsLast = 3;
+constexpr int kRowsGemv = 1, kRowsGemm = 2, kRowsLast = 3, kRowsGemmX16 = 4;
 
 class Emitter : PlanQueries {
 public:
@@ -145,6 +146,7 @@ public:
       plan_.ops[i]->launches.clear();
       NINFER_RETURN_IF_ERROR(emitOp(*plan_.ops[i]));
     }
+    placeX16();
     return Status::ok();
   }
 
@@ -357,6 +359,7 @@ private:
     uint32_t blocks = 0;
     uint32_t gemvBlocksPerSm = 0;
     bool mmaGemm = false; // the GEMM runs gemm_mma.cuh where the targets allow it
+    int gemmDType = 0;    // the 16-bit type its operands are rounded to (plan.fbs DType)
     // The GEMV waits for the previous kernel itself, after its first weight loads
     // (linear.cuh's f16/bf16/f32 GEMV).
     bool gemvWaitsItself = false;
@@ -415,11 +418,84 @@ private:
     NINFER_RETURN_IF_ERROR(addKernel(op, name + "_gemv", gemvText, gemv));
     if (!groupGemm)
       return addLinearGemm(op, k);
-    LaunchShape gemmShape{{0, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
-    gemmShape.sharedBytes = gemm::kSharedBytes;
-    gemmShape.minTokens = kLinearGemvRows + 1;
-    const std::string gemmText = groupCall(members, kRowsGemm, gemmBlocks, gemmShape.gridBase[0]);
-    return addKernel(op, name + "_gemm", gemmText, gemmShape);
+    bool sameDType = true;
+    for (const LinearKernel &member : members)
+      sameDType = sameDType && member.gemmDType == k.gemmDType;
+    uint32_t total = 0;
+    for (uint32_t blocks : gemmBlocks)
+      total += blocks;
+    return addGemm(op, name + "_gemm", total, sameDType, k.gemmDType, [&](int rows) {
+      uint32_t sum = 0;
+      return groupCall(members, rows, gemmBlocks, sum);
+    });
+  }
+
+  // The tensor-core GEMM launches of a linear op or group (text(rows): its call for ROWS =
+  // rows; `blocks`: a block per 128 x 128 tile of the longest step, which the kernel strides
+  // over), for steps of more than kLinearGemvRows tokens. On sm_90a (choices_.wgmmaGemm; wgmmaOk: the members round x to
+  // one 16-bit type, `dtype`) a launch first rounds x to it into the x16 workspace and
+  // gemm_wgmma.cuh reads that; elsewhere gemm_mma.cuh reads x itself.
+  Status addGemm(OpT &op, const std::string &name, uint32_t blocks, bool wgmmaOk, int dtype,
+                 const std::function<std::string(int)> &text) {
+    const int64_t k = op.attrs.AsLinearAttrs()->in_features;
+    LaunchShape shape{{blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
+    shape.minTokens = kLinearGemvRows + 1;
+    if (!(choices_.wgmmaGemm && wgmmaOk && k % gemm::kTileK == 0)) {
+      shape.sharedBytes = gemm::kSharedBytes;
+      return addKernel(op, name, text(kRowsGemm), shape);
+    }
+    reserveX16(k);
+    std::ostringstream round;
+    round << "ninfer::dev::roundRows<" << dtype << ", " << k << ", " << kThreads << ">("
+          << ptr("const float*", op.inputs[0]) << ", " << ptr("unsigned short*", *x16_)
+          << ", state)";
+    LaunchShape rounding = perTokenRows(static_cast<uint32_t>(ceilDiv(k, 8 * kThreads)));
+    rounding.minTokens = shape.minTokens;
+    NINFER_RETURN_IF_ERROR(addKernel(op, "round_x16", round.str(), rounding));
+    shape.sharedBytes = gemm::kWgmmaSharedBytes;
+    return addKernel(op, name, text(kRowsGemmX16), shape);
+  }
+
+  // The x16 workspace (see addGemm): a Workspace buffer after every other one (the
+  // attention's counters there must stay zero), holding maxRows() rows of the widest K of
+  // the GEMMs that read it; placeX16 gives it its offset once every op is emitted.
+  void reserveX16(int64_t k) {
+    const uint64_t bytes = (uint64_t(maxRows()) * uint64_t(k) * 2 + 15) / 16 * 16;
+    if (!x16_) {
+      for (uint32_t i = 0; i < plan_.buffers.size(); ++i)
+        if (plan_.buffers[i] && plan_.buffers[i]->name == kX16Name)
+          x16_ = i;
+      if (!x16_) {
+        auto b = std::make_unique<BufferT>();
+        b->name = kX16Name;
+        b->kind = BufferKind::Workspace;
+        b->dtype = DType::F32; // the plan's workspace type; the kernels see 16-bit values
+        x16_ = static_cast<uint32_t>(plan_.buffers.size());
+        plan_.buffers.push_back(std::move(b));
+      }
+      plan_.buffers[*x16_]->size_bytes = 0;
+    }
+    BufferT &b = *plan_.buffers[*x16_];
+    b.size_bytes = std::max(b.size_bytes, bytes);
+    b.shape = {static_cast<int64_t>(b.size_bytes / 4)};
+  }
+
+  void placeX16() {
+    if (!x16_)
+      return;
+    uint64_t offset = 0;
+    for (uint32_t i = 0; i < plan_.buffers.size(); ++i) {
+      const auto &b = plan_.buffers[i];
+      if (b && b->kind == BufferKind::Workspace && i != *x16_)
+        offset = std::max(offset, b->offset + b->size_bytes);
+    }
+    offset = (offset + 255) / 256 * 256;
+    BufferT &x16 = *plan_.buffers[*x16_];
+    x16.offset = offset;
+    if (!plan_.memory)
+      plan_.memory = std::make_unique<plan::MemoryPlanT>();
+    plan_.memory->workspace_bytes =
+        std::max(plan_.memory->workspace_bytes, (offset + x16.size_bytes + 255) / 256 * 256);
   }
 
   // The one-token launch of a group whose members all take gemv_quant_bulk.cuh (with
@@ -588,6 +664,7 @@ private:
                             (shapeN != a.out_features ? ", " + std::to_string(shapeN) : ""),
                         true);
     k.mmaGemm = wType != DType::F32 && vec; // linear.cuh's choice of GEMM
+    k.gemmDType = int(wType);
     k.gemvWaitsItself = true;
     // The grid does not scale with the token count: the GEMM paths grid-stride over
     // tiles. The GEMV's rows per block: ninfer/GemvShapes.h.
@@ -607,7 +684,9 @@ private:
     OpT *o = &op;
     const bool bias = a.has_bias, residual = a.residual;
     return [this, o, bias, residual, head, tail, normed](int rows, const std::string &slice) {
-      const NormedInput in = normedInput(*o, normed && rows != kRowsGemm);
+      NormedInput in = normedInput(*o, normed && rows != kRowsGemm && rows != kRowsGemmX16);
+      if (rows == kRowsGemmX16) // x is the step's 16-bit copy (addGemm)
+        in.x = ptr("const float*", *x16_);
       std::string blocks = slice;
       if (!in.norm.empty() && blocks.empty())
         blocks = "ninfer::dev::wholeGrid()";
@@ -683,13 +762,13 @@ private:
   Status addLinearGemm(OpT &op, const LinearKernel &k) {
     if (maxRows() <= kLinearGemvRows)
       return Status::ok();
-    LaunchShape shape{{k.blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
     if (k.mmaGemm && choices_.tensorCoreGemm) {
-      // A block per 128 x 128 tile of the longest step; shorter steps leave blocks idle.
-      const auto &a = *op.attrs.AsLinearAttrs();
-      shape.gridBase[0] = static_cast<uint32_t>(gemm::tiles(a.out_features, maxRows()));
-      shape.sharedBytes = gemm::kSharedBytes;
+      const uint32_t tiles = static_cast<uint32_t>(
+          gemm::tiles(op.attrs.AsLinearAttrs()->out_features, maxRows()));
+      return addGemm(op, k.suffix + "_gemm", tiles, true, k.gemmDType,
+                     [&](int rows) { return k.call(rows, ""); });
     }
+    LaunchShape shape{{k.blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
     shape.minTokens = kLinearGemvRows + 1;
     return addKernel(op, k.suffix + "_gemm", k.call(kRowsGemm, ""), shape);
   }
@@ -728,6 +807,7 @@ private:
          << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", " << a.out_features;
     k.suffix = "linear_quant";
     k.mmaGemm = true;
+    k.gemmDType = int(DType::F16); // QuantTileStager decodes to f16
     k.call = linearCall(op, a, "ninfer::dev::linearQuant<" + args.str());
     // gemv_quant_mma.cuh's rows per block (the sm_75 GEMV and the tiled path
     // grid-stride, so any grid is correct for them). 3 blocks per SM: it fits 80
@@ -994,6 +1074,9 @@ private:
   plan::PlanT &plan_;
   size_t opIndex_ = 0;
   FusionChoices choices_;
+  // The x16 workspace buffer (reserveX16), once a GEMM reads it.
+  std::optional<uint32_t> x16_;
+  static constexpr const char *kX16Name = "gemm.x16";
   LaunchFusions fusions_;
 
   std::ostringstream source_;
@@ -1041,12 +1124,20 @@ Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {
       lowest >= 80 && !(noTensorCores && std::string(noTensorCores) != "0");
   const char *noBulkGemv = std::getenv("NINFER_NO_BULK_GEMV"); // A/B switch
   const bool bulkGemv = lowest >= 90 && !(noBulkGemv && std::string(noBulkGemv) != "0");
+  // wgmma needs the architecture-specific sm_90a code (the h100/h200 targets).
+  bool allSm90a = true;
+  for (const std::string &arch : options.archs)
+    allSm90a = allSm90a && arch == "sm_90a";
+  const char *noWgmma = std::getenv("NINFER_NO_WGMMA"); // A/B switch
+  const bool wgmmaGemm =
+      tensorCoreGemm && allSm90a && !(noWgmma && std::string(noWgmma) != "0");
   const char *noNormFusion = std::getenv("NINFER_NO_NORM_FUSION"); // A/B switch
   const bool fuseNorms = !(noNormFusion && std::string(noNormFusion) != "0");
   FusionChoices choices;
   choices.fuseLaunches = options.fuseLaunches;
   choices.tensorCoreGemm = tensorCoreGemm;
   choices.bulkGemv = bulkGemv;
+  choices.wgmmaGemm = wgmmaGemm;
   choices.fuseNorms = fuseNorms;
   Emitter emitter(plan, choices);
   NINFER_RETURN_IF_ERROR(emitter.emitAll());

@@ -40,6 +40,7 @@ struct FusionChoices {
   bool fuseLaunches = true;   // KernelOptions::fuseLaunches; off: none of the fusions
   bool tensorCoreGemm = true; // every target is sm_80+ (the quantized SwiGLU GEMV)
   bool bulkGemv = false;      // every target is sm_90+ (gemv_quant_bulk.cuh)
+  bool wgmmaGemm = false;     // every target is sm_90a: prefill GEMMs on gemm_wgmma.cuh
   bool fuseNorms = true;      // RMSNorms into their readers (NINFER_NO_NORM_FUSION unset)
 };
 

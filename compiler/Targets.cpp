@@ -18,7 +18,7 @@ struct KnownCard {
 constexpr uint64_t kGiB = 1ull << 30;
 
 const KnownCard kCards[] = {
-    {"h200", "sm_90", 140.4},         {"h100", "sm_90", 79.6},
+    {"h200", "sm_90a", 140.4},        {"h100", "sm_90a", 79.6},
     {"a100-80g", "sm_80", 79.2},      {"a100-40g", "sm_80", 39.4},
     {"l40s", "sm_89", 44.4},          {"l4", "sm_89", 22.0},
     {"rtx5090", "sm_120", 31.4},      {"rtx4090", "sm_89", 23.6},
@@ -29,8 +29,11 @@ const KnownCard kCards[] = {
 };
 
 // Architectures NVRTC 13 can target (TOOLCHAIN.md).
-const char* const kArchs[] = {"sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90",
-                              "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"};
+// sm_90a: sm_90 plus Hopper's architecture-specific instructions (wgmma); its code runs on
+// compute capability 9.0 only.
+const char* const kArchs[] = {"sm_75",  "sm_80",  "sm_86",  "sm_87",  "sm_88",
+                              "sm_89",  "sm_90",  "sm_90a", "sm_100", "sm_103",
+                              "sm_110", "sm_120", "sm_121"};
 
 llvm::Expected<Target> parseOne(llvm::StringRef spec) {
   std::string lower = spec.trim().lower();

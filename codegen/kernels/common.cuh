@@ -78,6 +78,9 @@ __device__ __forceinline__ void gridDependencyTrigger(bool oneToken) {
 constexpr int kRowsGemv = 1; // steps of at most kLinearGemvMaxRows tokens: GEMV
 constexpr int kRowsGemm = 2; // steps of more tokens: GEMM
 constexpr int kRowsLast = 3; // the last token's row only (lm_head): GEMV of one row
+// Steps of more tokens on sm_90a: gemm_wgmma.cuh's GEMM; the x argument then points at the
+// step's 16-bit copy of x (roundRows), not at f32 rows.
+constexpr int kRowsGemmX16 = 4;
 constexpr int kLinearGemvMaxRows = 8;
 
 // The blocks a GEMV runs on: the whole grid, or its share of a grouped launch

@@ -135,15 +135,23 @@ __device__ __forceinline__ void storeXTile(unsigned short (*as)[kMmaLd], const f
   }
 }
 
+// Where the 16-byte chunk c (values 8c .. 8c + 7) of row r of a weight tile goes: padded
+// rows here; gemm_wgmma.cuh's tiles are swizzled. Stagers write their tiles through it.
+struct PaddedTile {
+  unsigned short (*rows)[kMmaLd];
+  __device__ __forceinline__ void *chunk(int r, int c) const { return &rows[r][8 * c]; }
+};
+
 // Weight tiles of a dense f16/bf16 W [N, K]: 128 rows x 64 halves = 1024 chunks of 16 bytes,
 // 4 per thread (chunk q = tid + 256 j is row q / 8, halves 8 (q % 8) .. +7), copied with
 // cp.async (zeros past N or K).
 template <int WDT, int K, int N> struct DenseTileStager {
   static_assert(K % 8 == 0, "16-byte weight chunks need K % 8 == 0");
   static constexpr int kMmaDType = WDT;
+  static constexpr bool kCopiesAsync = true; // fetch's copies land by themselves
   const unsigned short *w;
 
-  __device__ __forceinline__ void fetch(int n0, int k0, unsigned short (*bs)[kMmaLd]) {
+  template <class TILE> __device__ __forceinline__ void fetch(int n0, int k0, TILE tile) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int q = threadIdx.x + j * kMmaThreads;
@@ -152,16 +160,43 @@ template <int WDT, int K, int N> struct DenseTileStager {
       const bool inside = n0 + r < N && k0 + c < K;
       // Outside: a valid dummy address (W's start) and 0 bytes, so the chunk becomes zeros.
       const unsigned short *src = inside ? w + static_cast<long long>(n0 + r) * K + k0 + c : w;
-      cpAsync16(&bs[r][c], src, inside ? 16 : 0);
+      cpAsync16(tile.chunk(r, c / 8), src, inside ? 16 : 0);
     }
   }
   // The copies land by themselves (cp.async); nothing to decode.
-  __device__ __forceinline__ void store(unsigned short (*)[kMmaLd]) {}
+  template <class TILE> __device__ __forceinline__ void store(TILE) {}
 };
 
-// The tile loop. STAGER: kMmaDType (the 16-bit type of both operands), fetch(n0, k0, stage) starts bringing the weight tile of a k-step (rows n0..,
-// columns k0..; rows past N may hold anything, their outputs are not stored) and
-// store(stage) completes it into the stage after the math of the previous step.
+// The bias of output columns n and n + 1 (zeros without a bias, or past N).
+template <int BDT, bool HAS_BIAS, int N>
+__device__ __forceinline__ float2 biasPair(const void *bias, int n) {
+  float2 b = make_float2(0.0f, 0.0f);
+  if constexpr (HAS_BIAS) {
+    if (n < N)
+      b.x = loadAsFloat<BDT>(bias, n);
+    if (n + 1 < N)
+      b.y = loadAsFloat<BDT>(bias, n + 1);
+  }
+  return b;
+}
+
+// A GEMM tile's outputs (m, n) and (m, n + 1), those inside [rows, N].
+template <int N>
+__device__ __forceinline__ void storePair(float *y, const float *residual, int rows, int m, int n,
+                                          float v0, float v1) {
+  if (m >= rows)
+    return;
+  const long long row = static_cast<long long>(m) * N;
+  if (n < N)
+    storeLinearOut(y, residual, row + n, v0);
+  if (n + 1 < N)
+    storeLinearOut(y, residual, row + n + 1, v1);
+}
+
+// The tile loop. STAGER: kMmaDType (the 16-bit type of both operands), kCopiesAsync,
+// fetch(n0, k0, tile) starts bringing the weight tile of a k-step (rows n0.., columns k0..;
+// rows past N may hold anything, their outputs are not stored) and store(tile) completes it
+// (tile: where its chunks go, PaddedTile here) after the math of the previous step.
 template <class STAGER, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager,
                                         const void *bias, const float *residual, float *y,
@@ -205,10 +240,10 @@ __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager
     // Prologue: stage 0 holds k-step 0. (Every thread passed the previous tile's last
     // barrier, so nobody still reads stage 0.)
     float4 xTile[8];
-    stager.fetch(n0, 0, bS(0));
+    stager.fetch(n0, 0, PaddedTile{bS(0)});
     cpAsyncCommit();
     loadXTile<K>(x, rows, m0, 0, xTile);
-    stager.store(bS(0));
+    stager.store(PaddedTile{bS(0)});
     storeXTile<DT>(aS(0), xTile);
     cpAsyncWait<0>();
     __syncthreads();
@@ -220,7 +255,7 @@ __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager
       // before the barrier that ended step ks - 1; so it may be refilled now. The barrier at
       // the end of this step publishes it (cp.async waited, stores done) for step ks + 1.
       if (more) {
-        stager.fetch(n0, (ks + 1) * kMmaTK, bS(cur ^ 1));
+        stager.fetch(n0, (ks + 1) * kMmaTK, PaddedTile{bS(cur ^ 1)});
         cpAsyncCommit();
         loadXTile<K>(x, rows, m0, (ks + 1) * kMmaTK, xTile);
       }
@@ -246,7 +281,7 @@ __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager
         }
       }
       if (more) {
-        stager.store(bS(cur ^ 1));
+        stager.store(PaddedTile{bS(cur ^ 1)});
         storeXTile<DT>(aS(cur ^ 1), xTile);
       }
       cpAsyncWait<0>();
@@ -257,27 +292,13 @@ __device__ __forceinline__ void gemmMma(const float *x, int rows, STAGER &stager
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int n = n0 + wn + j * 8 + 2 * t;
-      float b0 = 0.0f, b1 = 0.0f;
-      if constexpr (HAS_BIAS) {
-        if (n < N)
-          b0 = loadAsFloat<BDT>(bias, n);
-        if (n + 1 < N)
-          b1 = loadAsFloat<BDT>(bias, n + 1);
-      }
+      const float2 b = biasPair<BDT, HAS_BIAS, N>(bias, n);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int m = m0 + wm + i * 16 + g + half * 8;
-          if (m >= rows)
-            continue;
-          const long long row = static_cast<long long>(m) * N;
-          if (n < N)
-            storeLinearOut(y, residual, row + n, acc[i][j][2 * half] + b0);
-          if (n + 1 < N)
-            storeLinearOut(y, residual, row + n + 1, acc[i][j][2 * half + 1] + b1);
-        }
-      }
+        for (int half = 0; half < 2; ++half)
+          storePair<N>(y, residual, rows, m0 + wm + i * 16 + g + half * 8, n,
+                       acc[i][j][2 * half] + b.x, acc[i][j][2 * half + 1] + b.y);
     }
   }
 }

@@ -36,7 +36,7 @@
 
 #include "GemvShapes.h"
 #include "common.cuh"
-#include "gemm_mma.cuh"
+#include "gemm_wgmma.cuh"
 
 namespace ninfer {
 namespace dev {
@@ -416,6 +416,12 @@ __device__ __forceinline__ void linear(const float *x, const void *w, const void
   } else if constexpr (ROWS == kRowsGemv) {
     linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, SHAPE_N>(x, n, w, bias, residual, y, blocks, n == 1,
                                                        norm);
+  } else if constexpr (ROWS == kRowsGemmX16) {
+#if NINFER_SM90A
+    static_assert(WDT != kF32 && VEC, "the emitter's choice of GEMM (describeLinear)");
+    linearWgmma<WDT, BDT, HAS_BIAS, K, N>(reinterpret_cast<const unsigned short *>(x), n, w, bias,
+                                          residual, y, blocks);
+#endif
   } else {
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     // Only one GEMM path is instantiated per kernel: their static shared memory adds up.

@@ -36,6 +36,7 @@
 #include "QuantFormats.h"
 #include "common.cuh"
 #include "gemv_quant_bulk.cuh"
+#include "gemm_wgmma.cuh"
 #include "gemv_quant_mma.cuh"
 
 namespace ninfer {
@@ -190,6 +191,7 @@ __device__ __forceinline__ void linearQuantTiled(const float* x, int rows, const
 // pairs keep both values of an adjacent pair in the same half), so x needs no reordering.
 template <int BITS, int GROUP, int K, int N> struct QuantTileStager {
   static constexpr int kMmaDType = kF16;
+  static constexpr bool kCopiesAsync = false; // store decodes what fetch loaded
   using Codec = RunCodec<BITS>;
   static_assert(adjacentPairsShareHalves<Codec>(), "one prmt per adjacent pair");
   static_assert(firstHalfPairsHoldFirstGroup<Codec>(), "RunScales' pair split");
@@ -199,7 +201,7 @@ template <int BITS, int GROUP, int K, int N> struct QuantTileStager {
   RunScales<GROUP> scale;
   int run_; // which run of its unit this thread stages
 
-  __device__ __forceinline__ void fetch(int n0, int k0, unsigned short (*)[kMmaLd]) {
+  template <class TILE> __device__ __forceinline__ void fetch(int n0, int k0, TILE) {
     // Rows past N read row N - 1 (not stored); K is whole units, so k < K.
     const long long o = min(n0 + static_cast<int>(threadIdx.x) / 2, N - 1);
     const int k = k0 + 32 * (threadIdx.x % 2);
@@ -211,7 +213,7 @@ template <int BITS, int GROUP, int K, int N> struct QuantTileStager {
                k / quant::kQuantUnitValues, (k % quant::kQuantUnitValues) / 32);
     run_ = (k % quant::kQuantUnitValues) / 32;
   }
-  __device__ __forceinline__ void store(unsigned short (*bs)[kMmaLd]) {
+  template <class TILE> __device__ __forceinline__ void store(TILE tile) {
     unsigned int p[16];
     runLevels(run, p);
     scale.resolve(run_);
@@ -223,10 +225,10 @@ template <int BITS, int GROUP, int K, int N> struct QuantTileStager {
     for (int u = 0; u < 16; ++u)
       v[u] = prmt(p[pairOfValue<Codec>(2 * u)], p[pairOfValue<Codec>(2 * u + 1)],
                   isSecondOfPair<Codec>(2 * u) ? 0x7632u : 0x5410u);
-    uint4 *dst = reinterpret_cast<uint4 *>(&bs[threadIdx.x / 2][32 * (threadIdx.x % 2)]);
 #pragma unroll
     for (int q = 0; q < 4; ++q)
-      dst[q] = make_uint4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+      *static_cast<uint4 *>(tile.chunk(threadIdx.x / 2, 4 * (threadIdx.x % 2) + q)) =
+          make_uint4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
   }
 };
 #endif
@@ -241,7 +243,13 @@ __device__ __forceinline__ void linearQuant(const float* x, const void* w, const
   const int n = state->nTokens;
   static_assert(kGemvMmaMaxTokens == kLinearGemvMaxRows && kQuantGemvMaxRows == kLinearGemvMaxRows,
                 "the emitter's GEMV/GEMM split");
-  if constexpr (ROWS == kRowsGemm) {
+  if constexpr (ROWS == kRowsGemmX16) {
+#if NINFER_SM90A
+    QuantTileStager<BITS, GROUP, K, N> stager{wb};
+    gemmWgmma<QuantTileStager<BITS, GROUP, K, N>, BDT, HAS_BIAS, K, N>(
+        reinterpret_cast<const unsigned short *>(x), n, stager, bias, residual, y, blocks);
+#endif
+  } else if constexpr (ROWS == kRowsGemm) {
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     QuantTileStager<BITS, GROUP, K, N> stager{wb};
     gemmMma<QuantTileStager<BITS, GROUP, K, N>, BDT, HAS_BIAS, K, N>(x, n, stager, bias,

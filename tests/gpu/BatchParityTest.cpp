@@ -264,7 +264,7 @@ TEST(BatchParity, TinyModel) {
     options.maxBatch = 8;
     test::TestPlan t = test::tinyModel(options);
     KernelOptions kernels;
-    kernels.archs = {gpu().arch};
+    kernels.archs = {gpu().codeArch};
     kernels.embedPtx = false;
     ASSERT_TRUE(emitKernels(t.plan, kernels).isOk()) << c.name;
     const std::string path = test::tempPlanPath("batch");
@@ -302,7 +302,7 @@ TEST(BatchParity, RejectsBadBatchSteps) {
   options.maxBatch = 4;
   test::TestPlan t = test::tinyModel(options);
   KernelOptions kernels;
-  kernels.archs = {gpu().arch};
+  kernels.archs = {gpu().codeArch};
   kernels.embedPtx = false;
   ASSERT_TRUE(emitKernels(t.plan, kernels).isOk());
   const std::string path = test::tempPlanPath("batch_errors");

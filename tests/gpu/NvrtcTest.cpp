@@ -334,6 +334,84 @@ TEST(Nvrtc, LargeLinearPathsCompile) {
       }
 }
 
+// On sm_90a (ninferc's h100/h200 targets) the prefill GEMMs run on wgmma
+// (gemm_wgmma.cuh): each GEMM launch follows a launch that rounds its x to the weights'
+// 16-bit type into the "gemm.x16" workspace (same steps), which lies after the other
+// workspaces; with any other target among the archs, or NINFER_NO_WGMMA=1, the GEMMs read x
+// themselves (gemm_mma.cuh) and nothing is rounded.
+TEST(Nvrtc, Sm90aGemmsReadXRoundedOnceIntoTheWorkspace) {
+  struct Case {
+    std::vector<std::string> archs;
+    const char *noWgmma;
+    DType type;
+    bool wgmma;
+  };
+  for (const Case &c : {Case{{"sm_90a"}, "0", DType::F16, true},
+                        Case{{"sm_90a"}, "0", DType::BF16, true},
+                        Case{{"sm_90a"}, "1", DType::F16, false},
+                        Case{{"sm_90"}, "0", DType::F16, false},
+                        Case{{"sm_80", "sm_90a"}, "0", DType::F16, false}}) {
+    setenv("NINFER_NO_WGMMA", c.noWgmma, 1);
+    TestPlan t = smallModel(c.type, 64);
+    const uint32_t attentionWorkspace = t.addWorkspace("attention.ws", 1000);
+    KernelOptions options;
+    options.archs = c.archs;
+    options.embedPtx = false;
+    Status status = emitKernels(t.plan, options);
+    unsetenv("NINFER_NO_WGMMA");
+    ASSERT_TRUE(status.isOk()) << status.message();
+    const std::string what = c.archs.back() + " " + plan::EnumNameDType(c.type) +
+                             (std::string(c.noWgmma) == "1" ? " NINFER_NO_WGMMA" : "");
+    int gemms = 0, rounds = 0;
+    for (const auto &op : t.plan.ops) {
+      for (size_t i = 0; i < op->launches.size(); ++i) {
+        const plan::LaunchT &launch = *op->launches[i];
+        const std::string &name = t.plan.kernels->functions[launch.function];
+        if (name.find("round_x16") != std::string::npos) {
+          ++rounds;
+          ASSERT_LT(i + 1, op->launches.size()) << what << ": nothing after " << name;
+          const plan::LaunchT &gemm = *op->launches[i + 1];
+          EXPECT_NE(t.plan.kernels->functions[gemm.function].find("_gemm"), std::string::npos)
+              << what;
+          EXPECT_EQ(launch.min_tokens, gemm.min_tokens) << what;
+          EXPECT_EQ(launch.grid_per_token[1], 1u) << what << ": a block row per token";
+          continue;
+        }
+        if (name.find("_gemm") == std::string::npos)
+          continue;
+        ++gemms;
+        EXPECT_EQ(launch.min_tokens, 9u) << what;
+        EXPECT_EQ(launch.shared_bytes,
+                  uint32_t(c.wgmma ? gemm::kWgmmaSharedBytes : gemm::kSharedBytes))
+            << what;
+      }
+    }
+    // q/k/v (one group) and o; the lm_head is last-row-only (a GEMV).
+    EXPECT_EQ(gemms, 2) << what;
+    EXPECT_EQ(rounds, c.wgmma ? 2 : 0) << what;
+    const std::string &source = t.plan.kernels->source;
+    EXPECT_EQ(source.find("roundRows<" + std::to_string(int(c.type)) + ", 64, ") !=
+                  std::string::npos,
+              c.wgmma)
+        << what;
+    EXPECT_EQ(source.find(", 4, true>(") != std::string::npos, c.wgmma)
+        << what << ": GEMM calls with ROWS = kRowsGemmX16";
+    const plan::BufferT *x16 = nullptr;
+    for (const auto &b : t.plan.buffers)
+      if (b->name == "gemm.x16")
+        x16 = b.get();
+    ASSERT_EQ(x16 != nullptr, c.wgmma) << what;
+    if (!x16)
+      continue;
+    const plan::BufferT &ws = *t.plan.buffers[attentionWorkspace];
+    EXPECT_EQ(x16->kind, plan::BufferKind::Workspace);
+    EXPECT_EQ(x16->size_bytes, 64u * 64u * 2u) << what << ": 64 rows of K = 64 halves";
+    EXPECT_GE(x16->offset, ws.offset + ws.size_bytes) << what;
+    EXPECT_EQ(x16->offset % 256, 0u);
+    EXPECT_GE(t.plan.memory->workspace_bytes, x16->offset + x16->size_bytes) << what;
+  }
+}
+
 // An 8B-shaped q/k/v group: its f16 GEMVs split the work as one layer of 6144 outputs
 // would (8 rows per block for k and v too), not as three layers: alone, k and v
 // (1024 outputs) take 2-row blocks, each re-reading all of x.

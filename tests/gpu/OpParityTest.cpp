@@ -518,7 +518,7 @@ TEST(OpParity, ForwardRejectsBadSteps) {
   REQUIRE_GPU();
   TestPlan t = tinyModel(DType::F16, true);
   KernelOptions options;
-  options.archs = {gpu().arch};
+  options.archs = {gpu().codeArch};
   options.embedPtx = false;
   ASSERT_TRUE(emitKernels(t.plan, options).isOk());
   const std::string path = test::tempPlanPath("bad_steps");
@@ -583,7 +583,7 @@ TEST(OpParity, DecodeGraphMatchesPlainLaunches) {
   REQUIRE_GPU();
   TestPlan t = tinyModel(DType::BF16, true);
   KernelOptions options;
-  options.archs = {gpu().arch};
+  options.archs = {gpu().codeArch};
   options.embedPtx = false;
   ASSERT_TRUE(emitKernels(t.plan, options).isOk());
   const std::string path = test::tempPlanPath("graphs");

@@ -136,6 +136,10 @@ constexpr int kTileK = 64;  // K per step
 constexpr int kLd = kTileK + 8; // 16-bit values per shared row (bank padding)
 constexpr int kStageHalves = (kTileM + kTileN) * kLd;
 constexpr int kSharedBytes = 2 * kStageHalves * 2; // two stages of 16-bit values
+// gemm_wgmma.cuh (sm_90a): kWgmmaStages stages of a swizzled x tile and weight tile
+// (kTileM and kTileN rows of kTileK 16-bit values), plus 1 KB to align them to 1024 bytes.
+constexpr int kWgmmaStages = 6;
+constexpr int kWgmmaSharedBytes = kWgmmaStages * (kTileM + kTileN) * kTileK * 2 + 1024;
 
 // Blocks that give every tile of an n-output layer at `rows` tokens its own block.
 NINFER_HD constexpr int tiles(int n, int rows) {

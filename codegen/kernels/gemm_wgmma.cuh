@@ -1,0 +1,280 @@
+// Tensor-core GEMM for prefill on sm_90a (Hopper's warpgroup MMA): the product of
+// gemm_mma.cuh (y[m, n] = sum_k x[m, k] W[n, k] (+ bias) (+ residual), y f32) with its tiles
+// (128 tokens x 128 outputs, K in steps of 64) and weight stagers, for kernels compiled for
+// sm_90a (ninferc's h100/h200 targets); gemm_mma.cuh's mma.sync path everywhere else.
+//
+// x comes as a 16-bit copy that roundRows (below) writes before the GEMM launch, so both
+// operands travel by cp.async. Measured on the H200 at 512 tokens (8B shapes): the mma.sync
+// GEMM ran at 156-225 TFLOPS; wgmma with x read as f32 fragments into registers at 173-238
+// (the scattered 8-byte loads of x bound it: without them 359-564); with the 16-bit copy in
+// shared memory at 271-420.
+//  * 8 warps = 2 warpgroups; warpgroup g owns tokens 64 g .. 64 g + 63 of the tile and all
+//    128 outputs: one wgmma.m64n128k16 per 16 k, accumulators in 64 f32 registers/thread.
+//  * Both tiles of a k-step are 128 rows of 128 bytes in wgmma's 128-byte swizzle
+//    (SwizzledTile), read through shared memory descriptors. x: cp.async. Weights: the
+//    stagers of gemm_mma.cuh (dense: cp.async; quantized: loaded raw two steps ahead, decoded
+//    into the stage one step ahead, while the wgmma of the step before runs).
+//  * kWgmmaStages stages, copies kWgmmaStages - 2 steps ahead; one barrier per k-step; one
+//    wgmma group in flight while the next stages are written.
+// Launch: block 256 threads, grid any (tiles strided like gemm_mma.cuh),
+// gemm::kWgmmaSharedBytes of dynamic shared memory.
+#pragma once
+
+#include "gemm_mma.cuh"
+
+// NINFER_SM90A: device code compiled for sm_90a, the architecture-specific target that has
+// wgmma (plain sm_90 code does not).
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_HAS_FEATURE__)
+#if __CUDA_ARCH_HAS_FEATURE__(SM90_ALL)
+#define NINFER_SM90A 1
+#endif
+#endif
+
+namespace ninfer {
+namespace dev {
+
+#if NINFER_SM90A
+
+constexpr int kWgmmaStages = gemm::kWgmmaStages;
+constexpr int kWgmmaTileBytes = kMmaTN * kMmaTK * 2; // an x or weight tile: 128 rows of 128 bytes
+static_assert(kMmaTM == kMmaTN, "x and weight tiles have the same shape");
+static_assert(kMmaTK * 2 == 128, "a tile row is one 128-byte swizzle row");
+
+// A weight tile in the layout of wgmma's 128-byte swizzle (base 1024-aligned): row r at
+// 128 r, its 16-byte chunk c at chunk c ^ (r % 8).
+struct SwizzledTile {
+  unsigned char* base;
+  __device__ __forceinline__ void* chunk(int r, int c) const {
+    return base + r * 128 + ((c ^ (r & 7)) << 4);
+  }
+};
+
+// wgmma's shared memory descriptor of a K-major, 128-byte-swizzled tile starting at `tile`:
+// start address / 16, leading byte offset 16 (unused by this layout), stride byte offset
+// 1024 (one 8-row swizzle atom to the next), layout type 1 (128-byte swizzle). The 16 k of
+// step j start 32 j bytes further (+2 in the address field).
+__device__ __forceinline__ unsigned long long swizzledDescriptor(const void* tile) {
+  const unsigned int a = static_cast<unsigned int>(__cvta_generic_to_shared(tile));
+  return static_cast<unsigned long long>((a & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) |
+         (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmmaFence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmmaCommit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+// Waits until at most N of this warpgroup's committed wgmma groups are still running.
+template <int N> __device__ __forceinline__ void wgmmaWait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Orders this thread's shared memory writes (st.shared, cp.async) before later reads by the
+// async proxy (wgmma); a barrier after it publishes them to the other threads' wgmmas.
+__device__ __forceinline__ void fenceProxyAsync() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Keeps the compiler from moving accumulator registers across wgmma issue / wait points.
+__device__ __forceinline__ void pinAccumulators(float (&d)[64]) {
+#pragma unroll
+  for (int i = 0; i < 64; ++i)
+    asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// d += A * B for one 64 x 128 x 16 step of this warpgroup, both operands in shared memory:
+// A [64 m][16 k] through descA, B [128 n][16 k] through descB (T: "f16" or "bf16"; the
+// operands after the descriptors: scale-d 1 (accumulate), A and B not negated, both K-major).
+#define NINFER_WGMMA_64X128(T)                                                                     \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T " "                          \
+               "{%0, %1, %2, %3, %4, %5, %6, %7, "                                                 \
+               "%8, %9, %10, %11, %12, %13, %14, %15, "                                            \
+               "%16, %17, %18, %19, %20, %21, %22, %23, "                                          \
+               "%24, %25, %26, %27, %28, %29, %30, %31, "                                          \
+               "%32, %33, %34, %35, %36, %37, %38, %39, "                                          \
+               "%40, %41, %42, %43, %44, %45, %46, %47, "                                          \
+               "%48, %49, %50, %51, %52, %53, %54, %55, "                                          \
+               "%56, %57, %58, %59, %60, %61, %62, %63}, "                                         \
+               "%64, %65, 1, 1, 1, 0, 0;\n"                                                        \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),           \
+                 "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),         \
+                 "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),     \
+                 "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),     \
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),     \
+                 "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),     \
+                 "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),     \
+                 "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),     \
+                 "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),     \
+                 "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),     \
+                 "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])                                \
+               : "l"(descA), "l"(descB))
+
+template <int DT>
+__device__ __forceinline__ void wgmma64x128(float (&d)[64], unsigned long long descA,
+                                            unsigned long long descB) {
+  if constexpr (DT == kF16)
+    NINFER_WGMMA_64X128("f16");
+  else
+    NINFER_WGMMA_64X128("bf16");
+}
+#undef NINFER_WGMMA_64X128
+
+// The x tile of a k-step (128 rows x 64 16-bit values of the step's 16-bit copy of x) into a
+// swizzled tile with cp.async, 4 chunks per thread (chunk q = tid + 256 j: row q / 8, chunk
+// q % 8); rows past `rows` become zeros.
+template <int K>
+__device__ __forceinline__ void fetchXTile(const unsigned short* x16, int rows, int m0, int k0,
+                                           SwizzledTile tile) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int q = threadIdx.x + j * kMmaThreads;
+    const int r = q / 8, c = q % 8;
+    const bool inside = m0 + r < rows;
+    const unsigned short* src =
+        inside ? x16 + static_cast<long long>(m0 + r) * K + k0 + 8 * c : x16;
+    cpAsync16(tile.chunk(r, c), src, inside ? 16 : 0);
+  }
+}
+
+// The tile loop (STAGER as in gemm_mma.cuh). x16: the step's rows of x in the weights'
+// 16-bit type (KernelEmitter.cpp writes them before the GEMM launch).
+template <class STAGER, int BDT, bool HAS_BIAS, int K, int N>
+__device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, STAGER& stager,
+                                          const void* bias, const float* residual, float* y,
+                                          BlockSlice blocks) {
+  static_assert(K % kMmaTK == 0, "whole k-steps");
+  constexpr int DT = STAGER::kMmaDType;
+  constexpr int S = kWgmmaStages;
+  // Copies run D steps ahead; a stage is refilled two steps after the wgmma that read it was
+  // issued (one wgmma group stays in flight). Stagers whose fetch loads registers (quantized
+  // weights) fetch two steps ahead and decode into the stage one step ahead.
+  constexpr int D = S - 2;
+  static_assert(D >= 2, "stage reuse (see the loop)");
+  constexpr bool kAsyncW = STAGER::kCopiesAsync;
+  extern __shared__ __align__(16) unsigned char wgmmaShared[];
+  // Swizzled tiles need 1024-byte alignment (the launch asks for 1 KB more).
+  unsigned char* const tiles = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<unsigned long long>(wgmmaShared) + 1023) & ~1023ull);
+  // Stage s: the x tile (128 rows), then the weight tile (128 rows).
+  const auto xStage = [&](int ks) { return SwizzledTile{tiles + (ks % S) * 2 * kWgmmaTileBytes}; };
+  const auto wStage = [&](int ks) {
+    return SwizzledTile{tiles + (ks % S) * 2 * kWgmmaTileBytes + kWgmmaTileBytes};
+  };
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const int g = lane / 4, t = lane % 4;
+  const int group = warp / 4; // warpgroup: rows 64 group .. of the tile
+  constexpr int tilesN = (N + kMmaTN - 1) / kMmaTN;
+  constexpr int kSteps = K / kMmaTK;
+  const int tilesM = (rows + kMmaTM - 1) / kMmaTM;
+
+  for (int tile = blocks.index; tile < tilesN * tilesM; tile += blocks.count) {
+    const int m0 = (tile % tilesM) * kMmaTM;
+    const int n0 = (tile / tilesM) * kMmaTN;
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i)
+      acc[i] = 0.0f;
+
+    // The copies of step ks (x, and the weights where they are copies): one cp.async group
+    // per step, empty past the last.
+    const auto copy = [&](int ks) {
+      if (ks < kSteps) {
+        fetchXTile<K>(x16, rows, m0, ks * kMmaTK, xStage(ks));
+        if constexpr (kAsyncW)
+          stager.fetch(n0, ks * kMmaTK, wStage(ks));
+      }
+      cpAsyncCommit();
+    };
+    // Prologue: steps 0 .. D - 1 on their way; decoded weights of step 0 in their stage, of
+    // step 1 in registers. (Every thread passed the previous tile's final barrier, so no
+    // wgmma reads a stage any more.)
+    if constexpr (!kAsyncW) {
+      stager.fetch(n0, 0, wStage(0));
+      stager.store(wStage(0));
+      if (kSteps > 1)
+        stager.fetch(n0, kMmaTK, wStage(1));
+    }
+#pragma unroll
+    for (int p = 0; p < D; ++p)
+      copy(p);
+
+    for (int ks = 0; ks < kSteps; ++ks) {
+      // Step ks's tiles are complete (this thread's copies: the wait; everyone's: the barrier,
+      // after each thread's proxy fence). The barrier also means every warpgroup's wgmma of
+      // step ks - 2 is done (each waited down to one group in flight after issuing ks - 1).
+      cpAsyncWait<D - 1>();
+      fenceProxyAsync();
+      __syncthreads();
+      wgmmaFence();
+      pinAccumulators(acc);
+      const unsigned long long descA =
+          swizzledDescriptor(xStage(ks).base + group * 64 * kMmaTK * 2);
+      const unsigned long long descB = swizzledDescriptor(wStage(ks).base);
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        wgmma64x128<DT>(acc, descA + 2 * j, descB + 2 * j);
+      wgmmaCommit();
+      pinAccumulators(acc);
+      // Stage ks + 1's last reader was step ks + 1 - S's wgmma; stage ks + D's was step
+      // ks + D - S = ks - 2's.
+      if constexpr (!kAsyncW) {
+        if (ks + 1 < kSteps)
+          stager.store(wStage(ks + 1));
+        if (ks + 2 < kSteps)
+          stager.fetch(n0, (ks + 2) * kMmaTK, wStage(ks + 2));
+      }
+      copy(ks + D);
+      wgmmaWait<1>();
+      pinAccumulators(acc);
+    }
+    wgmmaWait<0>();
+    pinAccumulators(acc);
+    __syncthreads(); // every wgmma read its stages: the next tile's prologue may refill them
+
+    // Epilogue: acc[4 j + e] at row g + 8 (e / 2), column 8 j + 2 t + e % 2 of the warp's rows.
+    const int m = m0 + 16 * warp + g;
+#pragma unroll
+    for (int j = 0; j < kMmaTN / 8; ++j) {
+      const int n = n0 + 8 * j + 2 * t;
+      const float2 b = biasPair<BDT, HAS_BIAS, N>(bias, n);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        storePair<N>(y, residual, rows, m + 8 * h, n, acc[4 * j + 2 * h] + b.x,
+                     acc[4 * j + 2 * h + 1] + b.y);
+    }
+  }
+}
+
+template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
+__device__ __forceinline__ void linearWgmma(const unsigned short* x16, int rows, const void* w,
+                                            const void* bias, const float* residual, float* y,
+                                            BlockSlice blocks) {
+  static_assert(WDT == kF16 || WDT == kBF16, "tensor-core path takes f16 or bf16 weights");
+  DenseTileStager<WDT, K, N> stager{static_cast<const unsigned short*>(w)};
+  gemmWgmma<DenseTileStager<WDT, K, N>, BDT, HAS_BIAS, K, N>(x16, rows, stager, bias, residual, y,
+                                                             blocks);
+}
+
+#endif // sm_90a
+
+// The step's rows of x rounded to the 16-bit type DT: the operand of the GEMM above, which
+// reads it with cp.async (the emitter launches this before the GEMM, on the same steps).
+// Launch: block THREADS, grid (any, max_step_tokens); 8 values per thread and pass.
+template <int DT, int K, int THREADS>
+__device__ __forceinline__ void roundRows(const float* x, unsigned short* x16,
+                                          const StepState* state) {
+  static_assert(K % 8 == 0, "rows of whole 16-byte chunks");
+  const int t = blockIdx.y;
+  if (t >= state->nTokens)
+    return;
+  const float* row = x + static_cast<long long>(t) * K;
+  unsigned short* out = x16 + static_cast<long long>(t) * K;
+  for (int i = 8 * (blockIdx.x * THREADS + threadIdx.x); i < K; i += 8 * gridDim.x * THREADS) {
+    const float4 a = loadProduced(row + i), b = loadProduced(row + i + 4);
+    *reinterpret_cast<uint4*>(out + i) = make_uint4(packPair<DT>(a.x, a.y), packPair<DT>(a.z, a.w),
+                                                    packPair<DT>(b.x, b.y), packPair<DT>(b.z, b.w));
+  }
+}
+
+} // namespace dev
+} // namespace ninfer
