@@ -1029,18 +1029,33 @@ private:
       NINFER_RETURN_IF_ERROR(addKernel(op, "attention_decode", decode.str(), decodeShape));
     }
 
+    // Prefill: the tensor-core kernel where decode takes it (f16 caches, head_dim 16..128);
+    // one block per (head, query tile), tiles past the step return.
     std::ostringstream prefill;
-    prefill << "ninfer::dev::attentionPrefill<" << a.heads << ", " << a.kv_heads << ", "
-            << a.head_dim << ", " << a.window << ", " << a.context << ", " << kvDtype << ", "
-            << prefillQueriesPerWarp(a.head_dim) << ">(" << ptr("const float*", op.inputs[0])
-            << ", " << raw(op.inputs[3]) << ", " << raw(op.inputs[4]) << ", "
-            << ptr("float*", op.outputs[0]) << ", " << floatLiteral(a.scale) << ", state)";
-    // One block per (head, query tile); blocks past the step's tiles return.
-    LaunchShape prefillShape{{static_cast<uint32_t>(a.heads), 0, 1},
-                             {0, 1, 0},
-                             {kPrefillThreads, 1, 1},
-                             prefillSharedBytes(a.head_dim),
-                             2}; // decode steps (1 token) only launch the decode kernel
+    LaunchShape prefillShape;
+    if (mmaDecode) {
+      prefill << "ninfer::dev::attentionPrefillMma<" << a.heads << ", " << a.kv_heads << ", "
+              << a.head_dim << ", " << a.window << ", " << a.context << ">(";
+      const uint32_t tiles = static_cast<uint32_t>(ceilDiv(maxRows(), attn::kPrefillMmaQueries));
+      prefillShape = {{static_cast<uint32_t>(a.heads), tiles, 1},
+                      {0, 0, 0},
+                      {attn::kPrefillMmaThreads, 1, 1},
+                      static_cast<uint32_t>(attn::prefillMmaSharedBytes(a.head_dim)),
+                      2};
+    } else {
+      prefill << "ninfer::dev::attentionPrefill<" << a.heads << ", " << a.kv_heads << ", "
+              << a.head_dim << ", " << a.window << ", " << a.context << ", " << kvDtype << ", "
+              << prefillQueriesPerWarp(a.head_dim) << ">(";
+      prefillShape = {{static_cast<uint32_t>(a.heads), 0, 1},
+                      {0, 1, 0},
+                      {kPrefillThreads, 1, 1},
+                      prefillSharedBytes(a.head_dim),
+                      2};
+    }
+    // (min_tokens 2: decode steps of 1 token only launch the decode kernel.)
+    prefill << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[3]) << ", "
+            << raw(op.inputs[4]) << ", " << ptr("float*", op.outputs[0]) << ", "
+            << floatLiteral(a.scale) << ", state)";
     prefillShape.steps = plan::LaunchSteps::Sequence;
     return addKernel(op, "attention_prefill", prefill.str(), prefillShape);
   }

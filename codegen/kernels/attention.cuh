@@ -683,6 +683,211 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
   finishDecodeBlock<HEADS, HD, SPLITS, kWarps, kHpb>(sM, sL, sF, sAcc, slice, out, workspace);
 }
 
+// attentionPrefill on tensor cores (flash attention), for f16 caches with HD % 16 == 0 and
+// HD <= 128 (the emitter picks it on sm_80+): grid (HEADS, ceil(max_step_tokens / 64)),
+// block kPrefillMmaThreads (4 warps). Block (h, y) takes 64 queries of head h, the last
+// tiles first (y = 0 has the most keys to visit); warp w owns 16 of them as the 16 rows of
+// its m16n8k16 tiles. The keys of the block, 64 at a time, come through a two-stage shared
+// ring (K and V tiles by cp.async, rows padded to HD + 8 halves for ldmatrix), the next
+// tile in flight while this one is used:
+//   S = Q K^T  q scaled by scale * log2(e) and split into f16 hi + lo parts (two mma
+//              passes: f32-grade scores), K fragments by ldmatrix; 16 x 64 per warp;
+//   softmax    causal / window mask where a tile needs it, online in the accumulator
+//              layout (lane l: rows l / 4 and l / 4 + 8, keys 2 (l % 4), +1 of each 8), row
+//              max over the lane quad by shuffles;
+//   O += P V   P's accumulators become the A fragments (hi + lo again), V by ldmatrix.trans.
+// A warp skips tiles that none of its queries sees. Dynamic shared memory:
+// prefillMmaSharedBytes(HD).
+template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT>
+__device__ __forceinline__ void attentionPrefillMma(const float *q, const void *kCache,
+                                                    const void *vCache, float *out, float scale,
+                                                    const StepState *state) {
+  static_assert(HD % 16 == 0 && HD <= 128, "tensor-core prefill: head_dim % 16 == 0, <= 128");
+  constexpr int kGroup = HEADS / KVH;
+  constexpr int kBq = attn::kPrefillMmaQueries;
+  constexpr int kBk = attn::kPrefillMmaKeys;
+  constexpr int kThreads = attn::kPrefillMmaThreads;
+  static_assert(kBq == 16 * (kThreads / kWarpSize) && kBk % 16 == 0, "16 query rows per warp");
+  constexpr int kLd = attn::prefillMmaRowHalves(HD);
+  constexpr int kTile = kBk * kLd; // halves of one K or V tile
+  constexpr int kSteps = HD / 16;
+  extern __shared__ __align__(16) unsigned char prefillShared[];
+  unsigned short *const ring = reinterpret_cast<unsigned short *>(prefillShared);
+
+  const int n = state->nTokens;
+  const int t0 = (gridDim.y - 1 - blockIdx.y) * kBq;
+  if (n <= 1 || t0 >= n || state->batch)
+    return; // uniform for the whole block
+  const unsigned short *kc =
+      static_cast<const unsigned short *>(slotCache<kKvF16, CONTEXT, KVH, HD>(kCache, state->seq));
+  const unsigned short *vc =
+      static_cast<const unsigned short *>(slotCache<kKvF16, CONTEXT, KVH, HD>(vCache, state->seq));
+  const int h = blockIdx.x;
+  const int kvh = h / kGroup;
+  const int pos = state->pos;
+  const int tEnd = min(t0 + kBq, n);
+  const int jLo = WINDOW > 0 ? max(0, pos + t0 - WINDOW + 1) : 0;
+  const int jHi = min(pos + tEnd - 1, CONTEXT - 1); // the block's last key
+  const int tiles = (jHi - jLo) / kBk + 1;
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const int g = lane / 4, t = lane % 4;
+  const float negInf = __int_as_float(0xff800000);
+
+  // Stage st holds the K tile at ring + 2 st kTile, the V tile after it.
+  const auto fetch = [&](int tile, int st) {
+    const int k0 = jLo + tile * kBk;
+    unsigned short *kS = ring + 2 * st * kTile;
+    for (int c = threadIdx.x; c < kBk * HD / 8; c += kThreads) {
+      const int r = c / (HD / 8), col = (c % (HD / 8)) * 8;
+      const int j = k0 + r;
+      const bool in = j <= jHi;
+      const long long at = (static_cast<long long>(in ? j : jLo) * KVH + kvh) * HD + col;
+      cpAsync16(kS + r * kLd + col, kc + at, in ? 16 : 0);
+      cpAsync16(kS + kTile + r * kLd + col, vc + at, in ? 16 : 0);
+    }
+    cpAsyncCommit();
+  };
+  fetch(0, 0);
+
+  // Q as A fragments: a[r] holds row g + 8 (r % 2), columns 16 ks + 8 (r / 2) + 2t, +1;
+  // rows past the step are zeros.
+  const int qw = t0 + 16 * warp; // the warp's first query
+  const float qScale = scale * 1.4426950408889634f;
+  unsigned int qHi[kSteps][4], qLo[kSteps][4];
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int row = qw + g + 8 * (r % 2);
+    const float *qRow = q + (static_cast<long long>(row < n ? row : 0) * HEADS + h) * HD;
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+      const int d = 16 * ks + 8 * (r / 2) + 2 * t;
+      const uint2 v = row < n ? loadProduced(reinterpret_cast<const uint2 *>(qRow + d))
+                              : make_uint2(0u, 0u);
+      splitHalves(__uint_as_float(v.x) * qScale, __uint_as_float(v.y) * qScale, qHi[ks][r],
+                  qLo[ks][r]);
+    }
+  }
+
+  float o[HD / 8][4];
+#pragma unroll
+  for (int d = 0; d < HD / 8; ++d)
+    o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  float m[2] = {negInf, negInf}, l[2] = {0.0f, 0.0f}; // rows g, g + 8; log2 units
+  const int lastRow = min(qw + 15, n - 1);
+
+  for (int i = 0; i < tiles; ++i) {
+    const int st = i & 1;
+    if (i + 1 < tiles) {
+      fetch(i + 1, st ^ 1);
+      cpAsyncWait<1>();
+    } else {
+      cpAsyncWait<0>();
+    }
+    __syncthreads(); // every thread's copies of tile i landed
+    const int k0 = jLo + i * kBk;
+    // Warp-uniform: some query of the warp sees some key of the tile.
+    const bool seen = qw < n && k0 <= pos + lastRow &&
+                      (WINDOW == 0 || k0 + kBk - 1 >= pos + qw - WINDOW + 1);
+    if (seen) {
+      const unsigned short *kS = ring + 2 * st * kTile;
+      const unsigned short *vS = kS + kTile;
+      float s[kBk / 8][4];
+#pragma unroll
+      for (int nt = 0; nt < kBk / 8; ++nt)
+        s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < kSteps; ++ks)
+#pragma unroll
+        for (int nb = 0; nb < kBk / 16; ++nb) {
+          unsigned int kb[4];
+          ldmatrix4(kb, kS + (16 * nb + (lane / 16) * 8 + lane % 8) * kLd + 16 * ks +
+                            ((lane / 8) % 2) * 8);
+          mma16816<kF16>(s[2 * nb], qHi[ks], kb[0], kb[1]);
+          mma16816<kF16>(s[2 * nb], qLo[ks], kb[0], kb[1]);
+          mma16816<kF16>(s[2 * nb + 1], qHi[ks], kb[2], kb[3]);
+          mma16816<kF16>(s[2 * nb + 1], qLo[ks], kb[2], kb[3]);
+        }
+      // Masks: keys past the query (causal), past the window, past the block's keys.
+      const bool masked = k0 + kBk - 1 > pos + qw || k0 + kBk - 1 > jHi ||
+                          (WINDOW > 0 && k0 < pos + lastRow - WINDOW + 1);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int p = pos + qw + g + 8 * r; // this row's position
+        float mx = negInf;
+#pragma unroll
+        for (int nt = 0; nt < kBk / 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int j = k0 + 8 * nt + 2 * t + e;
+            float &v = s[nt][2 * r + e];
+            if (masked && (j > p || j > jHi || (WINDOW > 0 && p - j >= WINDOW)))
+              v = negInf;
+            mx = fmaxf(mx, v);
+          }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float mNew = fmaxf(m[r], mx);
+        // A row that has seen no key yet keeps -inf: its weights are 0, not NaN.
+        const float base = mNew == negInf ? 0.0f : mNew;
+        const float correction = exp2f(m[r] - base);
+        m[r] = mNew;
+        float sum = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < kBk / 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float &v = s[nt][2 * r + e];
+            v = exp2f(v - base);
+            sum += v;
+          }
+        l[r] = l[r] * correction + sum;
+#pragma unroll
+        for (int d = 0; d < HD / 8; ++d) {
+          o[d][2 * r] *= correction;
+          o[d][2 * r + 1] *= correction;
+        }
+      }
+#pragma unroll
+      for (int kk = 0; kk < kBk / 16; ++kk) {
+        // A fragment of keys 16 kk ..: (row g, keys 2t) (row g + 8, 2t) (row g, 2t + 8) (row g + 8, 2t + 8).
+        unsigned int pHi[4], pLo[4];
+        splitHalves(s[2 * kk][0], s[2 * kk][1], pHi[0], pLo[0]);
+        splitHalves(s[2 * kk][2], s[2 * kk][3], pHi[1], pLo[1]);
+        splitHalves(s[2 * kk + 1][0], s[2 * kk + 1][1], pHi[2], pLo[2]);
+        splitHalves(s[2 * kk + 1][2], s[2 * kk + 1][3], pHi[3], pLo[3]);
+#pragma unroll
+        for (int d0 = 0; d0 < HD; d0 += 16) {
+          unsigned int vb[4];
+          ldmatrix4Trans(vb, vS + (16 * kk + ((lane / 8) % 2) * 8 + lane % 8) * kLd + d0 +
+                                 (lane / 16) * 8);
+          mma16816<kF16>(o[d0 / 8], pHi, vb[0], vb[1]);
+          mma16816<kF16>(o[d0 / 8], pLo, vb[0], vb[1]);
+          mma16816<kF16>(o[d0 / 8 + 1], pHi, vb[2], vb[3]);
+          mma16816<kF16>(o[d0 / 8 + 1], pLo, vb[2], vb[3]);
+        }
+      }
+    }
+    __syncthreads(); // every warp is done with stage st before it is refilled
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum = l[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int row = qw + g + 8 * r;
+    if (row >= n)
+      continue;
+    const float inv = 1.0f / sum;
+    float *oRow = out + (static_cast<long long>(row) * HEADS + h) * HD;
+#pragma unroll
+    for (int d = 0; d < HD / 8; ++d)
+      *reinterpret_cast<float2 *>(oRow + 8 * d + 2 * t) =
+          make_float2(o[d][2 * r] * inv, o[d][2 * r + 1] * inv);
+  }
+}
+
 #endif // __CUDA_ARCH__ >= 800
 
 template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int KVT, int QPW>

@@ -16,6 +16,10 @@ constexpr int kDecodeTileKeys = 16;   // keys per tile of the tensor-core decode
 constexpr int kMaxDecodeSplits = 64;
 constexpr int kPrefillThreads = 256;
 constexpr int kPrefillKeys = 32; // keys per prefill tile
+// Tensor-core prefill (attentionPrefillMma): 4 warps of 16 queries, tiles of 64 keys.
+constexpr int kPrefillMmaThreads = 128;
+constexpr int kPrefillMmaQueries = 64;
+constexpr int kPrefillMmaKeys = 64;
 
 // Query heads per decode block and blocks per kv head, for GQA group size `group`.
 NINFER_HD constexpr int decodeHeadsPerBlock(int group) { return group < 8 ? group : 8; }
@@ -32,6 +36,13 @@ NINFER_HD constexpr int decodeMmaSharedBytes(int headDim, int group) {
   const int rings = kWarps * 4 * kDecodeTileKeys * decodeMmaRowHalves(headDim) * 2;
   const int merge = kWarps * decodeHeadsPerBlock(group) * (3 + headDim) * 4;
   return rings > merge ? rings : merge;
+}
+
+// Halves per shared K/V row of the tensor-core prefill kernel (padded like the decode
+// kernel's) and its dynamic shared memory: two stages of a K and a V tile.
+NINFER_HD constexpr int prefillMmaRowHalves(int headDim) { return headDim + 8; }
+NINFER_HD constexpr int prefillMmaSharedBytes(int headDim) {
+  return 2 * 2 * kPrefillMmaKeys * prefillMmaRowHalves(headDim) * 2;
 }
 
 } // namespace attn
