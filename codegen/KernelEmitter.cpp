@@ -440,15 +440,25 @@ private:
     const int64_t k = op.attrs.AsLinearAttrs()->in_features;
     LaunchShape shape{{blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
     shape.minTokens = kLinearGemvRows + 1;
+    const int swiGlu = fusions_.swiGluRoundOf[opIndex_];
     if (!(choices_.wgmmaGemm && wgmmaOk && k % gemm::kTileK == 0)) {
+      if (swiGlu >= 0) // LaunchFusion.cpp's condition promised the wgmma path
+        return fail(op, "its SwiGLU was fused into a rounding launch it does not have");
       shape.sharedBytes = gemm::kSharedBytes;
       return addKernel(op, name, text(kRowsGemm), shape);
     }
     reserveX16(k);
     std::ostringstream round;
-    round << "ninfer::dev::roundRows<" << dtype << ", " << k << ", " << kThreads << ">("
-          << ptr("const float*", op.inputs[0]) << ", " << ptr("unsigned short*", *x16_)
-          << ", state)";
+    if (swiGlu >= 0) { // x = silu(gate) * up, computed here (the SwiGLU op has no launch)
+      const OpT &act = *plan_.ops[size_t(swiGlu)];
+      round << "ninfer::dev::roundSwiGluRows<" << dtype << ", " << k << ", " << kThreads << ">("
+            << ptr("const float*", act.inputs[0]) << ", " << ptr("const float*", act.inputs[1])
+            << ", ";
+    } else {
+      round << "ninfer::dev::roundRows<" << dtype << ", " << k << ", " << kThreads << ">("
+            << ptr("const float*", op.inputs[0]) << ", ";
+    }
+    round << ptr("unsigned short*", *x16_) << ", state)";
     LaunchShape rounding = perTokenRows(static_cast<uint32_t>(ceilDiv(k, 8 * kThreads)));
     rounding.minTokens = shape.minTokens;
     NINFER_RETURN_IF_ERROR(addKernel(op, "round_x16", round.str(), rounding));
@@ -1060,14 +1070,18 @@ private:
     return addKernel(op, "attention_prefill", prefill.str(), prefillShape);
   }
 
-  Status emitElementwise(OpT &op, int dim, const char *fn, const char *suffix,
-                         uint32_t minTokens = 0) {
+  Status checkElementwise(OpT &op, int dim) {
     NINFER_RETURN_IF_ERROR(checkArity(op, 2, 2, 1));
     if (dim <= 0)
       return fail(op, "dim must be positive");
     NINFER_RETURN_IF_ERROR(checkRows(op, op.inputs[0], maxRows(), dim, "first input"));
     NINFER_RETURN_IF_ERROR(checkRows(op, op.inputs[1], maxRows(), dim, "second input"));
-    NINFER_RETURN_IF_ERROR(checkRows(op, op.outputs[0], maxRows(), dim, "output"));
+    return checkRows(op, op.outputs[0], maxRows(), dim, "output");
+  }
+
+  Status emitElementwise(OpT &op, int dim, const char *fn, const char *suffix,
+                         uint32_t minTokens = 0) {
+    NINFER_RETURN_IF_ERROR(checkElementwise(op, dim));
     std::ostringstream call;
     call << "ninfer::dev::" << fn << "<" << dim << ", " << kThreads << ">("
          << ptr("const float*", op.inputs[0]) << ", " << ptr("const float*", op.inputs[1]) << ", "
@@ -1078,7 +1092,10 @@ private:
   }
 
   Status emitSwiGlu(OpT &op, const plan::SwiGluAttrsT &a) {
-    // Fused into its gate/up GEMV for short steps: the launch runs the longer ones.
+    // Fused into its gate/up GEMV for short steps: the launch runs the longer ones, unless
+    // the down projection's rounding launch computes it there (no launch at all).
+    if (fusions_.swiGluRounded[opIndex_])
+      return checkElementwise(op, a.dim);
     return emitElementwise(op, a.dim, "swiGlu", "swiglu",
                            fusions_.swiGluFused[opIndex_] ? kLinearGemvRows + 1 : 0);
   }

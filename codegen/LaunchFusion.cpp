@@ -25,6 +25,7 @@ public:
     findLinearGroups();
     findRopeAppends();
     findSwiGluFusions();
+    findSwiGluRounds();
     findNormFusions();
     return std::move(out_);
   }
@@ -105,6 +106,51 @@ private:
         continue;
       out_.swiGluOfGroup[i] = static_cast<int>(i + 2);
       out_.swiGluFused[i + 2] = true;
+    }
+  }
+
+  // A fused SwiGLU (above) whose activation only the next op reads: a linear whose GEMM
+  // runs on wgmma (sm_90a targets; f16/bf16 weights its GEMV reads 16 bytes at a time, or a
+  // group-quantized format; K whole 64-value steps; not grouped). Its rounding launch
+  // computes the activation from gate and up (roundSwiGluRows) in the steps the gate/up
+  // GEMV leaves, so the SwiGLU op keeps no launch: its write and read of the activation in
+  // f32 go. (KernelEmitter.cpp's addGemm takes the same wgmma path.)
+  void findSwiGluRounds() {
+    const size_t n = plan_.ops.size();
+    out_.swiGluRoundOf.assign(n, -1);
+    out_.swiGluRounded.assign(n, false);
+    if (!choices_.wgmmaGemm || !choices_.tensorCoreGemm || maxRows() <= kLinearGemvRows)
+      return;
+    for (size_t s = 0; s + 1 < n; ++s) {
+      const OpT &act = *plan_.ops[s], &down = *plan_.ops[s + 1];
+      const plan::LinearAttrsT *la = down.attrs.AsLinearAttrs();
+      if (!out_.swiGluFused[s] || !la || !validBuffers(down) || down.inputs.size() < 2 ||
+          down.inputs[0] != act.outputs[0] || la->in_features % gemm::kTileK != 0 ||
+          out_.linearGroups[s + 1].size > 1)
+        continue;
+      const DType wType = buf(down.inputs[1]).dtype;
+      const bool halves = (wType == DType::F16 || wType == DType::BF16) &&
+                          vecGemv(down, down.inputs[0]);
+      if (!halves && quant::formatOfPlanDType(int(wType)) < 0)
+        continue;
+      const uint32_t activation = act.outputs[0];
+      bool otherReader = false;
+      for (size_t k = 1; k < down.inputs.size(); ++k)
+        otherReader = otherReader || overlaps(down.inputs[k], activation);
+      for (size_t j = s + 2; j < n && !otherReader; ++j) {
+        const OpT &op = *plan_.ops[j];
+        bool written = false;
+        for (uint32_t b : op.inputs)
+          otherReader = otherReader || !validBuffers(op) || overlaps(b, activation);
+        for (uint32_t b : op.outputs)
+          written = written || overlaps(b, activation);
+        if (written)
+          break;
+      }
+      if (otherReader)
+        continue;
+      out_.swiGluRoundOf[s + 1] = static_cast<int>(s);
+      out_.swiGluRounded[s] = true;
     }
   }
 

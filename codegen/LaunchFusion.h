@@ -51,6 +51,10 @@ struct LaunchFusions {
   // whether it is.
   std::vector<int> swiGluOfGroup;
   std::vector<bool> swiGluFused;
+  // Linear op -> the fused SwiGLU op whose activation its GEMM's rounding launch computes
+  // (sm_90a), or -1; SwiGLU op -> whether it is (then it has no launch).
+  std::vector<int> swiGluRoundOf;
+  std::vector<bool> swiGluRounded;
   std::vector<RopeAppend> ropeAppends;
   // Op index -> index into ropeAppends, or -1.
   std::vector<int> ropeAppendOf;

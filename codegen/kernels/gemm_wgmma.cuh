@@ -257,23 +257,59 @@ __device__ __forceinline__ void linearWgmma(const unsigned short* x16, int rows,
 
 #endif // sm_90a
 
-// The step's rows of x rounded to the 16-bit type DT: the operand of the GEMM above, which
-// reads it with cp.async (the emitter launches this before the GEMM, on the same steps).
-// Launch: block THREADS, grid (any, max_step_tokens); 8 values per thread and pass.
-template <int DT, int K, int THREADS>
-__device__ __forceinline__ void roundRows(const float* x, unsigned short* x16,
-                                          const StepState* state) {
+// Where roundRowsFrom reads its values: the rows of x, or the SwiGLU of two rows (gate, up),
+// 8 values from element `at` (a multiple of 8).
+struct PlainRows {
+  const float *x;
+  __device__ __forceinline__ void load(long long at, float (&v)[8]) const {
+    const float4 a = loadProduced(x + at), b = loadProduced(x + at + 4);
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  }
+};
+struct SwiGluRows {
+  const float *gate, *up;
+  __device__ __forceinline__ void load(long long at, float (&v)[8]) const {
+    float g[8], u[8];
+    PlainRows{gate}.load(at, g);
+    PlainRows{up}.load(at, u);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      v[i] = siluTimes(g[i], u[i]);
+  }
+};
+
+// The step's rows of x (SOURCE) rounded to the 16-bit type DT: the operand of the GEMM
+// above, which reads it with cp.async (the emitter launches this before the GEMM, on the
+// same steps). Launch: block THREADS, grid (any, max_step_tokens); 8 values per thread and
+// pass.
+template <int DT, int K, int THREADS, class SOURCE>
+__device__ __forceinline__ void roundRowsFrom(SOURCE source, unsigned short *x16,
+                                              const StepState *state) {
   static_assert(K % 8 == 0, "rows of whole 16-byte chunks");
   const int t = blockIdx.y;
   if (t >= state->nTokens)
     return;
-  const float* row = x + static_cast<long long>(t) * K;
-  unsigned short* out = x16 + static_cast<long long>(t) * K;
   for (int i = 8 * (blockIdx.x * THREADS + threadIdx.x); i < K; i += 8 * gridDim.x * THREADS) {
-    const float4 a = loadProduced(row + i), b = loadProduced(row + i + 4);
-    *reinterpret_cast<uint4*>(out + i) = make_uint4(packPair<DT>(a.x, a.y), packPair<DT>(a.z, a.w),
-                                                    packPair<DT>(b.x, b.y), packPair<DT>(b.z, b.w));
+    const long long at = static_cast<long long>(t) * K + i;
+    float v[8];
+    source.load(at, v);
+    *reinterpret_cast<uint4 *>(x16 + at) = make_uint4(packPair<DT>(v[0], v[1]),
+                                                      packPair<DT>(v[2], v[3]),
+                                                      packPair<DT>(v[4], v[5]),
+                                                      packPair<DT>(v[6], v[7]));
   }
+}
+template <int DT, int K, int THREADS>
+__device__ __forceinline__ void roundRows(const float *x, unsigned short *x16,
+                                          const StepState *state) {
+  roundRowsFrom<DT, K, THREADS>(PlainRows{x}, x16, state);
+}
+// The same for the input of a down projection that is the SwiGLU of gate and up rows
+// (LaunchFusion.cpp's swiGluRoundOf): the SwiGLU op then has no launch of its own.
+template <int DT, int K, int THREADS>
+__device__ __forceinline__ void roundSwiGluRows(const float *gate, const float *up,
+                                                unsigned short *x16, const StepState *state) {
+  roundRowsFrom<DT, K, THREADS>(SwiGluRows{gate, up}, x16, state);
 }
 
 } // namespace dev

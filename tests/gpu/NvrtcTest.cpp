@@ -505,6 +505,80 @@ TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
   }
 }
 
+// On sm_90a the down projection's rounding launch computes a fused SwiGLU from the gate and
+// up rows (roundSwiGluRows), so the SwiGLU op has no launch left: the gate/up GEMV computes
+// it in short steps. Not where another op reads the activation, not in plans of several
+// sequences (no SwiGLU fused into the GEMV) and not for sm_90 code.
+TEST(Nvrtc, Sm90aDownProjectionRoundsTheSwiGlu) {
+  struct Case {
+    DType type;
+    std::string arch;
+    bool otherReader;
+    int batch;
+    bool rounded;
+  };
+  for (const Case &c : {Case{DType::F16, "sm_90a", false, 1, true},
+                        Case{DType::Q4_G64, "sm_90a", false, 1, true},
+                        Case{DType::F16, "sm_90", false, 1, false},
+                        Case{DType::F16, "sm_90a", true, 1, false},
+                        Case{DType::F16, "sm_90a", false, 2, false}}) {
+    TestPlan t(16, 64, c.batch);
+    const int hidden = 256, ffn = 384;
+    const uint32_t x = t.addActivation("x", hidden);
+    const uint32_t gate = t.addActivation("gate", ffn), up = t.addActivation("up", ffn);
+    const auto linear = [&](uint32_t in, uint32_t out, int inF, int outF) {
+      const uint32_t w = t.addDummyWeight("w" + std::to_string(out), c.type, {outF, inF}, out,
+                                          0.05f, 0.0f);
+      plan::LinearAttrsT a;
+      a.in_features = inF;
+      a.out_features = outF;
+      t.addOp("linear", a, {in, w}, {out});
+    };
+    linear(x, gate, hidden, ffn);
+    linear(x, up, hidden, ffn);
+    plan::SwiGluAttrsT swi;
+    swi.dim = ffn;
+    const uint32_t act = t.addActivation("act", ffn);
+    t.addOp("swiglu", swi, {gate, up}, {act});
+    const uint32_t y = t.addActivation("y", hidden);
+    linear(act, y, ffn, hidden);
+    if (c.otherReader) {
+      plan::AddAttrsT add;
+      add.dim = ffn;
+      t.addOp("add", add, {act, gate}, {up});
+    }
+    KernelOptions options;
+    options.archs = {c.arch};
+    options.embedPtx = false;
+    Status status = emitKernels(t.plan, options);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    const std::string what = std::string(plan::EnumNameDType(c.type)) + " " + c.arch +
+                             (c.otherReader ? " read twice" : "") +
+                             (c.batch > 1 ? " batch" : "");
+    const std::string &source = t.plan.kernels->source;
+    const std::string call = "roundSwiGluRows<1, " + std::to_string(ffn) + ", ";
+    EXPECT_EQ(source.find(call) != std::string::npos, c.rounded) << what;
+    const auto &swiLaunches = t.plan.ops[2]->launches;
+    EXPECT_EQ(swiLaunches.size(), c.rounded ? 0u : 1u) << what;
+    if (!c.rounded) {
+      ASSERT_EQ(swiLaunches.size(), 1u);
+      // Fused into the gate/up GEMV (one-sequence plans): its launch runs the long steps.
+      EXPECT_EQ(swiLaunches[0]->min_tokens, c.batch == 1 ? 9u : 0u) << what;
+      continue;
+    }
+    // The down op's launches end with the rounding launch (reading gate and up) and the GEMM.
+    const auto &down = t.plan.ops[3]->launches;
+    ASSERT_GE(down.size(), 3u) << what;
+    const plan::LaunchT &round = *down[down.size() - 2];
+    EXPECT_NE(t.plan.kernels->functions[round.function].find("round_x16"), std::string::npos);
+    EXPECT_EQ(round.min_tokens, 9u);
+    const std::vector<uint32_t> &args = round.args;
+    EXPECT_NE(std::find(args.begin(), args.end(), gate), args.end()) << what;
+    EXPECT_NE(std::find(args.begin(), args.end(), up), args.end()) << what;
+    EXPECT_EQ(std::find(args.begin(), args.end(), act), args.end()) << what;
+  }
+}
+
 // An RMSNorm read only by linears whose short-step launches can normalize their input
 // (the 16-byte GEMV for up to 8 rows, the sm_90 bulk GEMV for one token) is fused into
 // them: those launches read the norm's input and weight, the norm's launch runs the longer
