@@ -898,12 +898,13 @@ private:
     NINFER_RETURN_IF_ERROR(checkWeight(op, op.inputs[1], a.head_dim / 2, "inv_freq"));
     if (buf(op.inputs[1]).dtype != DType::F32)
       return fail(op, "inv_freq must be F32");
+    // Fused with the other Rope op and the KV append (LaunchFusion.cpp): the first op carries
+    // the one launch, the second has none.
+    if (const int fused = fusions_.ropeAppendOf[opIndex_]; fused >= 0)
+      return fusions_.ropeAppends[fused].first == opIndex_
+                 ? addRopeAppend(op, fusions_.ropeAppends[fused])
+                 : Status::ok();
     LaunchShape shape = perTokenRows(rowBlocks(width / 2));
-    if (const int fused = fusions_.ropeAppendOf[opIndex_]; fused >= 0) {
-      if (fusions_.ropeAppends[fused].first == opIndex_)
-        NINFER_RETURN_IF_ERROR(addRopeAppend(op, fusions_.ropeAppends[fused]));
-      shape.minTokens = kLinearGemvRows + 1; // shorter steps run the fused launch
-    }
     std::ostringstream call;
     call << "ninfer::dev::rope<" << a.heads << ", " << a.head_dim << ", "
          << (dynamic ? "true" : "false") << ", " << kThreads << ">("
@@ -914,8 +915,8 @@ private:
     return addKernel(op, "rope", call.str(), shape);
   }
 
-  // codegen/kernels/rope.cuh ropeAppend for steps of up to kLinearGemvRows tokens,
-  // carried by the first of the two Rope ops (LaunchFusion.cpp checked the pattern).
+  // codegen/kernels/rope.cuh ropeAppend for every step, carried by the first of the two
+  // Rope ops (LaunchFusion.cpp checked the pattern).
   Status addRopeAppend(OpT &first, const RopeAppend &f) {
     const OpT &attention = *plan_.ops[f.attention];
     const plan::AttentionAttrsT &a = *attention.attrs.AsAttentionAttrs();
@@ -935,9 +936,7 @@ private:
          << raw(attention.inputs[4]) << ", " << floatLiteral(r.attention_factor) << ", "
          << floatLiteral(r.theta) << ", " << floatLiteral(r.dynamic_factor) << ", "
          << r.original_max_positions << ", state)";
-    LaunchShape shape = perTokenRows(qBlocks + kBlocks + vBlocks);
-    shape.maxTokens = kLinearGemvRows;
-    return addKernel(first, "rope_append", call.str(), shape);
+    return addKernel(first, "rope_append", call.str(), perTokenRows(qBlocks + kBlocks + vBlocks));
   }
 
   Status emitAttention(OpT &op, const plan::AttentionAttrsT &a) {
@@ -1004,10 +1003,9 @@ private:
     const uint32_t appendBlocks = kvType == DType::Q8_KV
                                       ? static_cast<uint32_t>(ceilDiv(a.kv_heads, kThreads / 32))
                                       : rowBlocks(kvWidth);
-    LaunchShape appendShape = perTokenRows(appendBlocks);
-    if (fusions_.ropeAppendOf[opIndex_] >= 0) // shorter steps append in the Rope op's fused launch
-      appendShape.minTokens = kLinearGemvRows + 1;
-    NINFER_RETURN_IF_ERROR(addKernel(op, "kv_append", append.str(), appendShape));
+    // (None where the Rope ops' fused launch appends.)
+    if (fusions_.ropeAppendOf[opIndex_] < 0)
+      NINFER_RETURN_IF_ERROR(addKernel(op, "kv_append", append.str(), perTokenRows(appendBlocks)));
 
     const int group = a.heads / a.kv_heads;
     // f16 caches of head_dim 16..128 (a multiple of 16) decode on tensor cores.

@@ -258,7 +258,7 @@ private:
     const size_t n = plan_.ops.size();
     out_.ropeAppends.clear();
     out_.ropeAppendOf.assign(n, -1);
-    if (!choices_.fuseLaunches || maxRows() <= kLinearGemvRows)
+    if (!choices_.fuseLaunches)
       return;
     for (size_t i = 2; i < n; ++i) {
       const plan::AttentionAttrsT *att = plan_.ops[i]->attrs.AsAttentionAttrs();

@@ -180,17 +180,27 @@ __device__ __forceinline__ float2 biasPair(const void *bias, int n) {
   return b;
 }
 
-// A GEMM tile's outputs (m, n) and (m, n + 1), those inside [rows, N].
+// A GEMM tile's outputs (m, n) and (m, n + 1) (n even), those inside [rows, N]: one 8-byte
+// store where N is even (then both lie inside, 8-byte aligned), else one or two 4-byte ones.
+// The residual may alias y: it is read before y is written, by the same thread.
 template <int N>
 __device__ __forceinline__ void storePair(float *y, const float *residual, int rows, int m, int n,
                                           float v0, float v1) {
-  if (m >= rows)
+  if (m >= rows || n >= N)
     return;
-  const long long row = static_cast<long long>(m) * N;
-  if (n < N)
-    storeLinearOut(y, residual, row + n, v0);
-  if (n + 1 < N)
-    storeLinearOut(y, residual, row + n + 1, v1);
+  const long long i = static_cast<long long>(m) * N + n;
+  if constexpr (N % 2 == 0) {
+    if (residual) {
+      const float2 r = *reinterpret_cast<const float2 *>(residual + i);
+      v0 += r.x;
+      v1 += r.y;
+    }
+    *reinterpret_cast<float2 *>(y + i) = make_float2(v0, v1);
+  } else {
+    storeLinearOut(y, residual, i, v0);
+    if (n + 1 < N)
+      storeLinearOut(y, residual, i + 1, v1);
+  }
 }
 
 // The tile loop. STAGER: kMmaDType (the 16-bit type of both operands), kCopiesAsync,

@@ -77,8 +77,8 @@ __device__ __forceinline__ void rope(const float *x, const float *invFreq, float
 }
 
 // RoPE of q and k and the f16 KV-cache append of k and v in one launch (the
-// emitter fuses the two Rope ops and the Attention op's append this way for
-// short steps): blocks [0, QB) rotate q in place, [QB, QB + KB) rotate k in
+// emitter fuses the two Rope ops and the Attention op's append this way, in
+// every step): blocks [0, QB) rotate q in place, [QB, QB + KB) rotate k in
 // place and store it in cache row (position of t) of the row's sequence slot,
 // the rest copy v to its cache row. Launch: block THREADS, grid (QB + KB + VB,
 // n_tokens, 1) with QB, KB, VB the rope / append grids of the separate kernels.

@@ -137,28 +137,24 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
   EXPECT_EQ(head[1].steps, S::Batch);
   EXPECT_EQ(head[1].maxTokens, 8u);
 
-  // Attention: the append runs in long steps (shorter ones append in the
-  // fused RoPE launch), the decode kernel once per row of a batch step (grid
-  // z = rows) as its own launch of the same function, prefill in
-  // single-sequence steps only.
+  // Attention: no append (the fused RoPE launch appends), the decode kernel once per
+  // row of a batch step (grid z = rows) as its own launch of the same function,
+  // prefill in single-sequence steps only.
   const std::vector<LaunchRow> attention = launchesOf(many.plan, "l1.attn");
-  ASSERT_EQ(attention.size(), 4u);
-  EXPECT_EQ(attention[0].kernel, "kv_append");
-  EXPECT_EQ(attention[0].steps, S::Any);
-  EXPECT_EQ(attention[0].minTokens, 9u);
+  ASSERT_EQ(attention.size(), 3u);
+  EXPECT_EQ(attention[0].kernel, "attention_decode");
+  EXPECT_EQ(attention[0].steps, S::Sequence);
+  EXPECT_EQ(attention[0].maxTokens, 1u);
+  EXPECT_EQ(attention[0].zBase, 1u);
+  EXPECT_EQ(attention[0].zPerToken, 0u);
   EXPECT_EQ(attention[1].kernel, "attention_decode");
-  EXPECT_EQ(attention[1].steps, S::Sequence);
-  EXPECT_EQ(attention[1].maxTokens, 1u);
-  EXPECT_EQ(attention[1].zBase, 1u);
-  EXPECT_EQ(attention[1].zPerToken, 0u);
-  EXPECT_EQ(attention[2].kernel, "attention_decode");
-  EXPECT_EQ(attention[2].function, attention[1].function);
-  EXPECT_EQ(attention[2].steps, S::Batch);
-  EXPECT_EQ(attention[2].maxTokens, 8u);
-  EXPECT_EQ(attention[2].zBase, 0u);
-  EXPECT_EQ(attention[2].zPerToken, 1u);
-  EXPECT_EQ(attention[3].kernel, "attention_prefill");
-  EXPECT_EQ(attention[3].steps, S::Sequence);
+  EXPECT_EQ(attention[1].function, attention[0].function);
+  EXPECT_EQ(attention[1].steps, S::Batch);
+  EXPECT_EQ(attention[1].maxTokens, 8u);
+  EXPECT_EQ(attention[1].zBase, 0u);
+  EXPECT_EQ(attention[1].zPerToken, 1u);
+  EXPECT_EQ(attention[2].kernel, "attention_prefill");
+  EXPECT_EQ(attention[2].steps, S::Sequence);
   // Multi-row GEMV steps stage x in shared memory in plans of several sequences only.
   EXPECT_NE(many.plan.kernels->source.find("#define NINFER_GEMV_STAGE_X 1"), std::string::npos);
   EXPECT_EQ(one.plan.kernels->source.find("NINFER_GEMV_STAGE_X"), std::string::npos);
@@ -166,7 +162,7 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
   // launch once passed none: a null-pointer read on the GPU).
   for (const auto &op : many.plan.ops)
     if (op->name == "l1.attn" || op->name == "lm_head") {
-      const size_t batchLaunch = op->name == "lm_head" ? 1 : 2;
+      const size_t batchLaunch = 1;
       EXPECT_FALSE(op->launches[batchLaunch]->args.empty()) << op->name;
       EXPECT_EQ(op->launches[batchLaunch]->args, op->launches[batchLaunch - 1]->args) << op->name;
     }
@@ -174,10 +170,11 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
   // The fusions still happen, and run in both kinds of step: RoPE + append,
   // the grouped q/k/v GEMV.
   const std::vector<LaunchRow> ropeQ = launchesOf(many.plan, "l0.rope_q");
-  ASSERT_EQ(ropeQ.size(), 2u);
+  ASSERT_EQ(ropeQ.size(), 1u);
   EXPECT_EQ(ropeQ[0].kernel, "rope_append");
   EXPECT_EQ(ropeQ[0].steps, S::Any);
-  EXPECT_EQ(ropeQ[0].maxTokens, 8u);
+  EXPECT_EQ(ropeQ[0].maxTokens, 0u);
+  EXPECT_TRUE(launchesOf(many.plan, "l0.rope_k").empty());
   const std::vector<LaunchRow> q = launchesOf(many.plan, "l0.q");
   ASSERT_EQ(q.size(), 2u);
   EXPECT_EQ(q[0].kernel, "linear_group3_gemv");

@@ -159,8 +159,7 @@ TEST(Nvrtc, EmitsCubinsForAllArchsAndPtx) {
 // With steps longer than the GEMV rows: q, k and v read one input and share one
 // decode launch (blocks of q, then k, then v) and keep a GEMM launch each; the
 // lm_head (last row only) and o (another input) keep their own launches. The two
-// RoPE ops and the attention's KV append run as one launch for short steps and
-// keep their own launches for long ones.
+// RoPE ops and the attention's KV append run as one launch in every step.
 TEST(Nvrtc, FusesLaunchesForShortSteps) {
   for (bool group : {true, false}) {
     TestPlan t = smallModel(DType::F16, 16);
@@ -175,21 +174,23 @@ TEST(Nvrtc, FusesLaunchesForShortSteps) {
     EXPECT_EQ(fns[o[0]->function].find("group"), std::string::npos);
     const auto &ropeQ = t.plan.ops[5]->launches, &ropeK = t.plan.ops[6]->launches,
                &attn = t.plan.ops[7]->launches;
-    ASSERT_EQ(attn.size(), 3u);
-    EXPECT_EQ(fns[attn[0]->function].find("kv_append") != std::string::npos, true);
     if (group) {
-      ASSERT_EQ(ropeQ.size(), 2u);
-      ASSERT_EQ(ropeK.size(), 1u);
+      // One launch for both RoPE ops and the append, in every step.
+      ASSERT_EQ(ropeQ.size(), 1u);
+      EXPECT_TRUE(ropeK.empty());
       EXPECT_NE(fns[ropeQ[0]->function].find("rope_append"), std::string::npos);
-      EXPECT_EQ(ropeQ[0]->max_tokens, 8u);
+      EXPECT_EQ(ropeQ[0]->min_tokens, 0u);
+      EXPECT_EQ(ropeQ[0]->max_tokens, 0u);
       // rope of q (4 heads x 8 pairs), of k (2 x 8) and the v copy (2 x 16): a block each.
       EXPECT_EQ(ropeQ[0]->grid_base[0], 3u);
-      EXPECT_EQ(ropeQ[1]->min_tokens, 9u);
-      EXPECT_EQ(ropeK[0]->min_tokens, 9u);
-      EXPECT_EQ(attn[0]->min_tokens, 9u); // the append, for long steps only
+      ASSERT_EQ(attn.size(), 2u); // decode and prefill, no append
+      EXPECT_EQ(fns[attn[0]->function].find("kv_append"), std::string::npos);
     } else {
       ASSERT_EQ(ropeQ.size(), 1u);
+      ASSERT_EQ(ropeK.size(), 1u);
       EXPECT_EQ(ropeQ[0]->min_tokens, 0u);
+      ASSERT_EQ(attn.size(), 3u);
+      EXPECT_NE(fns[attn[0]->function].find("kv_append"), std::string::npos);
       EXPECT_EQ(attn[0]->min_tokens, 0u);
     }
     if (group) {
