@@ -156,11 +156,13 @@ llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
   planT.dummy_weights = options.dummyWeights;
   planT.model->source = options.input;
 
-  if (options.checkPlan)
-    if (llvm::Error error = options.checkPlan(planT))
-      return error;
+  // The kernels first: emission may grow the workspace (the sm_90a GEMMs' 16-bit copy of x),
+  // and the check and report see the final memory plan.
   if (!options.kernels.archs.empty())
     if (llvm::Error error = toError(emitKernels(planT, options.kernels)))
+      return error;
+  if (options.checkPlan)
+    if (llvm::Error error = options.checkPlan(planT))
       return error;
   if (!options.output.empty())
     if (llvm::Error error = toError(writePlanWithWeights(options.output, planT, **weights)))
