@@ -5,9 +5,9 @@
 //
 // x comes as a 16-bit copy that roundRows (below) writes before the GEMM launch, so both
 // operands travel by cp.async. Measured on the H200 at 512 tokens (8B shapes): the mma.sync
-// GEMM ran at 156-225 TFLOPS; wgmma with x read as f32 fragments into registers at 173-238
+// GEMM ran at 156-225 TFLOPS; wgmma with x read as f32 fragments into registers at 173-247
 // (the scattered 8-byte loads of x bound it: without them 359-564); with the 16-bit copy in
-// shared memory at 271-420.
+// shared memory at 268-420 (docs/performance.md, tenth session).
 //  * 8 warps = 2 warpgroups; warpgroup g owns tokens 64 g .. 64 g + 63 of the tile and all
 //    128 outputs: one wgmma.m64n128k16 per 16 k, accumulators in 64 f32 registers/thread.
 //  * Both tiles of a k-step are 128 rows of 128 bytes in wgmma's 128-byte swizzle
@@ -40,8 +40,8 @@ constexpr int kWgmmaTileBytes = kMmaTN * kMmaTK * 2; // an x or weight tile: 128
 static_assert(kMmaTM == kMmaTN, "x and weight tiles have the same shape");
 static_assert(kMmaTK * 2 == 128, "a tile row is one 128-byte swizzle row");
 
-// A weight tile in the layout of wgmma's 128-byte swizzle (base 1024-aligned): row r at
-// 128 r, its 16-byte chunk c at chunk c ^ (r % 8).
+// An x or weight tile in the layout of wgmma's 128-byte swizzle (base 1024-aligned): row r
+// at 128 r, its 16-byte chunk c at chunk c ^ (r % 8).
 struct SwizzledTile {
   unsigned char* base;
   __device__ __forceinline__ void* chunk(int r, int c) const {
