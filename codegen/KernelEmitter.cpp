@@ -432,9 +432,9 @@ private:
 
   // The tensor-core GEMM launches of a linear op or group (text(rows): its call for ROWS =
   // rows; `blocks`: a block per 128 x 128 tile of the longest step, which the kernel strides
-  // over), for steps of more than kLinearGemvRows tokens. On sm_90a (choices_.wgmmaGemm; wgmmaOk: the members round x to
-  // one 16-bit type, `dtype`) a launch first rounds x to it into the x16 workspace and
-  // gemm_wgmma.cuh reads that; elsewhere gemm_mma.cuh reads x itself.
+  // over), for steps of more than kLinearGemvRows tokens. On sm_90a (choices_.wgmmaGemm;
+  // wgmmaOk: the members round x to one 16-bit type, `dtype`) a launch first rounds x to it
+  // into the x16 workspace and gemm_wgmma.cuh reads that; elsewhere gemm_mma.cuh reads x.
   Status addGemm(OpT &op, const std::string &name, uint32_t blocks, bool wgmmaOk, int dtype,
                  const std::function<std::string(int)> &text) {
     const int64_t k = op.attrs.AsLinearAttrs()->in_features;

@@ -850,7 +850,8 @@ __device__ __forceinline__ void attentionPrefillMma(const float *q, const void *
       }
 #pragma unroll
       for (int kk = 0; kk < kBk / 16; ++kk) {
-        // A fragment of keys 16 kk ..: (row g, keys 2t) (row g + 8, 2t) (row g, 2t + 8) (row g + 8, 2t + 8).
+        // A fragment of keys 16 kk ..: (row g, keys 2t) (row g + 8, 2t) (row g, 2t + 8)
+        // (row g + 8, 2t + 8).
         unsigned int pHi[4], pLo[4];
         splitHalves(s[2 * kk][0], s[2 * kk][1], pHi[0], pLo[0]);
         splitHalves(s[2 * kk][2], s[2 * kk][3], pHi[1], pLo[1]);
