@@ -245,16 +245,6 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
   }
 }
 
-template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
-__device__ __forceinline__ void linearWgmma(const unsigned short* x16, int rows, const void* w,
-                                            const void* bias, const float* residual, float* y,
-                                            BlockSlice blocks) {
-  static_assert(WDT == kF16 || WDT == kBF16, "tensor-core path takes f16 or bf16 weights");
-  DenseTileStager<WDT, K, N> stager{static_cast<const unsigned short*>(w)};
-  gemmWgmma<DenseTileStager<WDT, K, N>, BDT, HAS_BIAS, K, N>(x16, rows, stager, bias, residual, y,
-                                                             blocks);
-}
-
 #endif // sm_90a
 
 // Where roundRowsFrom reads its values: the rows of x, or the SwiGLU of two rows (gate, up),

@@ -419,8 +419,9 @@ __device__ __forceinline__ void linear(const float *x, const void *w, const void
   } else if constexpr (ROWS == kRowsGemmX16) {
 #if NINFER_SM90A
     static_assert(WDT != kF32 && VEC, "the emitter's choice of GEMM (describeLinear)");
-    linearWgmma<WDT, BDT, HAS_BIAS, K, N>(reinterpret_cast<const unsigned short *>(x), n, w, bias,
-                                          residual, y, blocks);
+    DenseTileStager<WDT, K, N> stager{static_cast<const unsigned short *>(w)};
+    gemmWgmma<DenseTileStager<WDT, K, N>, BDT, HAS_BIAS, K, N>(
+        reinterpret_cast<const unsigned short *>(x), n, stager, bias, residual, y, blocks);
 #endif
   } else {
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
