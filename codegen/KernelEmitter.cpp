@@ -342,8 +342,9 @@ private:
     std::ostringstream call;
     call << "ninfer::dev::" << (blockPerGroup ? "rmsNormBlock<" : "rmsNormWarp<")
          << int(buf(op.inputs[1]).dtype) << ", " << a.dim << ", " << *width << ", " << kThreads
-         << ">(" << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[1]) << ", "
-         << ptr("float*", op.outputs[0]) << ", " << floatLiteral(a.eps) << ", state)";
+         << x16Type() << ">(" << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[1])
+         << ", " << ptr("float*", op.outputs[0]) << ", " << floatLiteral(a.eps) << ", state"
+         << x16Argument(*width) << ")";
     const uint32_t blocks = blockPerGroup ? static_cast<uint32_t>(groups)
                                           : static_cast<uint32_t>(ceilDiv(groups, kThreads / 32));
     LaunchShape shape = perTokenRows(blocks);
@@ -442,12 +443,17 @@ private:
     shape.minTokens = kLinearGemvRows + 1;
     const int swiGlu = fusions_.swiGluRoundOf[opIndex_];
     if (!(choices_.wgmmaGemm && wgmmaOk && k % gemm::kTileK == 0)) {
-      if (swiGlu >= 0) // LaunchFusion.cpp's condition promised the wgmma path
-        return fail(op, "its SwiGLU was fused into a rounding launch it does not have");
+      // LaunchFusion.cpp's conditions promised the wgmma path.
+      if (swiGlu >= 0 || fusions_.inputRounded[opIndex_])
+        return fail(op, "its x was fused into a 16-bit copy its GEMM does not read");
       shape.sharedBytes = gemm::kSharedBytes;
       return addKernel(op, name, text(kRowsGemm), shape);
     }
     reserveX16(k);
+    if (fusions_.inputRounded[opIndex_]) { // the producer of x wrote it (findProducerRounds)
+      shape.sharedBytes = gemm::kWgmmaSharedBytes;
+      return addKernel(op, name, text(kRowsGemmX16), shape);
+    }
     std::ostringstream round;
     if (swiGlu >= 0) { // x = silu(gate) * up, computed here (the SwiGLU op has no launch)
       const OpT &act = *plan_.ops[size_t(swiGlu)];
@@ -488,6 +494,19 @@ private:
     BufferT &b = *plan_.buffers[*x16_];
     b.size_bytes = std::max(b.size_bytes, bytes);
     b.shape = {static_cast<int64_t>(b.size_bytes / 4)};
+  }
+
+  // The template argument and the call argument of an op that writes its output to the x16
+  // workspace in long steps (LaunchFusion.cpp's roundsOutput; width: its row), or empty.
+  std::string x16Type() const {
+    const int type = fusions_.roundsOutput[opIndex_];
+    return type ? ", " + std::to_string(type) : std::string();
+  }
+  std::string x16Argument(int64_t width) {
+    if (!fusions_.roundsOutput[opIndex_])
+      return "";
+    reserveX16(width);
+    return ", " + ptr("unsigned short*", *x16_);
   }
 
   void placeX16() {
@@ -1043,7 +1062,7 @@ private:
     LaunchShape prefillShape;
     if (mmaDecode) {
       prefill << "ninfer::dev::attentionPrefillMma<" << a.heads << ", " << a.kv_heads << ", "
-              << a.head_dim << ", " << a.window << ", " << a.context << ">(";
+              << a.head_dim << ", " << a.window << ", " << a.context << x16Type() << ">(";
       const uint32_t tiles = static_cast<uint32_t>(ceilDiv(maxRows(), attn::kPrefillMmaQueries));
       prefillShape = {{static_cast<uint32_t>(a.heads), tiles, 1},
                       {0, 0, 0},
@@ -1063,7 +1082,8 @@ private:
     // (min_tokens 2: decode steps of 1 token only launch the decode kernel.)
     prefill << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[3]) << ", "
             << raw(op.inputs[4]) << ", " << ptr("float*", op.outputs[0]) << ", "
-            << floatLiteral(a.scale) << ", state)";
+            << floatLiteral(a.scale) << ", state"
+            << (mmaDecode ? x16Argument(int64_t(a.heads) * a.head_dim) : std::string()) << ")";
     prefillShape.steps = plan::LaunchSteps::Sequence;
     return addKernel(op, "attention_prefill", prefill.str(), prefillShape);
   }

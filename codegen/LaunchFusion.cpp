@@ -27,6 +27,7 @@ public:
     findSwiGluFusions();
     findSwiGluRounds();
     findNormFusions();
+    findProducerRounds();
     return std::move(out_);
   }
 
@@ -123,15 +124,8 @@ private:
       return;
     for (size_t s = 0; s + 1 < n; ++s) {
       const OpT &act = *plan_.ops[s], &down = *plan_.ops[s + 1];
-      const plan::LinearAttrsT *la = down.attrs.AsLinearAttrs();
-      if (!out_.swiGluFused[s] || !la || !validBuffers(down) || down.inputs.size() < 2 ||
-          down.inputs[0] != act.outputs[0] || la->in_features % gemm::kTileK != 0 ||
-          out_.linearGroups[s + 1].size > 1)
-        continue;
-      const DType wType = buf(down.inputs[1]).dtype;
-      const bool halves = (wType == DType::F16 || wType == DType::BF16) &&
-                          vecGemv(down, down.inputs[0]);
-      if (!halves && quant::formatOfPlanDType(int(wType)) < 0)
+      if (!out_.swiGluFused[s] || wgmmaInputType(s + 1) == 0 ||
+          down.inputs[0] != act.outputs[0] || out_.linearGroups[s + 1].size > 1)
         continue;
       const uint32_t activation = act.outputs[0];
       bool otherReader = false;
@@ -217,6 +211,77 @@ private:
       for (size_t r : readers)
         out_.normOf[r] = static_cast<int>(i);
       out_.normRunsFrom[i] = covered == kEveryStep ? kEveryStep : covered + 1;
+    }
+  }
+
+  // The 16-bit type in which the GEMM of linear op `index` reads its x on sm_90a (plan
+  // DType: the weights' f16/bf16, f16 for group-quantized weights), or 0 where it has no
+  // GEMM (last-row-only) or its GEMM does not run on wgmma (KernelEmitter.cpp's addGemm
+  // decides the same way).
+  int wgmmaInputType(size_t index) const {
+    const OpT &op = *plan_.ops[index];
+    const plan::LinearAttrsT *a = op.attrs.AsLinearAttrs();
+    if (!a || a->last_row_only || !validBuffers(op) || op.inputs.size() < 2 ||
+        a->in_features % gemm::kTileK != 0)
+      return 0;
+    const DType wType = buf(op.inputs[1]).dtype;
+    if ((wType == DType::F16 || wType == DType::BF16) && vecGemv(op, op.inputs[0]))
+      return int(wType);
+    return quant::formatOfPlanDType(int(wType)) >= 0 ? int(DType::F16) : 0;
+  }
+
+  // An RMSNorm (its launch running the long steps, not in place) or a tensor-core prefill
+  // attention whose output only the next linear op or group reads, on wgmma GEMMs that take
+  // x in one 16-bit type: in steps of more than kLinearGemvRows tokens it writes its output
+  // rounded to that type into the x16 workspace (and not in f32), and the GEMM has no
+  // rounding launch: a launch and a round trip of the activation less per GEMM.
+  void findProducerRounds() {
+    const size_t n = plan_.ops.size();
+    out_.roundsOutput.assign(n, 0);
+    out_.inputRounded.assign(n, false);
+    if (!choices_.wgmmaGemm || !choices_.tensorCoreGemm || maxRows() <= kLinearGemvRows)
+      return;
+    for (size_t p = 0; p + 1 < n; ++p) {
+      const OpT &producer = *plan_.ops[p];
+      if (!validBuffers(producer) || producer.outputs.size() != 1)
+        continue;
+      const uint32_t out = producer.outputs[0];
+      bool fits = false;
+      if (const plan::RmsNormAttrsT *norm = producer.attrs.AsRmsNormAttrs())
+        fits = producer.inputs.size() == 2 && !overlaps(producer.inputs[0], out) &&
+               out_.normRunsFrom[p] <= kLinearGemvRows + 1 && norm->dim > 0;
+      if (const plan::AttentionAttrsT *att = producer.attrs.AsAttentionAttrs())
+        fits = producer.inputs.size() >= 5 && buf(producer.inputs[3]).dtype == DType::F16 &&
+               att->head_dim % 16 == 0 && att->head_dim <= 128; // attentionPrefillMma
+      const LinearGroup &group = out_.linearGroups[p + 1];
+      if (!fits || group.head != p + 1)
+        continue;
+      const size_t end = p + 1 + std::max<size_t>(group.size, 1);
+      const int type = wgmmaInputType(p + 1);
+      bool ok = type != 0;
+      for (size_t r = p + 1; ok && r < end; ++r) {
+        const OpT &reader = *plan_.ops[r];
+        ok = wgmmaInputType(r) == type && reader.inputs[0] == out;
+        for (size_t k = 1; ok && k < reader.inputs.size(); ++k)
+          ok = !overlaps(reader.inputs[k], out);
+      }
+      // Nothing after the readers reads the output before it is written again.
+      for (size_t j = end; ok && j < n; ++j) {
+        const OpT &op = *plan_.ops[j];
+        if (!validBuffers(op))
+          ok = false;
+        for (uint32_t b : op.inputs)
+          ok = ok && !overlaps(b, out);
+        bool written = false;
+        for (uint32_t b : op.outputs)
+          written = written || overlaps(b, out);
+        if (written)
+          break;
+      }
+      if (!ok)
+        continue;
+      out_.roundsOutput[p] = type;
+      out_.inputRounded[p + 1] = true;
     }
   }
 

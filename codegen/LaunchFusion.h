@@ -62,6 +62,11 @@ struct LaunchFusions {
   // fewest tokens of the steps its own launch runs (0: all; kEveryStep: none).
   std::vector<int> normOf;
   std::vector<uint32_t> normRunsFrom;
+  // sm_90a: op (an RMSNorm or a tensor-core attention) -> the 16-bit type (plan DType) in
+  // which its long steps write their output to the x16 workspace instead (0: none); linear
+  // op -> whether its GEMM finds its x there (its group's head: no rounding launch).
+  std::vector<int> roundsOutput;
+  std::vector<bool> inputRounded;
 };
 
 // The fusions of a plan whose ops and buffers exist (the emitter checks each op as it

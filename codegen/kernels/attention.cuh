@@ -696,12 +696,15 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
 //              layout (lane l: rows l / 4 and l / 4 + 8, keys 2 (l % 4), +1 of each 8), row
 //              max over the lane quad by shuffles;
 //   O += P V   P's accumulators become the A fragments (hi + lo again), V by ldmatrix.trans.
-// A warp skips tiles that none of its queries sees. Dynamic shared memory:
+// A warp skips tiles that none of its queries sees. X16 (plan DType f16/bf16, sm_90a
+// plans; 0: none): in steps of more than kLinearGemvMaxRows tokens the output goes to x16 in
+// that type instead (the x of the wgmma GEMM that reads it). Dynamic shared memory:
 // prefillMmaSharedBytes(HD).
-template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT>
+template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int X16 = 0>
 __device__ __forceinline__ void attentionPrefillMma(const float *q, const void *kCache,
                                                     const void *vCache, float *out, float scale,
-                                                    const StepState *state) {
+                                                    const StepState *state,
+                                                    unsigned short *x16 = nullptr) {
   static_assert(HD % 16 == 0 && HD <= 128, "tensor-core prefill: head_dim % 16 == 0, <= 128");
   constexpr int kGroup = HEADS / KVH;
   constexpr int kBq = attn::kPrefillMmaQueries;
@@ -881,10 +884,19 @@ __device__ __forceinline__ void attentionPrefillMma(const float *q, const void *
     if (row >= n)
       continue;
     const float inv = 1.0f / sum;
-    float *oRow = out + (static_cast<long long>(row) * HEADS + h) * HD;
+    const long long at = (static_cast<long long>(row) * HEADS + h) * HD + 2 * t;
+    if constexpr (X16 != 0) {
+      if (n > kLinearGemvMaxRows) {
+#pragma unroll
+        for (int d = 0; d < HD / 8; ++d)
+          *reinterpret_cast<unsigned int *>(x16 + at + 8 * d) =
+              packPair<X16>(o[d][2 * r] * inv, o[d][2 * r + 1] * inv);
+        continue;
+      }
+    }
 #pragma unroll
     for (int d = 0; d < HD / 8; ++d)
-      *reinterpret_cast<float2 *>(oRow + 8 * d + 2 * t) =
+      *reinterpret_cast<float2 *>(out + at + 8 * d) =
           make_float2(o[d][2 * r] * inv, o[d][2 * r + 1] * inv);
   }
 }

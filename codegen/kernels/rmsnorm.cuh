@@ -1,6 +1,9 @@
 // RMS normalization over consecutive groups of DIM values of a row of WIDTH:
 // y = x / sqrt(mean(x^2) + eps) * w. In place is allowed (each element is read
 // and written by the same thread, writes come after the reduction).
+// X16 (plan DType f16/bf16, sm_90a plans; 0: none): in steps of more than
+// kLinearGemvMaxRows tokens y goes to x16 in that type instead (the x of the
+// wgmma GEMMs that read it, gemm_wgmma.cuh).
 // Two shapes, chosen by the emitter:
 //   rmsNormBlock: one block of THREADS per group; grid (WIDTH/DIM, n_tokens, 1).
 //   rmsNormWarp:  one warp per group, THREADS/32 groups per block;
@@ -12,9 +15,23 @@
 namespace ninfer {
 namespace dev {
 
-template <int WDT, int DIM, int WIDTH, int THREADS>
+// Stores normalized value v at element i: f32 y, or X16 (see above).
+template <int X16>
+__device__ __forceinline__ void storeNormalized(float *y, unsigned short *x16, bool rounded,
+                                                long long i, float v) {
+  if constexpr (X16 != 0) {
+    if (rounded) {
+      x16[i] = X16 == kF16 ? f32ToF16(v) : f32ToBf16(v);
+      return;
+    }
+  }
+  y[i] = v;
+}
+
+template <int WDT, int DIM, int WIDTH, int THREADS, int X16 = 0>
 __device__ __forceinline__ void rmsNormBlock(const float *x, const void *w, float *y, float eps,
-                                             const StepState *state) {
+                                             const StepState *state,
+                                             unsigned short *x16 = nullptr) {
   // Each thread keeps its DIM / THREADS values (and weights) in registers and
   // issues all of its loads before the first use: one memory round trip per
   // block instead of one per loop iteration.
@@ -39,17 +56,19 @@ __device__ __forceinline__ void rmsNormBlock(const float *x, const void *w, floa
     sumSq += v[j] * v[j];
   sumSq = blockSum<THREADS>(sumSq, scratch);
   const float inv = rmsInverse(sumSq, DIM, eps);
+  const bool rounded = state->nTokens > kLinearGemvMaxRows;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const int i = threadIdx.x + j * THREADS;
     if (DIM % THREADS == 0 || i < DIM)
-      y[base + i] = v[j] * inv * scale[j];
+      storeNormalized<X16>(y, x16, rounded, base + i, v[j] * inv * scale[j]);
   }
 }
 
-template <int WDT, int DIM, int WIDTH, int THREADS>
+template <int WDT, int DIM, int WIDTH, int THREADS, int X16 = 0>
 __device__ __forceinline__ void rmsNormWarp(const float *x, const void *w, float *y, float eps,
-                                            const StepState *state) {
+                                            const StepState *state,
+                                            unsigned short *x16 = nullptr) {
   constexpr int kGroups = WIDTH / DIM;
   constexpr int kWarps = THREADS / kWarpSize;
   const int t = blockIdx.y;
@@ -65,8 +84,9 @@ __device__ __forceinline__ void rmsNormWarp(const float *x, const void *w, float
   }
   sumSq = warpSum(sumSq);
   const float inv = rmsInverse(sumSq, DIM, eps);
+  const bool rounded = state->nTokens > kLinearGemvMaxRows;
   for (int i = lane; i < DIM; i += kWarpSize)
-    y[base + i] = x[base + i] * inv * loadAsFloat<WDT>(w, i);
+    storeNormalized<X16>(y, x16, rounded, base + i, x[base + i] * inv * loadAsFloat<WDT>(w, i));
 }
 
 } // namespace dev

@@ -28,7 +28,7 @@ void emitForSm90(TestPlan &t, bool fuse = true) {
 }
 
 // embedding -> rmsnorm -> linear -> rope -> attention -> swiglu/add -> lm_head.
-TestPlan smallModel(DType weightType, int maxStepTokens = 8) {
+TestPlan smallModel(DType weightType, int maxStepTokens = 8, DType cache = DType::F16) {
   std::mt19937 rng(7);
   const int hidden = 64, heads = 4, kvHeads = 2, headDim = 16, vocab = 50, context = 32;
   TestPlan t(maxStepTokens, context);
@@ -40,8 +40,8 @@ TestPlan smallModel(DType weightType, int maxStepTokens = 8) {
   const uint32_t k = t.addActivation("k", kvHeads * headDim);
   const uint32_t v = t.addActivation("v", kvHeads * headDim);
   const uint32_t o = t.addActivation("o", heads * headDim);
-  const uint32_t kc = t.addKvCache("k_cache", context, kvHeads, headDim);
-  const uint32_t vc = t.addKvCache("v_cache", context, kvHeads, headDim);
+  const uint32_t kc = t.addKvCache("k_cache", context, kvHeads, headDim, cache);
+  const uint32_t vc = t.addKvCache("v_cache", context, kvHeads, headDim, cache);
   const uint32_t norm =
       t.addWeight("norm", weightType, {hidden}, test::randomValues(hidden, 1.0f, rng));
   auto linearWeight = [&](const char *name, int out, int in) {
@@ -336,24 +336,28 @@ TEST(Nvrtc, LargeLinearPathsCompile) {
 }
 
 // On sm_90a (ninferc's h100/h200 targets) the prefill GEMMs run on wgmma
-// (gemm_wgmma.cuh): each GEMM launch follows a launch that rounds its x to the weights'
-// 16-bit type into the "gemm.x16" workspace (same steps), which lies after the other
-// workspaces; with any other target among the archs, or NINFER_NO_WGMMA=1, the GEMMs read x
-// themselves (gemm_mma.cuh) and nothing is rounded.
+// (gemm_wgmma.cuh) and read their x rounded to the weights' 16-bit type from the "gemm.x16"
+// workspace, which lies after the other workspaces. The RMSNorm before q/k/v and the
+// tensor-core prefill attention before o write it themselves in long steps; where the
+// producer cannot (an int8 KV cache: the CUDA-core prefill attention), a launch on the same
+// steps rounds x before the GEMM. With any other target among the archs, or
+// NINFER_NO_WGMMA=1, the GEMMs read x themselves (gemm_mma.cuh) and nothing is rounded.
 TEST(Nvrtc, Sm90aGemmsReadXRoundedOnceIntoTheWorkspace) {
   struct Case {
     std::vector<std::string> archs;
     const char *noWgmma;
     DType type;
+    DType cache;
     bool wgmma;
   };
-  for (const Case &c : {Case{{"sm_90a"}, "0", DType::F16, true},
-                        Case{{"sm_90a"}, "0", DType::BF16, true},
-                        Case{{"sm_90a"}, "1", DType::F16, false},
-                        Case{{"sm_90"}, "0", DType::F16, false},
-                        Case{{"sm_80", "sm_90a"}, "0", DType::F16, false}}) {
+  for (const Case &c : {Case{{"sm_90a"}, "0", DType::F16, DType::F16, true},
+                        Case{{"sm_90a"}, "0", DType::BF16, DType::F16, true},
+                        Case{{"sm_90a"}, "0", DType::F16, DType::Q8_KV, true},
+                        Case{{"sm_90a"}, "1", DType::F16, DType::F16, false},
+                        Case{{"sm_90"}, "0", DType::F16, DType::F16, false},
+                        Case{{"sm_80", "sm_90a"}, "0", DType::F16, DType::F16, false}}) {
     setenv("NINFER_NO_WGMMA", c.noWgmma, 1);
-    TestPlan t = smallModel(c.type, 64);
+    TestPlan t = smallModel(c.type, 64, c.cache);
     const uint32_t attentionWorkspace = t.addWorkspace("attention.ws", 1000);
     KernelOptions options;
     options.archs = c.archs;
@@ -361,13 +365,24 @@ TEST(Nvrtc, Sm90aGemmsReadXRoundedOnceIntoTheWorkspace) {
     Status status = emitKernels(t.plan, options);
     unsetenv("NINFER_NO_WGMMA");
     ASSERT_TRUE(status.isOk()) << status.message();
-    const std::string what = c.archs.back() + " " + plan::EnumNameDType(c.type) +
+    const std::string what = c.archs.back() + " " + plan::EnumNameDType(c.type) + " " +
+                             plan::EnumNameDType(c.cache) +
                              (std::string(c.noWgmma) == "1" ? " NINFER_NO_WGMMA" : "");
-    int gemms = 0, rounds = 0;
+    const plan::BufferT *x16 = nullptr;
+    uint32_t x16Index = 0;
+    for (uint32_t i = 0; i < t.plan.buffers.size(); ++i)
+      if (t.plan.buffers[i]->name == "gemm.x16") {
+        x16 = t.plan.buffers[i].get();
+        x16Index = i;
+      }
+    ASSERT_EQ(x16 != nullptr, c.wgmma) << what;
+    int gemms = 0, rounds = 0, producers = 0;
     for (const auto &op : t.plan.ops) {
       for (size_t i = 0; i < op->launches.size(); ++i) {
         const plan::LaunchT &launch = *op->launches[i];
         const std::string &name = t.plan.kernels->functions[launch.function];
+        const bool writesX16 =
+            x16 && std::find(launch.args.begin(), launch.args.end(), x16Index) != launch.args.end();
         if (name.find("round_x16") != std::string::npos) {
           ++rounds;
           ASSERT_LT(i + 1, op->launches.size()) << what << ": nothing after " << name;
@@ -378,30 +393,37 @@ TEST(Nvrtc, Sm90aGemmsReadXRoundedOnceIntoTheWorkspace) {
           EXPECT_EQ(launch.grid_per_token[1], 1u) << what << ": a block row per token";
           continue;
         }
+        if (writesX16 && name.find("_gemm") == std::string::npos) {
+          ++producers; // the norm before q/k/v, the prefill attention before o
+          EXPECT_TRUE(name.find("rmsnorm") != std::string::npos ||
+                      name.find("attention_prefill") != std::string::npos)
+              << what << ": " << name;
+        }
         if (name.find("_gemm") == std::string::npos)
           continue;
         ++gemms;
         EXPECT_EQ(launch.min_tokens, 9u) << what;
+        EXPECT_EQ(writesX16, c.wgmma) << what;
         EXPECT_EQ(launch.shared_bytes,
                   uint32_t(c.wgmma ? gemm::kWgmmaSharedBytes : gemm::kSharedBytes))
             << what;
       }
     }
     // q/k/v (one group) and o; the lm_head is last-row-only (a GEMV).
+    const bool int8 = c.cache == DType::Q8_KV;
     EXPECT_EQ(gemms, 2) << what;
-    EXPECT_EQ(rounds, c.wgmma ? 2 : 0) << what;
+    EXPECT_EQ(rounds, c.wgmma && int8 ? 1 : 0) << what;
+    EXPECT_EQ(producers, c.wgmma ? (int8 ? 1 : 2) : 0) << what;
     const std::string &source = t.plan.kernels->source;
-    EXPECT_EQ(source.find("roundRows<" + std::to_string(int(c.type)) + ", 64, ") !=
+    const std::string type = std::to_string(int(c.type));
+    EXPECT_EQ(source.find("roundRows<" + type + ", 64, ") != std::string::npos, c.wgmma && int8)
+        << what;
+    EXPECT_EQ(source.find("rmsNormWarp<" + type + ", 64, 64, 256, " + type + ">(") !=
                   std::string::npos,
               c.wgmma)
         << what;
     EXPECT_EQ(source.find(", 4, true>(") != std::string::npos, c.wgmma)
         << what << ": GEMM calls with ROWS = kRowsGemmX16";
-    const plan::BufferT *x16 = nullptr;
-    for (const auto &b : t.plan.buffers)
-      if (b->name == "gemm.x16")
-        x16 = b.get();
-    ASSERT_EQ(x16 != nullptr, c.wgmma) << what;
     if (!x16)
       continue;
     const plan::BufferT &ws = *t.plan.buffers[attentionWorkspace];
@@ -410,6 +432,40 @@ TEST(Nvrtc, Sm90aGemmsReadXRoundedOnceIntoTheWorkspace) {
     EXPECT_GE(x16->offset, ws.offset + ws.size_bytes) << what;
     EXPECT_EQ(x16->offset % 256, 0u);
     EXPECT_GE(t.plan.memory->workspace_bytes, x16->offset + x16->size_bytes) << what;
+  }
+}
+
+// A last-row-only linear (the lm_head) has no GEMM: the RMSNorm before it keeps writing
+// its f32 output in every step, even on sm_90a where the norm before a GEMM writes x16.
+// (The norm keeps its launch: NINFER_NO_NORM_FUSION=1, as where its reader cannot
+// normalize.)
+TEST(Nvrtc, Sm90aNormBeforeALastRowOnlyLinearKeepsItsOutput) {
+  for (DType type : {DType::F16, DType::Q4_G64}) {
+    TestPlan t(16, 64);
+    const uint32_t x = t.addActivation("x", 256), h = t.addActivation("h", 256);
+    plan::RmsNormAttrsT rms;
+    rms.dim = 256;
+    rms.eps = 1e-5f;
+    t.addOp("norm", rms, {x, t.addDummyWeight("nw", DType::F16, {256}, 1, 0.1f, 1.0f)}, {h});
+    t.addLogits(1, 384);
+    plan::LinearAttrsT a;
+    a.in_features = 256;
+    a.out_features = 384;
+    a.last_row_only = true;
+    t.addOp("lm_head", a, {h, t.addDummyWeight("w", type, {384, 256}, 2, 0.05f, 0.0f)},
+            {t.logits});
+    KernelOptions options;
+    options.archs = {"sm_90a"};
+    options.embedPtx = false;
+    setenv("NINFER_NO_NORM_FUSION", "1", 1);
+    Status status = emitKernels(t.plan, options);
+    unsetenv("NINFER_NO_NORM_FUSION");
+    ASSERT_TRUE(status.isOk()) << status.message();
+    const std::string what = plan::EnumNameDType(type);
+    ASSERT_EQ(t.plan.ops[0]->launches.size(), 1u) << what;
+    for (const auto &b : t.plan.buffers)
+      EXPECT_NE(b->name, "gemm.x16") << what;
+    EXPECT_EQ(t.plan.kernels->source.find("unsigned short*"), std::string::npos) << what;
   }
 }
 
