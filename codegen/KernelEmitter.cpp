@@ -110,7 +110,8 @@ LaunchShape perTokenRows(uint32_t blocksX) {
 }
 
 // ROWS of a linear kernel function (codegen/kernels/common.cuh).
-constexpr int kRowsGemv = 1, kRowsGemm = 2, kRowsLast = 3, kRowsGemmX16 = 4;
+constexpr int kRowsGemv = 1, kRowsGemm = 2, kRowsLast = 3, kRowsGemmX16 = 4,
+              kRowsGemmX16Tall = 5;
 
 class Emitter : PlanQueries {
 public:
@@ -399,11 +400,11 @@ private:
     if (group.head != opIndex_) // it runs in the head's grouped launches
       return groupGemm ? Status::ok() : addLinearGemm(op, k);
     // One grid per path for the group: block b runs the member whose range holds it.
-    std::vector<uint32_t> gemvBlocks, gemmBlocks;
+    std::vector<uint32_t> gemvBlocks;
+    std::vector<int64_t> outs;
     for (size_t m = 0; m < members.size(); ++m) {
       gemvBlocks.push_back(members[m].blocks);
-      const auto &ma = *plan_.ops[group.head + m]->attrs.AsLinearAttrs();
-      gemmBlocks.push_back(static_cast<uint32_t>(gemm::tiles(ma.out_features, maxRows())));
+      outs.push_back(plan_.ops[group.head + m]->attrs.AsLinearAttrs()->out_features);
     }
     const std::string name = k.suffix + "_group" + std::to_string(group.size);
     LaunchShape gemv{{0, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
@@ -422,38 +423,57 @@ private:
     bool sameDType = true;
     for (const LinearKernel &member : members)
       sameDType = sameDType && member.gemmDType == k.gemmDType;
-    uint32_t total = 0;
-    for (uint32_t blocks : gemmBlocks)
-      total += blocks;
-    return addGemm(op, name + "_gemm", total, sameDType, k.gemmDType, [&](int rows) {
-      uint32_t sum = 0;
-      return groupCall(members, rows, gemmBlocks, sum);
-    });
+    return addGemm(op, name + "_gemm", outs, sameDType, k.gemmDType,
+                   [&](int rows, const std::vector<uint32_t> &blocks) {
+                     uint32_t total = 0;
+                     return groupCall(members, rows, blocks, total);
+                   });
   }
 
-  // The tensor-core GEMM launches of a linear op or group (text(rows): its call for ROWS =
-  // rows; `blocks`: a block per 128 x 128 tile of the longest step, which the kernel strides
-  // over), for steps of more than kLinearGemvRows tokens. On sm_90a (choices_.wgmmaGemm;
-  // wgmmaOk: the members round x to one 16-bit type, `dtype`) a launch first rounds x to it
-  // into the x16 workspace and gemm_wgmma.cuh reads that; elsewhere gemm_mma.cuh reads x.
-  Status addGemm(OpT &op, const std::string &name, uint32_t blocks, bool wgmmaOk, int dtype,
-                 const std::function<std::string(int)> &text) {
+  // The tensor-core GEMM launches of a linear op or group (outs: its members' outputs;
+  // text(rows, blocks): its call for ROWS = rows, each member striding over its `blocks`), for
+  // steps of more than kLinearGemvRows tokens; a block per tile of the longest step. On sm_90a
+  // (choices_.wgmmaGemm; wgmmaOk: the members round x to one 16-bit type, `dtype`) a launch
+  // first rounds x to it into the x16 workspace (unless its producer wrote it there) and
+  // gemm_wgmma.cuh reads that, with 256-token tiles where those fill the SMs in one wave and
+  // 128-token ones would not; elsewhere gemm_mma.cuh reads x itself.
+  Status addGemm(OpT &op, const std::string &name, const std::vector<int64_t> &outs, bool wgmmaOk,
+                 int dtype,
+                 const std::function<std::string(int, const std::vector<uint32_t> &)> &text) {
     const int64_t k = op.attrs.AsLinearAttrs()->in_features;
-    LaunchShape shape{{blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
+    const bool wgmma = choices_.wgmmaGemm && wgmmaOk && k % gemm::kTileK == 0;
+    const auto tilesOf = [&](int mt) {
+      std::vector<uint32_t> blocks;
+      for (int64_t n : outs)
+        blocks.push_back(static_cast<uint32_t>(gemm::tiles(int(n), int(maxRows()), mt)));
+      return blocks;
+    };
+    const auto sum = [](const std::vector<uint32_t> &blocks) {
+      uint32_t total = 0;
+      for (uint32_t b : blocks)
+        total += b;
+      return total;
+    };
+    const int mt = wgmma && sum(tilesOf(1)) > uint32_t(gemm::kSm90aSms) &&
+                           sum(tilesOf(2)) <= uint32_t(gemm::kSm90aSms)
+                       ? 2
+                       : 1;
+    const std::vector<uint32_t> blocks = tilesOf(mt);
+    LaunchShape shape{{sum(blocks), 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
     shape.minTokens = kLinearGemvRows + 1;
     const int swiGlu = fusions_.swiGluRoundOf[opIndex_];
-    if (!(choices_.wgmmaGemm && wgmmaOk && k % gemm::kTileK == 0)) {
+    if (!wgmma) {
       // LaunchFusion.cpp's conditions promised the wgmma path.
       if (swiGlu >= 0 || fusions_.inputRounded[opIndex_])
         return fail(op, "its x was fused into a 16-bit copy its GEMM does not read");
       shape.sharedBytes = gemm::kSharedBytes;
-      return addKernel(op, name, text(kRowsGemm), shape);
+      return addKernel(op, name, text(kRowsGemm, blocks), shape);
     }
     reserveX16(k);
-    if (fusions_.inputRounded[opIndex_]) { // the producer of x wrote it (findProducerRounds)
-      shape.sharedBytes = gemm::kWgmmaSharedBytes;
-      return addKernel(op, name, text(kRowsGemmX16), shape);
-    }
+    shape.sharedBytes = static_cast<uint32_t>(gemm::wgmmaSharedBytes(mt));
+    const int rows = mt == 2 ? kRowsGemmX16Tall : kRowsGemmX16;
+    if (fusions_.inputRounded[opIndex_]) // the producer of x wrote it (findProducerRounds)
+      return addKernel(op, name, text(rows, blocks), shape);
     std::ostringstream round;
     if (swiGlu >= 0) { // x = silu(gate) * up, computed here (the SwiGLU op has no launch)
       const OpT &act = *plan_.ops[size_t(swiGlu)];
@@ -468,8 +488,7 @@ private:
     LaunchShape rounding = perTokenRows(static_cast<uint32_t>(ceilDiv(k, 8 * kThreads)));
     rounding.minTokens = shape.minTokens;
     NINFER_RETURN_IF_ERROR(addKernel(op, "round_x16", round.str(), rounding));
-    shape.sharedBytes = gemm::kWgmmaSharedBytes;
-    return addKernel(op, name, text(kRowsGemmX16), shape);
+    return addKernel(op, name, text(rows, blocks), shape);
   }
 
   // The x16 workspace (see addGemm): a Workspace buffer after every other one (the
@@ -713,8 +732,9 @@ private:
     OpT *o = &op;
     const bool bias = a.has_bias, residual = a.residual;
     return [this, o, bias, residual, head, tail, normed](int rows, const std::string &slice) {
-      NormedInput in = normedInput(*o, normed && rows != kRowsGemm && rows != kRowsGemmX16);
-      if (rows == kRowsGemmX16) // x is the step's 16-bit copy (addGemm)
+      const bool x16 = rows == kRowsGemmX16 || rows == kRowsGemmX16Tall;
+      NormedInput in = normedInput(*o, normed && rows != kRowsGemm && !x16);
+      if (x16) // x is the step's 16-bit copy (addGemm)
         in.x = ptr("const float*", *x16_);
       std::string blocks = slice;
       if (!in.norm.empty() && blocks.empty())
@@ -791,12 +811,11 @@ private:
   Status addLinearGemm(OpT &op, const LinearKernel &k) {
     if (maxRows() <= kLinearGemvRows)
       return Status::ok();
-    if (k.mmaGemm && choices_.tensorCoreGemm) {
-      const uint32_t tiles = static_cast<uint32_t>(
-          gemm::tiles(op.attrs.AsLinearAttrs()->out_features, maxRows()));
-      return addGemm(op, k.suffix + "_gemm", tiles, true, k.gemmDType,
-                     [&](int rows) { return k.call(rows, ""); });
-    }
+    if (k.mmaGemm && choices_.tensorCoreGemm)
+      return addGemm(op, k.suffix + "_gemm", {op.attrs.AsLinearAttrs()->out_features}, true,
+                     k.gemmDType, [&](int rows, const std::vector<uint32_t> &) {
+                       return k.call(rows, "");
+                     });
     LaunchShape shape{{k.blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
     shape.minTokens = kLinearGemvRows + 1;
     return addKernel(op, k.suffix + "_gemm", k.call(kRowsGemm, ""), shape);

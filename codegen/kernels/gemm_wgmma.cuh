@@ -8,16 +8,17 @@
 // GEMM ran at 156-225 TFLOPS; wgmma with x read as f32 fragments into registers at 173-247
 // (the scattered 8-byte loads of x bound it: without them 359-564); with the 16-bit copy in
 // shared memory at 268-420 (docs/performance.md, tenth session).
-//  * 8 warps = 2 warpgroups; warpgroup g owns tokens 64 g .. 64 g + 63 of the tile and all
-//    128 outputs: one wgmma.m64n128k16 per 16 k, accumulators in 64 f32 registers/thread.
+//  * 8 warps = 2 warpgroups; warpgroup g owns tokens 64 MT g .. of the tile (MT = 1, or 2 for
+//    256-token tiles: the emitter's choice where they fill the SMs in one wave) and all 128
+//    outputs: MT wgmma.m64n128k16 per 16 k, accumulators in 64 MT f32 registers/thread.
 //  * Both tiles of a k-step are 128 rows of 128 bytes in wgmma's 128-byte swizzle
 //    (SwizzledTile), read through shared memory descriptors. x: cp.async. Weights: the
 //    stagers of gemm_mma.cuh (dense: cp.async; quantized: loaded raw two steps ahead, decoded
 //    into the stage one step ahead, while the wgmma of the step before runs).
-//  * kWgmmaStages stages, copies kWgmmaStages - 2 steps ahead; one barrier per k-step; one
+//  * gemm::wgmmaStages(MT) stages, copies 2 steps fewer ahead; one barrier per k-step; one
 //    wgmma group in flight while the next stages are written.
 // Launch: block 256 threads, grid any (tiles strided like gemm_mma.cuh),
-// gemm::kWgmmaSharedBytes of dynamic shared memory.
+// gemm::wgmmaSharedBytes(MT) of dynamic shared memory.
 #pragma once
 
 #include "gemm_mma.cuh"
@@ -35,7 +36,6 @@ namespace dev {
 
 #if NINFER_SM90A
 
-constexpr int kWgmmaStages = gemm::kWgmmaStages;
 constexpr int kWgmmaTileBytes = kMmaTN * kMmaTK * 2; // an x or weight tile: 128 rows of 128 bytes
 static_assert(kMmaTM == kMmaTN, "x and weight tiles have the same shape");
 static_assert(kMmaTK * 2 == 128, "a tile row is one 128-byte swizzle row");
@@ -121,11 +121,11 @@ __device__ __forceinline__ void wgmma64x128(float (&d)[64], unsigned long long d
 // The x tile of a k-step (128 rows x 64 16-bit values of the step's 16-bit copy of x) into a
 // swizzled tile with cp.async, 4 chunks per thread (chunk q = tid + 256 j: row q / 8, chunk
 // q % 8); rows past `rows` become zeros.
-template <int K>
+template <int K, int ROWS>
 __device__ __forceinline__ void fetchXTile(const unsigned short* x16, int rows, int m0, int k0,
                                            SwizzledTile tile) {
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < ROWS * 8 / kMmaThreads; ++j) {
     const int q = threadIdx.x + j * kMmaThreads;
     const int r = q / 8, c = q % 8;
     const bool inside = m0 + r < rows;
@@ -137,13 +137,15 @@ __device__ __forceinline__ void fetchXTile(const unsigned short* x16, int rows, 
 
 // The tile loop (STAGER as in gemm_mma.cuh). x16: the step's rows of x in the weights'
 // 16-bit type (KernelEmitter.cpp writes them before the GEMM launch).
-template <class STAGER, int BDT, bool HAS_BIAS, int K, int N>
+template <class STAGER, int BDT, bool HAS_BIAS, int K, int N, int MT = 1>
 __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, STAGER& stager,
                                           const void* bias, const float* residual, float* y,
                                           BlockSlice blocks) {
   static_assert(K % kMmaTK == 0, "whole k-steps");
+  static_assert(MT == 1 || MT == 2, "64 or 128 tokens per warpgroup");
   constexpr int DT = STAGER::kMmaDType;
-  constexpr int S = kWgmmaStages;
+  constexpr int S = gemm::wgmmaStages(MT);
+  constexpr int kRowsM = kMmaTM * MT; // tokens per tile: MT slices of 64 per warpgroup
   // Copies run D steps ahead; a stage is refilled two steps after the wgmma that read it was
   // issued (one wgmma group stays in flight). Stagers whose fetch loads registers (quantized
   // weights) fetch two steps ahead and decode into the stage one step ahead.
@@ -154,32 +156,42 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
   // Swizzled tiles need 1024-byte alignment (the launch asks for 1 KB more).
   unsigned char* const tiles = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<unsigned long long>(wgmmaShared) + 1023) & ~1023ull);
-  // Stage s: the x tile (128 rows), then the weight tile (128 rows).
-  const auto xStage = [&](int ks) { return SwizzledTile{tiles + (ks % S) * 2 * kWgmmaTileBytes}; };
+  // Stage s: the x tile (kRowsM rows), then the weight tile (128 rows).
+  constexpr int kStageBytes = (MT + 1) * kWgmmaTileBytes;
+  const auto xStage = [&](int ks) { return SwizzledTile{tiles + (ks % S) * kStageBytes}; };
   const auto wStage = [&](int ks) {
-    return SwizzledTile{tiles + (ks % S) * 2 * kWgmmaTileBytes + kWgmmaTileBytes};
+    return SwizzledTile{tiles + (ks % S) * kStageBytes + MT * kWgmmaTileBytes};
   };
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
   const int g = lane / 4, t = lane % 4;
-  const int group = warp / 4; // warpgroup: rows 64 group .. of the tile
+  const int group = warp / 4; // warpgroup: rows 64 MT group .. of the tile
   constexpr int tilesN = (N + kMmaTN - 1) / kMmaTN;
   constexpr int kSteps = K / kMmaTK;
-  const int tilesM = (rows + kMmaTM - 1) / kMmaTM;
+  const int tilesM = (rows + kRowsM - 1) / kRowsM;
 
   for (int tile = blocks.index; tile < tilesN * tilesM; tile += blocks.count) {
-    const int m0 = (tile % tilesM) * kMmaTM;
+    const int m0 = (tile % tilesM) * kRowsM;
     const int n0 = (tile / tilesM) * kMmaTN;
-    float acc[64];
+    float acc[MT][64];
 #pragma unroll
-    for (int i = 0; i < 64; ++i)
-      acc[i] = 0.0f;
+    for (int s = 0; s < MT; ++s)
+#pragma unroll
+      for (int i = 0; i < 64; ++i)
+        acc[s][i] = 0.0f;
+    // (Written out, not as a loop over the slices: with the loop ptxas spilled the q4 GEMMs,
+    // 255 registers and up to 10 KB of spill stores, even at MT = 1.)
+    const auto pin = [&] {
+      pinAccumulators(acc[0]);
+      if constexpr (MT == 2)
+        pinAccumulators(acc[1]);
+    };
 
     // The copies of step ks (x, and the weights where they are copies): one cp.async group
     // per step, empty past the last.
     const auto copy = [&](int ks) {
       if (ks < kSteps) {
-        fetchXTile<K>(x16, rows, m0, ks * kMmaTK, xStage(ks));
+        fetchXTile<K, kRowsM>(x16, rows, m0, ks * kMmaTK, xStage(ks));
         if constexpr (kAsyncW)
           stager.fetch(n0, ks * kMmaTK, wStage(ks));
       }
@@ -206,15 +218,18 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
       fenceProxyAsync();
       __syncthreads();
       wgmmaFence();
-      pinAccumulators(acc);
-      const unsigned long long descA =
-          swizzledDescriptor(xStage(ks).base + group * 64 * kMmaTK * 2);
+      pin();
       const unsigned long long descB = swizzledDescriptor(wStage(ks).base);
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-        wgmma64x128<DT>(acc, descA + 2 * j, descB + 2 * j);
+      for (int s = 0; s < MT; ++s) {
+        const unsigned long long descA =
+            swizzledDescriptor(xStage(ks).base + (group * MT + s) * 64 * kMmaTK * 2);
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          wgmma64x128<DT>(acc[s], descA + 2 * j, descB + 2 * j);
+      }
       wgmmaCommit();
-      pinAccumulators(acc);
+      pin();
       // Stage ks + 1's last reader was step ks + 1 - S's wgmma; stage ks + D's was step
       // ks + D - S = ks - 2's.
       if constexpr (!kAsyncW) {
@@ -225,22 +240,25 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
       }
       copy(ks + D);
       wgmmaWait<1>();
-      pinAccumulators(acc);
+      pin();
     }
     wgmmaWait<0>();
-    pinAccumulators(acc);
+    pin();
     __syncthreads(); // every wgmma read its stages: the next tile's prologue may refill them
 
-    // Epilogue: acc[4 j + e] at row g + 8 (e / 2), column 8 j + 2 t + e % 2 of the warp's rows.
-    const int m = m0 + 16 * warp + g;
+    // Epilogue: acc[s][4 j + e] at row g + 8 (e / 2), column 8 j + 2 t + e % 2 of the warp's
+    // 16 rows of slice s.
+    const int m = m0 + group * 64 * MT + 16 * (warp % 4) + g;
 #pragma unroll
     for (int j = 0; j < kMmaTN / 8; ++j) {
       const int n = n0 + 8 * j + 2 * t;
       const float2 b = biasPair<BDT, HAS_BIAS, N>(bias, n);
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        storePair<N>(y, residual, rows, m + 8 * h, n, acc[4 * j + 2 * h] + b.x,
-                     acc[4 * j + 2 * h + 1] + b.y);
+      for (int s = 0; s < MT; ++s)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          storePair<N>(y, residual, rows, m + 64 * s + 8 * h, n, acc[s][4 * j + 2 * h] + b.x,
+                       acc[s][4 * j + 2 * h + 1] + b.y);
     }
   }
 }
@@ -250,7 +268,7 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
 // Where roundRowsFrom reads its values: the rows of x, or the SwiGLU of two rows (gate, up),
 // 8 values from element `at` (a multiple of 8).
 struct PlainRows {
-  const float *x;
+  const float* x;
   __device__ __forceinline__ void load(long long at, float (&v)[8]) const {
     const float4 a = loadProduced(x + at), b = loadProduced(x + at + 4);
     v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
@@ -273,8 +291,8 @@ struct SwiGluRows {
 // same steps). Launch: block THREADS, grid (any, max_step_tokens); 8 values per thread and
 // pass.
 template <int DT, int K, int THREADS, class SOURCE>
-__device__ __forceinline__ void roundRowsFrom(SOURCE source, unsigned short *x16,
-                                              const StepState *state) {
+__device__ __forceinline__ void roundRowsFrom(SOURCE source, unsigned short* x16,
+                                              const StepState* state) {
   static_assert(K % 8 == 0, "rows of whole 16-byte chunks");
   const int t = blockIdx.y;
   if (t >= state->nTokens)
@@ -283,22 +301,21 @@ __device__ __forceinline__ void roundRowsFrom(SOURCE source, unsigned short *x16
     const long long at = static_cast<long long>(t) * K + i;
     float v[8];
     source.load(at, v);
-    *reinterpret_cast<uint4 *>(x16 + at) = make_uint4(packPair<DT>(v[0], v[1]),
-                                                      packPair<DT>(v[2], v[3]),
-                                                      packPair<DT>(v[4], v[5]),
-                                                      packPair<DT>(v[6], v[7]));
+    *reinterpret_cast<uint4*>(x16 + at) =
+        make_uint4(packPair<DT>(v[0], v[1]), packPair<DT>(v[2], v[3]), packPair<DT>(v[4], v[5]),
+                   packPair<DT>(v[6], v[7]));
   }
 }
 template <int DT, int K, int THREADS>
-__device__ __forceinline__ void roundRows(const float *x, unsigned short *x16,
-                                          const StepState *state) {
+__device__ __forceinline__ void roundRows(const float* x, unsigned short* x16,
+                                          const StepState* state) {
   roundRowsFrom<DT, K, THREADS>(PlainRows{x}, x16, state);
 }
 // The same for the input of a down projection that is the SwiGLU of gate and up rows
 // (LaunchFusion.cpp's swiGluRoundOf): the SwiGLU op then has no launch of its own.
 template <int DT, int K, int THREADS>
-__device__ __forceinline__ void roundSwiGluRows(const float *gate, const float *up,
-                                                unsigned short *x16, const StepState *state) {
+__device__ __forceinline__ void roundSwiGluRows(const float* gate, const float* up,
+                                                unsigned short* x16, const StepState* state) {
   roundRowsFrom<DT, K, THREADS>(SwiGluRows{gate, up}, x16, state);
 }
 

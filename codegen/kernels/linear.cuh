@@ -416,11 +416,11 @@ __device__ __forceinline__ void linear(const float *x, const void *w, const void
   } else if constexpr (ROWS == kRowsGemv) {
     linearGemv<WDT, BDT, HAS_BIAS, K, N, VEC, SHAPE_N>(x, n, w, bias, residual, y, blocks, n == 1,
                                                        norm);
-  } else if constexpr (ROWS == kRowsGemmX16) {
+  } else if constexpr (ROWS == kRowsGemmX16 || ROWS == kRowsGemmX16Tall) {
 #if NINFER_SM90A
     static_assert(WDT != kF32 && VEC, "the emitter's choice of GEMM (describeLinear)");
     DenseTileStager<WDT, K, N> stager{static_cast<const unsigned short *>(w)};
-    gemmWgmma<DenseTileStager<WDT, K, N>, BDT, HAS_BIAS, K, N>(
+    gemmWgmma<DenseTileStager<WDT, K, N>, BDT, HAS_BIAS, K, N, ROWS == kRowsGemmX16Tall ? 2 : 1>(
         reinterpret_cast<const unsigned short *>(x), n, stager, bias, residual, y, blocks);
 #endif
   } else {

@@ -243,11 +243,12 @@ __device__ __forceinline__ void linearQuant(const float* x, const void* w, const
   const int n = state->nTokens;
   static_assert(kGemvMmaMaxTokens == kLinearGemvMaxRows && kQuantGemvMaxRows == kLinearGemvMaxRows,
                 "the emitter's GEMV/GEMM split");
-  if constexpr (ROWS == kRowsGemmX16) {
+  if constexpr (ROWS == kRowsGemmX16 || ROWS == kRowsGemmX16Tall) {
 #if NINFER_SM90A
     QuantTileStager<BITS, GROUP, K, N> stager{wb};
-    gemmWgmma<QuantTileStager<BITS, GROUP, K, N>, BDT, HAS_BIAS, K, N>(
-        reinterpret_cast<const unsigned short *>(x), n, stager, bias, residual, y, blocks);
+    gemmWgmma<QuantTileStager<BITS, GROUP, K, N>, BDT, HAS_BIAS, K, N,
+              ROWS == kRowsGemmX16Tall ? 2 : 1>(reinterpret_cast<const unsigned short *>(x), n,
+                                                stager, bias, residual, y, blocks);
 #endif
   } else if constexpr (ROWS == kRowsGemm) {
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

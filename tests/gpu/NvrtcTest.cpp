@@ -469,6 +469,48 @@ TEST(Nvrtc, Sm90aNormBeforeALastRowOnlyLinearKeepsItsOutput) {
   }
 }
 
+// sm_90a GEMMs take 256-token tiles where 128-token ones need more than one wave of blocks
+// (132 SMs) and 256-token ones fit in one: the 8B q/k/v group at 512 tokens (192 tiles ->
+// 96), not a 4096 x 4096 linear (128 tiles already fit).
+TEST(Nvrtc, Sm90aTallTilesWhereTheyFillOneWave) {
+  TestPlan t(512, 64);
+  const uint32_t x = t.addActivation("x", 4096);
+  const int outs[3] = {4096, 1024, 1024};
+  uint32_t outputs[3];
+  for (int m = 0; m < 3; ++m) {
+    outputs[m] = t.addActivation(std::string(1, "qkv"[m]), outs[m]);
+    plan::LinearAttrsT a;
+    a.in_features = 4096;
+    a.out_features = outs[m];
+    t.addOp(std::string(1, "qkv"[m]), a,
+            {x, t.addDummyWeight("w" + std::to_string(m), DType::F16, {outs[m], 4096}, m + 1,
+                                 0.01f, 0.0f)},
+            {outputs[m]});
+  }
+  const uint32_t y = t.addActivation("y", 4096);
+  plan::LinearAttrsT o;
+  o.in_features = 4096;
+  o.out_features = 4096;
+  t.addOp("o", o, {outputs[0], t.addDummyWeight("wo", DType::F16, {4096, 4096}, 9, 0.01f, 0.0f)},
+          {y});
+  KernelOptions options;
+  options.archs = {"sm_90a"};
+  options.embedPtx = false;
+  Status status = emitKernels(t.plan, options);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  const plan::LaunchT &qkv = *t.plan.ops[0]->launches.back();
+  const plan::LaunchT &single = *t.plan.ops[3]->launches.back();
+  EXPECT_EQ(qkv.grid_base[0], (32u + 8 + 8) * 2);
+  EXPECT_EQ(qkv.shared_bytes, uint32_t(gemm::wgmmaSharedBytes(2)));
+  EXPECT_EQ(single.grid_base[0], 32u * 4);
+  EXPECT_EQ(single.shared_bytes, uint32_t(gemm::wgmmaSharedBytes(1)));
+  const std::string &source = t.plan.kernels->source;
+  EXPECT_NE(source.find("4096, 1024, 5, true, 6144>("), std::string::npos);
+  EXPECT_NE(source.find("4096, 4096, 4, true>("), std::string::npos);
+  EXPECT_NE(source.find("BlockSlice{static_cast<int>(blockIdx.x) - 64, 16}"), std::string::npos)
+      << "k's 16 tiles after q's 64";
+}
+
 // An 8B-shaped q/k/v group: its f16 GEMVs split the work as one layer of 6144 outputs
 // would (8 rows per block for k and v too), not as three layers: alone, k and v
 // (1024 outputs) take 2-row blocks, each re-reading all of x.

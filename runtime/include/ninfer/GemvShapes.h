@@ -136,14 +136,21 @@ constexpr int kTileK = 64;  // K per step
 constexpr int kLd = kTileK + 8; // 16-bit values per shared row (bank padding)
 constexpr int kStageHalves = (kTileM + kTileN) * kLd;
 constexpr int kSharedBytes = 2 * kStageHalves * 2; // two stages of 16-bit values
-// gemm_wgmma.cuh (sm_90a): kWgmmaStages stages of a swizzled x tile and weight tile
-// (kTileM and kTileN rows of kTileK 16-bit values), plus 1 KB to align them to 1024 bytes.
-constexpr int kWgmmaStages = 6;
-constexpr int kWgmmaSharedBytes = kWgmmaStages * (kTileM + kTileN) * kTileK * 2 + 1024;
+// gemm_wgmma.cuh (sm_90a): tiles of kTileM * mt tokens (mt = 1 or 2); wgmmaStages(mt)
+// stages of a swizzled x tile and weight tile (kTileK 16-bit values per row), plus 1 KB to
+// align them to 1024 bytes.
+NINFER_HD constexpr int wgmmaStages(int mt) { return mt == 1 ? 6 : 4; }
+NINFER_HD constexpr int wgmmaSharedBytes(int mt) {
+  return wgmmaStages(mt) * (kTileM * mt + kTileN) * kTileK * 2 + 1024;
+}
+constexpr int kWgmmaSharedBytes = wgmmaSharedBytes(1);
+// SMs of the sm_90a cards ninferc knows (h100, h200): the emitter takes 256-token tiles where
+// 128-token ones need more than one wave of blocks and 256-token ones fit in one.
+constexpr int kSm90aSms = 132;
 
 // Blocks that give every tile of an n-output layer at `rows` tokens its own block.
-NINFER_HD constexpr int tiles(int n, int rows) {
-  return ((n + kTileN - 1) / kTileN) * ((rows + kTileM - 1) / kTileM);
+NINFER_HD constexpr int tiles(int n, int rows, int mt = 1) {
+  return ((n + kTileN - 1) / kTileN) * ((rows + kTileM * mt - 1) / (kTileM * mt));
 }
 
 } // namespace gemm
