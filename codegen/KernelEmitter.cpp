@@ -423,6 +423,14 @@ private:
     bool sameDType = true;
     for (const LinearKernel &member : members)
       sameDType = sameDType && member.gemmDType == k.gemmDType;
+    const int swiGlu = fusions_.swiGluOfGroup[opIndex_];
+    if (swiGlu >= 0 && fusions_.swiGluGemmType[size_t(swiGlu)] != 0) {
+      const int64_t both = 2 * op.attrs.AsLinearAttrs()->out_features;
+      return addGemm(op, k.suffix + "_swiglu_gemm", {both}, sameDType, k.gemmDType,
+                     [&](int rows, const std::vector<uint32_t> &) {
+                       return swiGluGemmCall(group, rows);
+                     });
+    }
     return addGemm(op, name + "_gemm", outs, sameDType, k.gemmDType,
                    [&](int rows, const std::vector<uint32_t> &blocks) {
                      uint32_t total = 0;
@@ -434,9 +442,10 @@ private:
   // text(rows, blocks): its call for ROWS = rows, each member striding over its `blocks`), for
   // steps of more than kLinearGemvRows tokens; a block per tile of the longest step. On sm_90a
   // (choices_.wgmmaGemm; wgmmaOk: the members round x to one 16-bit type, `dtype`) a launch
-  // first rounds x to it into the x16 workspace (unless its producer wrote it there) and
-  // gemm_wgmma.cuh reads that, with 256-token tiles where those fill the SMs in one wave and
-  // 128-token ones would not; elsewhere gemm_mma.cuh reads x itself.
+  // first rounds x to it into the x16 workspace (unless its producer wrote it there, or the
+  // gate/up GEMM wrote the SwiGLU into the activation workspace) and gemm_wgmma.cuh reads
+  // that, with 256-token tiles where those fill the SMs in one wave and 128-token ones would
+  // not; elsewhere gemm_mma.cuh reads x itself.
   Status addGemm(OpT &op, const std::string &name, const std::vector<int64_t> &outs, bool wgmmaOk,
                  int dtype,
                  const std::function<std::string(int, const std::vector<uint32_t> &)> &text) {
@@ -461,10 +470,13 @@ private:
     const std::vector<uint32_t> blocks = tilesOf(mt);
     LaunchShape shape{{sum(blocks), 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
     shape.minTokens = kLinearGemvRows + 1;
-    const int swiGlu = fusions_.swiGluRoundOf[opIndex_];
+    const int swiGluGroup = fusions_.swiGluOfGroup[opIndex_];
+    const bool writesSwiGlu =
+        swiGluGroup >= 0 && fusions_.swiGluGemmType[size_t(swiGluGroup)] != 0;
+    const bool readsSwiGlu = fusions_.swiGluGemmOf[opIndex_] >= 0;
     if (!wgmma) {
       // LaunchFusion.cpp's conditions promised the wgmma path.
-      if (swiGlu >= 0 || fusions_.inputRounded[opIndex_])
+      if (writesSwiGlu || readsSwiGlu || fusions_.inputRounded[opIndex_])
         return fail(op, "its x was fused into a 16-bit copy its GEMM does not read");
       shape.sharedBytes = gemm::kSharedBytes;
       return addKernel(op, name, text(kRowsGemm, blocks), shape);
@@ -472,45 +484,43 @@ private:
     reserveX16(k);
     shape.sharedBytes = static_cast<uint32_t>(gemm::wgmmaSharedBytes(mt));
     const int rows = mt == 2 ? kRowsGemmX16Tall : kRowsGemmX16;
-    if (fusions_.inputRounded[opIndex_]) // the producer of x wrote it (findProducerRounds)
+    // The producer of x wrote it (findProducerRounds, findSwiGluGemms).
+    if (fusions_.inputRounded[opIndex_] || readsSwiGlu)
       return addKernel(op, name, text(rows, blocks), shape);
     std::ostringstream round;
-    if (swiGlu >= 0) { // x = silu(gate) * up, computed here (the SwiGLU op has no launch)
-      const OpT &act = *plan_.ops[size_t(swiGlu)];
-      round << "ninfer::dev::roundSwiGluRows<" << dtype << ", " << k << ", " << kThreads << ">("
-            << ptr("const float*", act.inputs[0]) << ", " << ptr("const float*", act.inputs[1])
-            << ", ";
-    } else {
-      round << "ninfer::dev::roundRows<" << dtype << ", " << k << ", " << kThreads << ">("
-            << ptr("const float*", op.inputs[0]) << ", ";
-    }
-    round << ptr("unsigned short*", *x16_) << ", state)";
+    round << "ninfer::dev::roundRows<" << dtype << ", " << k << ", " << kThreads << ">("
+          << ptr("const float*", op.inputs[0]) << ", " << ptr("unsigned short*", *x16_)
+          << ", state)";
     LaunchShape rounding = perTokenRows(static_cast<uint32_t>(ceilDiv(k, 8 * kThreads)));
     rounding.minTokens = shape.minTokens;
     NINFER_RETURN_IF_ERROR(addKernel(op, "round_x16", round.str(), rounding));
     return addKernel(op, name, text(rows, blocks), shape);
   }
 
-  // The x16 workspace (see addGemm): a Workspace buffer after every other one (the
-  // attention's counters there must stay zero), holding maxRows() rows of the widest K of
-  // the GEMMs that read it; placeX16 gives it its offset once every op is emitted.
-  void reserveX16(int64_t k) {
+  // The 16-bit workspaces: x16 (see addGemm) and act16, where a gate/up GEMM writes the
+  // SwiGLU for the down projection (findSwiGluGemms; its own buffer, as that GEMM reads
+  // x16). Workspace buffers after every other one (the attention's counters there must
+  // stay zero), each holding maxRows() rows of the widest K of the GEMMs that read it;
+  // placeX16 gives them their offsets once every op is emitted.
+  void reserveX16(int64_t k) { reserve16(x16_, kX16Name, k); }
+  void reserveAct16(int64_t k) { reserve16(act16_, kAct16Name, k); }
+  void reserve16(std::optional<uint32_t> &slot, const char *name, int64_t k) {
     const uint64_t bytes = (uint64_t(maxRows()) * uint64_t(k) * 2 + 15) / 16 * 16;
-    if (!x16_) {
+    if (!slot) {
       for (uint32_t i = 0; i < plan_.buffers.size(); ++i)
-        if (plan_.buffers[i] && plan_.buffers[i]->name == kX16Name)
-          x16_ = i;
-      if (!x16_) {
+        if (plan_.buffers[i] && plan_.buffers[i]->name == name)
+          slot = i;
+      if (!slot) {
         auto b = std::make_unique<BufferT>();
-        b->name = kX16Name;
+        b->name = name;
         b->kind = BufferKind::Workspace;
         b->dtype = DType::F32; // the plan's workspace type; the kernels see 16-bit values
-        x16_ = static_cast<uint32_t>(plan_.buffers.size());
+        slot = static_cast<uint32_t>(plan_.buffers.size());
         plan_.buffers.push_back(std::move(b));
       }
-      plan_.buffers[*x16_]->size_bytes = 0;
+      plan_.buffers[*slot]->size_bytes = 0;
     }
-    BufferT &b = *plan_.buffers[*x16_];
+    BufferT &b = *plan_.buffers[*slot];
     b.size_bytes = std::max(b.size_bytes, bytes);
     b.shape = {static_cast<int64_t>(b.size_bytes / 4)};
   }
@@ -529,21 +539,26 @@ private:
   }
 
   void placeX16() {
-    if (!x16_)
+    if (!x16_ && !act16_)
       return;
     uint64_t offset = 0;
     for (uint32_t i = 0; i < plan_.buffers.size(); ++i) {
       const auto &b = plan_.buffers[i];
-      if (b && b->kind == BufferKind::Workspace && i != *x16_)
+      if (b && b->kind == BufferKind::Workspace && i != x16_ && i != act16_)
         offset = std::max(offset, b->offset + b->size_bytes);
     }
-    offset = (offset + 255) / 256 * 256;
-    BufferT &x16 = *plan_.buffers[*x16_];
-    x16.offset = offset;
+    for (const std::optional<uint32_t> &slot : {x16_, act16_}) {
+      if (!slot)
+        continue;
+      offset = (offset + 255) / 256 * 256;
+      BufferT &b = *plan_.buffers[*slot];
+      b.offset = offset;
+      offset += b.size_bytes;
+    }
     if (!plan_.memory)
       plan_.memory = std::make_unique<plan::MemoryPlanT>();
     plan_.memory->workspace_bytes =
-        std::max(plan_.memory->workspace_bytes, (offset + x16.size_bytes + 255) / 256 * 256);
+        std::max(plan_.memory->workspace_bytes, (offset + 255) / 256 * 256);
   }
 
   // The one-token launch of a group whose members all take gemv_quant_bulk.cuh (with
@@ -630,6 +645,30 @@ private:
     call << a.in_features << ", " << a.out_features << ">(" << in.x << ", "
          << raw(gate.inputs[1]) << ", " << raw(up.inputs[1]) << ", "
          << ptr("float*", swiGlu.outputs[0]) << ", state" << in.norm << ")";
+    return call.str();
+  }
+
+  // The long-step GEMM of a gate/up group whose SwiGLU it writes as the down projection's
+  // x (findSwiGluGemms): linear.cuh's linearSwiGluGemm, or linearQuantSwiGluGemm.
+  std::string swiGluGemmCall(const LinearGroup &group, int rows) {
+    const SwiGluPair pair = swiGluPair(group);
+    const OpT &gate = *pair.gate, &up = *pair.up;
+    const plan::LinearAttrsT &a = *gate.attrs.AsLinearAttrs();
+    const int wType = int(buf(gate.inputs[1]).dtype);
+    const int outType = fusions_.swiGluGemmType[indexOf(*pair.swiGlu)];
+    reserveAct16(a.out_features);
+    std::ostringstream call;
+    const int format = quant::formatOfPlanDType(wType);
+    if (format >= 0) {
+      const quant::QuantFormatTraits traits =
+          quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
+      call << "ninfer::dev::linearQuantSwiGluGemm<" << traits.bits << ", " << traits.groupSize;
+    } else {
+      call << "ninfer::dev::linearSwiGluGemm<" << wType;
+    }
+    call << ", " << outType << ", " << a.in_features << ", " << a.out_features << ", " << rows
+         << ">(" << ptr("const float*", *x16_) << ", " << raw(gate.inputs[1]) << ", "
+         << raw(up.inputs[1]) << ", " << ptr("unsigned short*", *act16_) << ", state)";
     return call.str();
   }
 
@@ -731,11 +770,13 @@ private:
              const std::string &tail = "", bool normed = false) {
     OpT *o = &op;
     const bool bias = a.has_bias, residual = a.residual;
-    return [this, o, bias, residual, head, tail, normed](int rows, const std::string &slice) {
+    const bool act16 = fusions_.swiGluGemmOf[indexOf(op)] >= 0;
+    return [this, o, bias, residual, head, tail, normed, act16](int rows,
+                                                                const std::string &slice) {
       const bool x16 = rows == kRowsGemmX16 || rows == kRowsGemmX16Tall;
       NormedInput in = normedInput(*o, normed && rows != kRowsGemm && !x16);
-      if (x16) // x is the step's 16-bit copy (addGemm)
-        in.x = ptr("const float*", *x16_);
+      if (x16) // x is the step's 16-bit copy (addGemm), or the SwiGLU its gate/up GEMM wrote
+        in.x = ptr("const float*", act16 ? *act16_ : *x16_);
       std::string blocks = slice;
       if (!in.norm.empty() && blocks.empty())
         blocks = "ninfer::dev::wholeGrid()";
@@ -1130,8 +1171,8 @@ private:
 
   Status emitSwiGlu(OpT &op, const plan::SwiGluAttrsT &a) {
     // Fused into its gate/up GEMV for short steps: the launch runs the longer ones, unless
-    // the down projection's rounding launch computes it there (no launch at all).
-    if (fusions_.swiGluRounded[opIndex_])
+    // the gate/up GEMM computes it there too (no launch at all).
+    if (fusions_.swiGluGemmType[opIndex_] != 0)
       return checkElementwise(op, a.dim);
     return emitElementwise(op, a.dim, "swiGlu", "swiglu",
                            fusions_.swiGluFused[opIndex_] ? kLinearGemvRows + 1 : 0);
@@ -1144,8 +1185,9 @@ private:
   size_t opIndex_ = 0;
   FusionChoices choices_;
   // The x16 workspace buffer (reserveX16), once a GEMM reads it.
-  std::optional<uint32_t> x16_;
+  std::optional<uint32_t> x16_, act16_;
   static constexpr const char *kX16Name = "gemm.x16";
+  static constexpr const char *kAct16Name = "gemm.act16";
   LaunchFusions fusions_;
 
   std::ostringstream source_;

@@ -25,7 +25,7 @@ public:
     findLinearGroups();
     findRopeAppends();
     findSwiGluFusions();
-    findSwiGluRounds();
+    findSwiGluGemms();
     findNormFusions();
     findProducerRounds();
     return std::move(out_);
@@ -110,22 +110,26 @@ private:
     }
   }
 
-  // A fused SwiGLU (above) whose activation only the next op reads: a linear whose GEMM
-  // runs on wgmma (sm_90a targets; f16/bf16 weights its GEMV reads 16 bytes at a time, or a
-  // group-quantized format; K whole 64-value steps; not grouped). Its rounding launch
-  // computes the activation from gate and up (roundSwiGluRows) in the steps the gate/up
-  // GEMV leaves, so the SwiGLU op keeps no launch: its write and read of the activation in
-  // f32 go. (KernelEmitter.cpp's addGemm takes the same wgmma path.)
-  void findSwiGluRounds() {
+  // A fused SwiGLU (above) whose gate/up GEMM runs on wgmma (sm_90a targets) and whose
+  // activation (a multiple of 64 wide) only the next op reads: a linear whose GEMM runs on
+  // wgmma too (not grouped). In long steps the gate/up GEMM runs over tiles of 64 gate and
+  // the same 64 up rows, and its epilogue writes silu(gate) * up, rounded to the down
+  // projection's 16-bit x type, for the down GEMM to read: no SwiGLU launch and no rounding
+  // launch, and neither gate, up nor the activation is written in f32. (KernelEmitter.cpp's
+  // addGemm takes the same wgmma path; it refuses the plan where it would not.)
+  void findSwiGluGemms() {
     const size_t n = plan_.ops.size();
-    out_.swiGluRoundOf.assign(n, -1);
-    out_.swiGluRounded.assign(n, false);
+    out_.swiGluGemmType.assign(n, 0);
+    out_.swiGluGemmOf.assign(n, -1);
     if (!choices_.wgmmaGemm || !choices_.tensorCoreGemm || maxRows() <= kLinearGemvRows)
       return;
-    for (size_t s = 0; s + 1 < n; ++s) {
+    for (size_t s = 2; s + 1 < n; ++s) {
       const OpT &act = *plan_.ops[s], &down = *plan_.ops[s + 1];
-      if (!out_.swiGluFused[s] || wgmmaInputType(s + 1) == 0 ||
-          down.inputs[0] != act.outputs[0] || out_.linearGroups[s + 1].size > 1)
+      const int type = wgmmaInputType(s + 1);
+      if (!out_.swiGluFused[s] || type == 0 || wgmmaInputType(s - 2) == 0 ||
+          wgmmaInputType(s - 1) != wgmmaInputType(s - 2) ||
+          act.attrs.AsSwiGluAttrs()->dim % 64 != 0 || down.inputs[0] != act.outputs[0] ||
+          out_.linearGroups[s + 1].size > 1)
         continue;
       const uint32_t activation = act.outputs[0];
       bool otherReader = false;
@@ -143,8 +147,8 @@ private:
       }
       if (otherReader)
         continue;
-      out_.swiGluRoundOf[s + 1] = static_cast<int>(s);
-      out_.swiGluRounded[s] = true;
+      out_.swiGluGemmType[s] = type;
+      out_.swiGluGemmOf[s + 1] = static_cast<int>(s);
     }
   }
 

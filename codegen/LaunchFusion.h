@@ -51,10 +51,12 @@ struct LaunchFusions {
   // whether it is.
   std::vector<int> swiGluOfGroup;
   std::vector<bool> swiGluFused;
-  // Linear op -> the fused SwiGLU op whose activation its GEMM's rounding launch computes
-  // (sm_90a), or -1; SwiGLU op -> whether it is (then it has no launch).
-  std::vector<int> swiGluRoundOf;
-  std::vector<bool> swiGluRounded;
+  // sm_90a: fused SwiGLU op -> the 16-bit type (plan DType) in which its gate/up group's
+  // GEMM writes silu(gate) * up in long steps, as the x of the next op (the down
+  // projection), into a workspace of its own (0: not fused; else the SwiGLU op has no
+  // launch); linear op -> the SwiGLU op whose GEMM writes its x so, or -1.
+  std::vector<int> swiGluGemmType;
+  std::vector<int> swiGluGemmOf;
   std::vector<RopeAppend> ropeAppends;
   // Op index -> index into ropeAppends, or -1.
   std::vector<int> ropeAppendOf;

@@ -142,14 +142,34 @@ struct PaddedTile {
   __device__ __forceinline__ void *chunk(int r, int c) const { return &rows[r][8 * c]; }
 };
 
+// Where the stagers find row n of the GEMM's weights (T: a weight element or byte): row n
+// of one matrix W ...
+template <class T> struct MatrixRows {
+  static constexpr int kMatrices = 1;
+  const T *w;
+  __device__ __forceinline__ const T *matrix(int) const { return w; }
+  __device__ __forceinline__ static int row(int n) { return n; }
+};
+// ... or, for a SwiGLU MLP's gate and up matrices in one GEMM (gemm_wgmma.cuh's SwiGluOut),
+// 128-row tiles of 64 gate rows then the same 64 up rows: row n is row 64 (n / 128) + n % 64
+// of gate (n % 128 < 64) or of up. The thread that holds output column c of a tile then
+// holds c + 64 too. Each matrix has a multiple of 64 rows.
+template <class T> struct GateUpRows {
+  static constexpr int kMatrices = 2;
+  const T *gate, *up;
+  __device__ __forceinline__ const T *matrix(int n) const { return n % 128 < 64 ? gate : up; }
+  __device__ __forceinline__ static int row(int n) { return n / 128 * 64 + n % 64; }
+};
+
 // Weight tiles of a dense f16/bf16 W [N, K]: 128 rows x 64 halves = 1024 chunks of 16 bytes,
 // 4 per thread (chunk q = tid + 256 j is row q / 8, halves 8 (q % 8) .. +7), copied with
 // cp.async (zeros past N or K).
-template <int WDT, int K, int N> struct DenseTileStager {
+template <int WDT, int K, int N, class ROWS = MatrixRows<unsigned short>>
+struct DenseTileStager {
   static_assert(K % 8 == 0, "16-byte weight chunks need K % 8 == 0");
   static constexpr int kMmaDType = WDT;
   static constexpr bool kCopiesAsync = true; // fetch's copies land by themselves
-  const unsigned short *w;
+  ROWS w;
 
   template <class TILE> __device__ __forceinline__ void fetch(int n0, int k0, TILE tile) {
 #pragma unroll
@@ -159,7 +179,9 @@ template <int WDT, int K, int N> struct DenseTileStager {
       const int c = (q % 8) * 8;
       const bool inside = n0 + r < N && k0 + c < K;
       // Outside: a valid dummy address (W's start) and 0 bytes, so the chunk becomes zeros.
-      const unsigned short *src = inside ? w + static_cast<long long>(n0 + r) * K + k0 + c : w;
+      const unsigned short *src =
+          inside ? w.matrix(n0 + r) + static_cast<long long>(ROWS::row(n0 + r)) * K + k0 + c
+                 : w.matrix(0);
       cpAsync16(tile.chunk(r, c / 8), src, inside ? 16 : 0);
     }
   }

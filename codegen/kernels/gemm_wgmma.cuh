@@ -17,6 +17,8 @@
 //    into the stage one step ahead, while the wgmma of the step before runs).
 //  * gemm::wgmmaStages(MT) stages, copies 2 steps fewer ahead; one barrier per k-step; one
 //    wgmma group in flight while the next stages are written.
+//  * The epilogue writes through an OUT policy: a linear's f32 y (+ bias, + residual), or,
+//    for a GEMM over a SwiGLU MLP's gate and up rows, silu(gate) * up in 16 bits (SwiGluOut).
 // Launch: block 256 threads, grid any (tiles strided like gemm_mma.cuh),
 // gemm::wgmmaSharedBytes(MT) of dynamic shared memory.
 #pragma once
@@ -135,12 +137,43 @@ __device__ __forceinline__ void fetchXTile(const unsigned short* x16, int rows, 
   }
 }
 
-// The tile loop (STAGER as in gemm_mma.cuh). x16: the step's rows of x in the weights'
-// 16-bit type (KernelEmitter.cpp writes them before the GEMM launch).
-template <class STAGER, int BDT, bool HAS_BIAS, int K, int N, int MT = 1>
+// Where the tile loop's outputs go: a linear's y (+ bias) (+ residual) in f32 (`columns(n)`:
+// what columns n, n + 1 add, once per column pair; `store`: outputs (m, n), (m, n + 1), n
+// even) ...
+template <int BDT, bool HAS_BIAS, int N> struct LinearOut {
+  static constexpr bool kGateUp = false;
+  const void* bias;
+  const float* residual;
+  float* y;
+  __device__ __forceinline__ float2 columns(int n) const {
+    return biasPair<BDT, HAS_BIAS, N>(bias, n);
+  }
+  __device__ __forceinline__ void store(float2 add, int rows, int m, int n, float v0,
+                                        float v1) const {
+    storePair<N>(y, residual, rows, m, n, v0 + add.x, v1 + add.y);
+  }
+};
+// ... or, for a GEMM over gate and up rows (GateUpRows; N = 2 I, I a multiple of 64),
+// silu(gate) * up rounded to the 16-bit type DT into rows of I: the down projection's x16,
+// the same values its rounding of the SwiGLU op's f32 output would give. `store`: outputs
+// (m, o), (m, o + 1), o even, from their gate (g0, g1) and up (u0, u1) values.
+template <int DT, int N> struct SwiGluOut {
+  static constexpr bool kGateUp = true;
+  static_assert(N % 128 == 0, "whole tiles of 64 gate and 64 up rows");
+  unsigned short* y16;
+  __device__ __forceinline__ void store(int rows, int m, int o, float g0, float g1, float u0,
+                                        float u1) const {
+    if (m < rows)
+      *reinterpret_cast<unsigned int*>(y16 + static_cast<long long>(m) * (N / 2) + o) =
+          packPair<DT>(siluTimesFast(g0, u0), siluTimesFast(g1, u1));
+  }
+};
+
+// The tile loop (STAGER as in gemm_mma.cuh, OUT above). x16: the step's rows of x in the
+// weights' 16-bit type (KernelEmitter.cpp's rounding launch or x's producer writes them).
+template <class STAGER, class OUT, int K, int N, int MT = 1>
 __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, STAGER& stager,
-                                          const void* bias, const float* residual, float* y,
-                                          BlockSlice blocks) {
+                                          const OUT& out, BlockSlice blocks) {
   static_assert(K % kMmaTK == 0, "whole k-steps");
   static_assert(MT == 1 || MT == 2, "64 or 128 tokens per warpgroup");
   constexpr int DT = STAGER::kMmaDType;
@@ -249,74 +282,51 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
     // Epilogue: acc[s][4 j + e] at row g + 8 (e / 2), column 8 j + 2 t + e % 2 of the warp's
     // 16 rows of slice s.
     const int m = m0 + group * 64 * MT + 16 * (warp % 4) + g;
+    if constexpr (OUT::kGateUp) { // columns 8 j + 2 t (+1): gate at j < 8, its up at j + 8
 #pragma unroll
-    for (int j = 0; j < kMmaTN / 8; ++j) {
-      const int n = n0 + 8 * j + 2 * t;
-      const float2 b = biasPair<BDT, HAS_BIAS, N>(bias, n);
+      for (int j = 0; j < kMmaTN / 16; ++j)
 #pragma unroll
-      for (int s = 0; s < MT; ++s)
+        for (int s = 0; s < MT; ++s)
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
-          storePair<N>(y, residual, rows, m + 64 * s + 8 * h, n, acc[s][4 * j + 2 * h] + b.x,
-                       acc[s][4 * j + 2 * h + 1] + b.y);
+          for (int h = 0; h < 2; ++h)
+            out.store(rows, m + 64 * s + 8 * h, n0 / 2 + 8 * j + 2 * t, acc[s][4 * j + 2 * h],
+                      acc[s][4 * j + 2 * h + 1], acc[s][4 * (j + 8) + 2 * h],
+                      acc[s][4 * (j + 8) + 2 * h + 1]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kMmaTN / 8; ++j) {
+        const int n = n0 + 8 * j + 2 * t;
+        const float2 add = out.columns(n);
+#pragma unroll
+        for (int s = 0; s < MT; ++s)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            out.store(add, rows, m + 64 * s + 8 * h, n, acc[s][4 * j + 2 * h],
+                      acc[s][4 * j + 2 * h + 1]);
+      }
     }
   }
 }
 
 #endif // sm_90a
 
-// Where roundRowsFrom reads its values: the rows of x, or the SwiGLU of two rows (gate, up),
-// 8 values from element `at` (a multiple of 8).
-struct PlainRows {
-  const float* x;
-  __device__ __forceinline__ void load(long long at, float (&v)[8]) const {
-    const float4 a = loadProduced(x + at), b = loadProduced(x + at + 4);
-    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-  }
-};
-struct SwiGluRows {
-  const float *gate, *up;
-  __device__ __forceinline__ void load(long long at, float (&v)[8]) const {
-    float g[8], u[8];
-    PlainRows{gate}.load(at, g);
-    PlainRows{up}.load(at, u);
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-      v[i] = siluTimes(g[i], u[i]);
-  }
-};
-
-// The step's rows of x (SOURCE) rounded to the 16-bit type DT: the operand of the GEMM
-// above, which reads it with cp.async (the emitter launches this before the GEMM, on the
-// same steps). Launch: block THREADS, grid (any, max_step_tokens); 8 values per thread and
-// pass.
-template <int DT, int K, int THREADS, class SOURCE>
-__device__ __forceinline__ void roundRowsFrom(SOURCE source, unsigned short* x16,
-                                              const StepState* state) {
+// The step's rows of x rounded to the 16-bit type DT: the operand of the GEMM above, which
+// reads it with cp.async (the emitter launches this before the GEMM, on the same steps).
+// Launch: block THREADS, grid (any, max_step_tokens); 8 values per thread and pass.
+template <int DT, int K, int THREADS>
+__device__ __forceinline__ void roundRows(const float* x, unsigned short* x16,
+                                          const StepState* state) {
   static_assert(K % 8 == 0, "rows of whole 16-byte chunks");
   const int t = blockIdx.y;
   if (t >= state->nTokens)
     return;
   for (int i = 8 * (blockIdx.x * THREADS + threadIdx.x); i < K; i += 8 * gridDim.x * THREADS) {
     const long long at = static_cast<long long>(t) * K + i;
-    float v[8];
-    source.load(at, v);
+    const float4 a = loadProduced(x + at), b = loadProduced(x + at + 4);
     *reinterpret_cast<uint4*>(x16 + at) =
-        make_uint4(packPair<DT>(v[0], v[1]), packPair<DT>(v[2], v[3]), packPair<DT>(v[4], v[5]),
-                   packPair<DT>(v[6], v[7]));
+        make_uint4(packPair<DT>(a.x, a.y), packPair<DT>(a.z, a.w), packPair<DT>(b.x, b.y),
+                   packPair<DT>(b.z, b.w));
   }
-}
-template <int DT, int K, int THREADS>
-__device__ __forceinline__ void roundRows(const float* x, unsigned short* x16,
-                                          const StepState* state) {
-  roundRowsFrom<DT, K, THREADS>(PlainRows{x}, x16, state);
-}
-// The same for the input of a down projection that is the SwiGLU of gate and up rows
-// (LaunchFusion.cpp's swiGluRoundOf): the SwiGLU op then has no launch of its own.
-template <int DT, int K, int THREADS>
-__device__ __forceinline__ void roundSwiGluRows(const float* gate, const float* up,
-                                                unsigned short* x16, const StepState* state) {
-  roundRowsFrom<DT, K, THREADS>(SwiGluRows{gate, up}, x16, state);
 }
 
 } // namespace dev

@@ -420,8 +420,9 @@ __device__ __forceinline__ void linear(const float *x, const void *w, const void
 #if NINFER_SM90A
     static_assert(WDT != kF32 && VEC, "the emitter's choice of GEMM (describeLinear)");
     DenseTileStager<WDT, K, N> stager{static_cast<const unsigned short *>(w)};
-    gemmWgmma<DenseTileStager<WDT, K, N>, BDT, HAS_BIAS, K, N, ROWS == kRowsGemmX16Tall ? 2 : 1>(
-        reinterpret_cast<const unsigned short *>(x), n, stager, bias, residual, y, blocks);
+    gemmWgmma<DenseTileStager<WDT, K, N>, LinearOut<BDT, HAS_BIAS, N>, K, N,
+              ROWS == kRowsGemmX16Tall ? 2 : 1>(reinterpret_cast<const unsigned short *>(x), n,
+                                                stager, {bias, residual, y}, blocks);
 #endif
   } else {
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -434,6 +435,25 @@ __device__ __forceinline__ void linear(const float *x, const void *w, const void
     linearTiled<WDT, BDT, HAS_BIAS, K, N>(x, n, w, bias, residual, y);
 #endif
   }
+}
+
+// A SwiGLU MLP's gate and up projections (f16/bf16 weights, I outputs each) in long steps of
+// sm_90a plans: one GEMM over their rows interleaved, which writes silu(gate) * up rounded
+// to ODT as the down projection's 16-bit x (y16: rows of I; KernelEmitter.cpp's
+// swiGluGemmOf); x is the step's 16-bit copy of the input. ROWS: kRowsGemmX16(Tall).
+template <int WDT, int ODT, int K, int I, int ROWS>
+__device__ __forceinline__ void linearSwiGluGemm(const float *x, const void *gate, const void *up,
+                                                 unsigned short *y16, const StepState *state,
+                                                 BlockSlice blocks = wholeGrid()) {
+#if NINFER_SM90A
+  static_assert(WDT != kF32 && (ROWS == kRowsGemmX16 || ROWS == kRowsGemmX16Tall), "wgmma");
+  using Rows = GateUpRows<unsigned short>;
+  DenseTileStager<WDT, K, 2 * I, Rows> stager{Rows{static_cast<const unsigned short *>(gate),
+                                                   static_cast<const unsigned short *>(up)}};
+  gemmWgmma<DenseTileStager<WDT, K, 2 * I, Rows>, SwiGluOut<ODT, 2 * I>, K, 2 * I,
+            ROWS == kRowsGemmX16Tall ? 2 : 1>(reinterpret_cast<const unsigned short *>(x),
+                                              state->nTokens, stager, {y16}, blocks);
+#endif
 }
 
 } // namespace dev

@@ -189,27 +189,32 @@ __device__ __forceinline__ void linearQuantTiled(const float* x, int rows, const
 // two groups' scales, RunScales in gemv_quant_mma.cuh). The codec's pairs
 // are regrouped into pairs of adjacent values with one byte permute each (RunCodec's
 // pairs keep both values of an adjacent pair in the same half), so x needs no reordering.
-template <int BITS, int GROUP, int K, int N> struct QuantTileStager {
+template <int BITS, int GROUP, int K, int N, class ROWS = MatrixRows<unsigned char>>
+struct QuantTileStager {
   static constexpr int kMmaDType = kF16;
   static constexpr bool kCopiesAsync = false; // store decodes what fetch loaded
   using Codec = RunCodec<BITS>;
   static_assert(adjacentPairsShareHalves<Codec>(), "one prmt per adjacent pair");
   static_assert(firstHalfPairsHoldFirstGroup<Codec>(), "RunScales' pair split");
   using Packing = quant::QuantPacking<BITS>;
-  const unsigned char *w;
+  static constexpr int kMatrixRows = N / ROWS::kMatrices; // the rows of each matrix
+  ROWS w;
   Codec run;
   RunScales<GROUP> scale;
   int run_; // which run of its unit this thread stages
 
   template <class TILE> __device__ __forceinline__ void fetch(int n0, int k0, TILE) {
     // Rows past N read row N - 1 (not stored); K is whole units, so k < K.
-    const long long o = min(n0 + static_cast<int>(threadIdx.x) / 2, N - 1);
+    const int n = min(n0 + static_cast<int>(threadIdx.x) / 2, N - 1);
+    const unsigned char *matrix = w.matrix(n);
+    const long long o = ROWS::row(n);
     const int k = k0 + 32 * (threadIdx.x % 2);
-    run.load(w + o * quant::quantRowWeightBytes(BITS, K) +
+    run.load(matrix + o * quant::quantRowWeightBytes(BITS, K) +
                  static_cast<long long>(k / quant::kQuantUnitValues) * Packing::kUnitBytes,
              (k % quant::kQuantUnitValues) / 32);
-    scale.load(reinterpret_cast<const unsigned short *>(w + quant::quantScalePlaneOffset(BITS, N, K) +
-                                                        o * quant::quantRowScaleBytes(GROUP, K)),
+    scale.load(reinterpret_cast<const unsigned short *>(
+                   matrix + quant::quantScalePlaneOffset(BITS, kMatrixRows, K) +
+                   o * quant::quantRowScaleBytes(GROUP, K)),
                k / quant::kQuantUnitValues, (k % quant::kQuantUnitValues) / 32);
     run_ = (k % quant::kQuantUnitValues) / 32;
   }
@@ -246,9 +251,9 @@ __device__ __forceinline__ void linearQuant(const float* x, const void* w, const
   if constexpr (ROWS == kRowsGemmX16 || ROWS == kRowsGemmX16Tall) {
 #if NINFER_SM90A
     QuantTileStager<BITS, GROUP, K, N> stager{wb};
-    gemmWgmma<QuantTileStager<BITS, GROUP, K, N>, BDT, HAS_BIAS, K, N,
+    gemmWgmma<QuantTileStager<BITS, GROUP, K, N>, LinearOut<BDT, HAS_BIAS, N>, K, N,
               ROWS == kRowsGemmX16Tall ? 2 : 1>(reinterpret_cast<const unsigned short *>(x), n,
-                                                stager, bias, residual, y, blocks);
+                                                stager, {bias, residual, y}, blocks);
 #endif
   } else if constexpr (ROWS == kRowsGemm) {
 #if NINFER_LINEAR_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -281,6 +286,24 @@ __device__ __forceinline__ void linearQuantSwiGlu(const float *x, const void *ga
   gemvQuantMma<BITS, GROUP, 0, false, K, N, true>(
       x, state->nTokens, static_cast<const unsigned char *>(gate), nullptr, nullptr, y,
       wholeGrid(), static_cast<const unsigned char *>(up));
+#endif
+}
+
+// linearSwiGluGemm (linear.cuh) for group-quantized gate and up matrices: one GEMM over
+// their rows interleaved on sm_90a, writing silu(gate) * up rounded to ODT (rows of I).
+template <int BITS, int GROUP, int ODT, int K, int I, int ROWS>
+__device__ __forceinline__ void linearQuantSwiGluGemm(const float *x, const void *gate,
+                                                      const void *up, unsigned short *y16,
+                                                      const StepState *state,
+                                                      BlockSlice blocks = wholeGrid()) {
+#if NINFER_SM90A
+  static_assert(ROWS == kRowsGemmX16 || ROWS == kRowsGemmX16Tall, "wgmma");
+  using Rows = GateUpRows<unsigned char>;
+  using Stager = QuantTileStager<BITS, GROUP, K, 2 * I, Rows>;
+  Stager stager{Rows{static_cast<const unsigned char *>(gate),
+                     static_cast<const unsigned char *>(up)}};
+  gemmWgmma<Stager, SwiGluOut<ODT, 2 * I>, K, 2 * I, ROWS == kRowsGemmX16Tall ? 2 : 1>(
+      reinterpret_cast<const unsigned short *>(x), state->nTokens, stager, {y16}, blocks);
 #endif
 }
 

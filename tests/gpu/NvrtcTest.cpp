@@ -604,34 +604,37 @@ TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
   }
 }
 
-// On sm_90a the down projection's rounding launch computes a fused SwiGLU from the gate and
-// up rows (roundSwiGluRows), so the SwiGLU op has no launch left: the gate/up GEMV computes
-// it in short steps. Not where another op reads the activation, not in plans of several
-// sequences (no SwiGLU fused into the GEMV) and not for sm_90 code.
-TEST(Nvrtc, Sm90aDownProjectionRoundsTheSwiGlu) {
+// On sm_90a the gate/up group's long-step GEMM runs over both matrices' rows and writes
+// silu(gate) * up as the down projection's 16-bit x, into its own workspace (gemm.act16):
+// the SwiGLU op has no launch left (the gate/up GEMV computes it in short steps) and the
+// down GEMM no rounding launch. Not where another op reads the activation, not in plans of
+// several sequences (no SwiGLU fused into the GEMV) and not for sm_90 code.
+TEST(Nvrtc, Sm90aGateUpGemmWritesTheSwiGluForTheDownProjection) {
   struct Case {
     DType type;
     std::string arch;
     bool otherReader;
     int batch;
-    bool rounded;
+    const char *fused; // the GEMM's function, or null
   };
-  for (const Case &c : {Case{DType::F16, "sm_90a", false, 1, true},
-                        Case{DType::Q4_G64, "sm_90a", false, 1, true},
-                        Case{DType::F16, "sm_90", false, 1, false},
-                        Case{DType::F16, "sm_90a", true, 1, false},
-                        Case{DType::F16, "sm_90a", false, 2, false}}) {
+  for (const Case &c :
+       {Case{DType::F16, "sm_90a", false, 1, "linearSwiGluGemm<1, 1, 256, 384, 4>("},
+        Case{DType::Q4_G64, "sm_90a", false, 1, "linearQuantSwiGluGemm<4, 64, 1, 256, 384, 4>("},
+        Case{DType::F16, "sm_90", false, 1, nullptr},
+        Case{DType::F16, "sm_90a", true, 1, nullptr},
+        Case{DType::F16, "sm_90a", false, 2, nullptr}}) {
     TestPlan t(16, 64, c.batch);
     const int hidden = 256, ffn = 384;
     const uint32_t x = t.addActivation("x", hidden);
     const uint32_t gate = t.addActivation("gate", ffn), up = t.addActivation("up", ffn);
+    std::vector<uint32_t> weights;
     const auto linear = [&](uint32_t in, uint32_t out, int inF, int outF) {
-      const uint32_t w = t.addDummyWeight("w" + std::to_string(out), c.type, {outF, inF}, out,
-                                          0.05f, 0.0f);
+      weights.push_back(t.addDummyWeight("w" + std::to_string(out), c.type, {outF, inF}, out,
+                                         0.05f, 0.0f));
       plan::LinearAttrsT a;
       a.in_features = inF;
       a.out_features = outF;
-      t.addOp("linear", a, {in, w}, {out});
+      t.addOp("linear", a, {in, weights.back()}, {out});
     };
     linear(x, gate, hidden, ffn);
     linear(x, up, hidden, ffn);
@@ -655,26 +658,44 @@ TEST(Nvrtc, Sm90aDownProjectionRoundsTheSwiGlu) {
                              (c.otherReader ? " read twice" : "") +
                              (c.batch > 1 ? " batch" : "");
     const std::string &source = t.plan.kernels->source;
-    const std::string call = "roundSwiGluRows<1, " + std::to_string(ffn) + ", ";
-    EXPECT_EQ(source.find(call) != std::string::npos, c.rounded) << what;
+    EXPECT_EQ(source.find("SwiGluGemm<") != std::string::npos, c.fused != nullptr) << what;
     const auto &swiLaunches = t.plan.ops[2]->launches;
-    EXPECT_EQ(swiLaunches.size(), c.rounded ? 0u : 1u) << what;
-    if (!c.rounded) {
+    EXPECT_EQ(swiLaunches.size(), c.fused ? 0u : 1u) << what;
+    if (!c.fused) {
       ASSERT_EQ(swiLaunches.size(), 1u);
       // Fused into the gate/up GEMV (one-sequence plans): its launch runs the long steps.
       EXPECT_EQ(swiLaunches[0]->min_tokens, c.batch == 1 ? 9u : 0u) << what;
       continue;
     }
-    // The down op's launches end with the rounding launch (reading gate and up) and the GEMM.
+    EXPECT_NE(source.find(c.fused), std::string::npos) << what;
+    uint32_t act16 = 0;
+    for (uint32_t i = 0; i < t.plan.buffers.size(); ++i)
+      if (t.plan.buffers[i]->name == "gemm.act16")
+        act16 = i;
+    ASSERT_NE(act16, 0u) << what;
+    EXPECT_GE(t.plan.buffers[act16]->size_bytes, uint64_t(16) * ffn * 2) << what;
+    // The gate/up group's last launch is the GEMM: it reads both weights, writes act16 and
+    // none of gate, up or the activation.
+    const auto &group = t.plan.ops[0]->launches;
+    ASSERT_FALSE(group.empty());
+    const plan::LaunchT &gemm = *group.back();
+    EXPECT_NE(t.plan.kernels->functions[gemm.function].find("swiglu_gemm"), std::string::npos)
+        << what;
+    EXPECT_EQ(gemm.min_tokens, 9u) << what;
+    const auto has = [](const std::vector<uint32_t> &args, uint32_t b) {
+      return std::find(args.begin(), args.end(), b) != args.end();
+    };
+    EXPECT_TRUE(has(gemm.args, weights[0]) && has(gemm.args, weights[1])) << what;
+    EXPECT_TRUE(has(gemm.args, act16)) << what;
+    EXPECT_FALSE(has(gemm.args, gate) || has(gemm.args, up) || has(gemm.args, act)) << what;
+    EXPECT_TRUE(t.plan.ops[1]->launches.empty()) << what;
+    // The down projection: no rounding launch; its GEMM reads act16.
     const auto &down = t.plan.ops[3]->launches;
-    ASSERT_GE(down.size(), 3u) << what;
-    const plan::LaunchT &round = *down[down.size() - 2];
-    EXPECT_NE(t.plan.kernels->functions[round.function].find("round_x16"), std::string::npos);
-    EXPECT_EQ(round.min_tokens, 9u);
-    const std::vector<uint32_t> &args = round.args;
-    EXPECT_NE(std::find(args.begin(), args.end(), gate), args.end()) << what;
-    EXPECT_NE(std::find(args.begin(), args.end(), up), args.end()) << what;
-    EXPECT_EQ(std::find(args.begin(), args.end(), act), args.end()) << what;
+    ASSERT_FALSE(down.empty());
+    for (const auto &launch : down)
+      EXPECT_EQ(t.plan.kernels->functions[launch->function].find("round_x16"), std::string::npos)
+          << what;
+    EXPECT_TRUE(has(down.back()->args, act16)) << what;
   }
 }
 
