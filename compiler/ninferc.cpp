@@ -65,9 +65,9 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
                          on the device; for checking fit and speed before downloading
   --no-ptx               do not embed PTX (the plan then runs only on the listed architectures)
   --no-fusion            keep residual adds as separate ops and give every op its own
-                         launches (no grouped GEMVs/GEMMs, no SwiGLU in the gate/up GEMV or in
-                         the down projection's rounding launch, no RMSNorm in the GEMVs that
-                         read it, no fused RoPE + KV append; A/B timing)
+                         launches (no grouped GEMVs/GEMMs, no SwiGLU in the gate/up GEMV or
+                         GEMM, no RMSNorm in the GEMVs that read it, no fused RoPE + KV append;
+                         A/B timing)
   --emit-mlir FILE       also write the ninfer dialect program after the pass pipeline
   -q, --quiet            no progress display or memory report
   -h, --help             this text
