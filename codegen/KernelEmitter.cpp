@@ -1252,6 +1252,8 @@ Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {
   choices.fuseNorms = fuseNorms;
   Emitter emitter(plan, choices);
   NINFER_RETURN_IF_ERROR(emitter.emitAll());
+  if (options.beforeCompile)
+    NINFER_RETURN_IF_ERROR(options.beforeCompile(plan));
   const std::string source = emitter.source();
 
   // One job per cubin, plus the PTX; NVRTC programs compile independently.

@@ -23,6 +23,9 @@ struct KernelOptions {
   bool fuseLaunches = true;
   // Called with (done, total) while compiling, for progress display.
   std::function<void(int, int)> progress;
+  // Called once every launch and the memory plan are final (emission may grow the workspace:
+  // the sm_90a GEMMs' 16-bit copies of x), before NVRTC runs; an error stops there.
+  std::function<Status(const plan::PlanT &)> beforeCompile;
 };
 
 // Builds without LLVM/MLIR: the GPU op tests use it on the GPU machine.

@@ -156,14 +156,23 @@ llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
   planT.dummy_weights = options.dummyWeights;
   planT.model->source = options.input;
 
-  // The kernels first: emission may grow the workspace (the sm_90a GEMMs' 16-bit copy of x),
-  // and the check and report see the final memory plan.
-  if (!options.kernels.archs.empty())
-    if (llvm::Error error = toError(emitKernels(planT, options.kernels)))
+  // The check and report see the final memory plan (kernel emission may grow the workspace:
+  // the sm_90a GEMMs' 16-bit copies of x) and come before NVRTC, so a plan that does not
+  // fit is refused without waiting for its kernels.
+  if (!options.kernels.archs.empty()) {
+    KernelOptions kernels = options.kernels;
+    if (options.checkPlan)
+      kernels.beforeCompile = [&options](const plan::PlanT& checked) {
+        if (llvm::Error error = options.checkPlan(checked))
+          return Status::error(llvm::toString(std::move(error)));
+        return Status::ok();
+      };
+    if (llvm::Error error = toError(emitKernels(planT, kernels)))
       return error;
-  if (options.checkPlan)
+  } else if (options.checkPlan) {
     if (llvm::Error error = options.checkPlan(planT))
       return error;
+  }
   if (!options.output.empty())
     if (llvm::Error error = toError(writePlanWithWeights(options.output, planT, **weights)))
       return error;

@@ -66,7 +66,8 @@ struct CompileOptions {
   std::string output;        // the plan file to write; empty: not written
   // Optional, for the command line: after a Hugging Face BitNet checkpoint's
   // weights were imported, after ternary packing (before quantization starts),
-  // and after kernel emission, before the plan is written (an error refuses it).
+  // and once the kernels' launches and workspace are final, before NVRTC compiles them and
+  // before the plan is written (an error refuses it).
   std::function<void(const BitNetImport&)> bitnetImported;
   std::function<void(const TernaryReport&)> ternaryPacked;
   std::function<llvm::Error(const plan::PlanT&)> checkPlan;
