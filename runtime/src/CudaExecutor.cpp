@@ -342,7 +342,7 @@ Status CudaExecutor::init(int ordinal) {
     // A linear op of a group (q/k/v, gate/up) may have no launches: the first op's grouped
     // launches do its work; so may an RMSNorm whose readers normalize their input
     // themselves in every step, a SwiGLU computed by the gate/up GEMV in short steps and
-    // by the down projection's rounding launch in long ones, and the second Rope op of a
+    // by the gate/up GEMM in long ones (sm_90a), and the second Rope op of a
     // RoPE + KV-append launch. Any other op without launches is a broken plan.
     if ((!op->launches() || op->launches()->size() == 0) && !op->attrs_as_LinearAttrs() &&
         !op->attrs_as_RmsNormAttrs() && !op->attrs_as_SwiGluAttrs() && !op->attrs_as_RopeAttrs())
