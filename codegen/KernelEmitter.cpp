@@ -35,6 +35,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <unordered_map>
 
 namespace ninfer {
 namespace {
@@ -142,6 +143,8 @@ public:
       if (!plan_.ops[i])
         return Status::error("op " + std::to_string(i) + " is missing");
     fusions_ = findLaunchFusions(plan_, choices_);
+    for (size_t i = 0; i < plan_.ops.size(); ++i)
+      opIndices_[plan_.ops[i].get()] = i;
     for (size_t i = 0; i < plan_.ops.size(); ++i) {
       opIndex_ = i;
       plan_.ops[i]->launches.clear();
@@ -805,12 +808,8 @@ private:
                 raw(weight) + ", " + floatLiteral(n.attrs.AsRmsNormAttrs()->eps) + "}"};
   }
 
-  size_t indexOf(const OpT &op) const {
-    for (size_t i = 0; i < plan_.ops.size(); ++i)
-      if (plan_.ops[i].get() == &op)
-        return i;
-    return plan_.ops.size();
-  }
+  size_t indexOf(const OpT &op) const { return opIndices_.at(&op); }
+
 
   // A linear op's launches (ROWS of codegen/kernels/common.cuh): a GEMV kernel for
   // steps of at most kLinearGemvRows tokens and a GEMM kernel for longer steps, so
@@ -1186,6 +1185,7 @@ private:
   FusionChoices choices_;
   // The x16 workspace buffer (reserveX16), once a GEMM reads it.
   std::optional<uint32_t> x16_, act16_;
+  std::unordered_map<const OpT *, size_t> opIndices_; // op -> its index in plan_.ops
   static constexpr const char *kX16Name = "gemm.x16";
   static constexpr const char *kAct16Name = "gemm.act16";
   LaunchFusions fusions_;
