@@ -608,21 +608,24 @@ TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
 // silu(gate) * up as the down projection's 16-bit x, into its own workspace (gemm.act16):
 // the SwiGLU op has no launch left (the gate/up GEMV computes it in short steps) and the
 // down GEMM no rounding launch. Not where another op reads the activation, not in plans of
-// several sequences (no SwiGLU fused into the GEMV) and not for sm_90 code.
+// several sequences (no SwiGLU fused into the GEMV) and not for sm_90 code. Where a later op
+// reads gate (which the fused launches do not write), the SwiGLU is not fused at all.
 TEST(Nvrtc, Sm90aGateUpGemmWritesTheSwiGluForTheDownProjection) {
+  enum Reader { kNone, kActivation, kGate };
   struct Case {
     DType type;
     std::string arch;
-    bool otherReader;
+    Reader otherReader;
     int batch;
     const char *fused; // the GEMM's function, or null
   };
   for (const Case &c :
-       {Case{DType::F16, "sm_90a", false, 1, "linearSwiGluGemm<1, 1, 256, 384, 4>("},
-        Case{DType::Q4_G64, "sm_90a", false, 1, "linearQuantSwiGluGemm<4, 64, 1, 256, 384, 4>("},
-        Case{DType::F16, "sm_90", false, 1, nullptr},
-        Case{DType::F16, "sm_90a", true, 1, nullptr},
-        Case{DType::F16, "sm_90a", false, 2, nullptr}}) {
+       {Case{DType::F16, "sm_90a", kNone, 1, "linearSwiGluGemm<1, 1, 256, 384, 4>("},
+        Case{DType::Q4_G64, "sm_90a", kNone, 1, "linearQuantSwiGluGemm<4, 64, 1, 256, 384, 4>("},
+        Case{DType::F16, "sm_90", kNone, 1, nullptr},
+        Case{DType::F16, "sm_90a", kActivation, 1, nullptr},
+        Case{DType::F16, "sm_90a", kGate, 1, nullptr},
+        Case{DType::F16, "sm_90a", kNone, 2, nullptr}}) {
     TestPlan t(16, 64, c.batch);
     const int hidden = 256, ffn = 384;
     const uint32_t x = t.addActivation("x", hidden);
@@ -644,10 +647,11 @@ TEST(Nvrtc, Sm90aGateUpGemmWritesTheSwiGluForTheDownProjection) {
     t.addOp("swiglu", swi, {gate, up}, {act});
     const uint32_t y = t.addActivation("y", hidden);
     linear(act, y, ffn, hidden);
-    if (c.otherReader) {
+    if (c.otherReader != kNone) {
       plan::AddAttrsT add;
       add.dim = ffn;
-      t.addOp("add", add, {act, gate}, {up});
+      const uint32_t read = c.otherReader == kGate ? gate : act;
+      t.addOp("add", add, {read, read}, {t.addActivation("again", ffn)});
     }
     KernelOptions options;
     options.archs = {c.arch};
@@ -655,7 +659,8 @@ TEST(Nvrtc, Sm90aGateUpGemmWritesTheSwiGluForTheDownProjection) {
     Status status = emitKernels(t.plan, options);
     ASSERT_TRUE(status.isOk()) << status.message();
     const std::string what = std::string(plan::EnumNameDType(c.type)) + " " + c.arch +
-                             (c.otherReader ? " read twice" : "") +
+                             (c.otherReader == kActivation ? " activation read again" : "") +
+                             (c.otherReader == kGate ? " gate read again" : "") +
                              (c.batch > 1 ? " batch" : "");
     const std::string &source = t.plan.kernels->source;
     EXPECT_EQ(source.find("SwiGluGemm<") != std::string::npos, c.fused != nullptr) << what;
@@ -663,8 +668,10 @@ TEST(Nvrtc, Sm90aGateUpGemmWritesTheSwiGluForTheDownProjection) {
     EXPECT_EQ(swiLaunches.size(), c.fused ? 0u : 1u) << what;
     if (!c.fused) {
       ASSERT_EQ(swiLaunches.size(), 1u);
-      // Fused into the gate/up GEMV (one-sequence plans): its launch runs the long steps.
-      EXPECT_EQ(swiLaunches[0]->min_tokens, c.batch == 1 ? 9u : 0u) << what;
+      // Fused into the gate/up GEMV (one-sequence plans, gate and up read by nothing else):
+      // its launch runs the long steps.
+      const bool gemvFused = c.batch == 1 && c.otherReader != kGate;
+      EXPECT_EQ(swiLaunches[0]->min_tokens, gemvFused ? 9u : 0u) << what;
       continue;
     }
     EXPECT_NE(source.find(c.fused), std::string::npos) << what;
