@@ -1183,7 +1183,7 @@ private:
   plan::PlanT &plan_;
   size_t opIndex_ = 0;
   FusionChoices choices_;
-  // The x16 workspace buffer (reserveX16), once a GEMM reads it.
+  // The 16-bit workspace buffers (reserveX16, reserveAct16), once a GEMM reads them.
   std::optional<uint32_t> x16_, act16_;
   std::unordered_map<const OpT *, size_t> opIndices_; // op -> its index in plan_.ops
   static constexpr const char *kX16Name = "gemm.x16";

@@ -79,7 +79,7 @@ constexpr int kRowsGemv = 1; // steps of at most kLinearGemvMaxRows tokens: GEMV
 constexpr int kRowsGemm = 2; // steps of more tokens: GEMM
 constexpr int kRowsLast = 3; // the last token's row only (lm_head): GEMV of one row
 // Steps of more tokens on sm_90a: gemm_wgmma.cuh's GEMM; the x argument then points at the
-// step's 16-bit copy of x (roundRows), not at f32 rows.
+// step's 16-bit copy of x (written by roundRows or by x's producer), not at f32 rows.
 constexpr int kRowsGemmX16 = 4;
 constexpr int kRowsGemmX16Tall = 5; // the same with 256-token tiles (gemm_wgmma.cuh's MT = 2)
 constexpr int kLinearGemvMaxRows = 8;

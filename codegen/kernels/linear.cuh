@@ -438,9 +438,10 @@ __device__ __forceinline__ void linear(const float *x, const void *w, const void
 }
 
 // A SwiGLU MLP's gate and up projections (f16/bf16 weights, I outputs each) in long steps of
-// sm_90a plans: one GEMM over their rows interleaved, which writes silu(gate) * up rounded
-// to ODT as the down projection's 16-bit x (y16: rows of I; KernelEmitter.cpp's
-// swiGluGemmOf); x is the step's 16-bit copy of the input. ROWS: kRowsGemmX16(Tall).
+// sm_90a plans: one GEMM over tiles of 64 gate rows and the same 64 up rows (GateUpRows),
+// which writes silu(gate) * up rounded to ODT as the down projection's 16-bit x (y16: rows of
+// I; LaunchFusion.cpp's findSwiGluGemms); x is the step's 16-bit copy of the input. ROWS:
+// kRowsGemmX16(Tall).
 template <int WDT, int ODT, int K, int I, int ROWS>
 __device__ __forceinline__ void linearSwiGluGemm(const float *x, const void *gate, const void *up,
                                                  unsigned short *y16, const StepState *state,

@@ -290,7 +290,8 @@ __device__ __forceinline__ void linearQuantSwiGlu(const float *x, const void *ga
 }
 
 // linearSwiGluGemm (linear.cuh) for group-quantized gate and up matrices: one GEMM over
-// their rows interleaved on sm_90a, writing silu(gate) * up rounded to ODT (rows of I).
+// tiles of their rows (GateUpRows) on sm_90a, writing silu(gate) * up rounded to ODT (rows of
+// I).
 template <int BITS, int GROUP, int ODT, int K, int I, int ROWS>
 __device__ __forceinline__ void linearQuantSwiGluGemm(const float *x, const void *gate,
                                                       const void *up, unsigned short *y16,
