@@ -508,7 +508,9 @@ private:
   void reserveX16(int64_t k) { reserve16(x16_, kX16Name, k); }
   void reserveAct16(int64_t k) { reserve16(act16_, kAct16Name, k); }
   void reserve16(std::optional<uint32_t> &slot, const char *name, int64_t k) {
-    const uint64_t bytes = (uint64_t(maxRows()) * uint64_t(k) * 2 + 15) / 16 * 16;
+    // Whole tiles of 128 rows (x16Index in codegen/kernels/common.cuh).
+    const uint64_t rows = (uint64_t(maxRows()) + gemm::kTileM - 1) / gemm::kTileM * gemm::kTileM;
+    const uint64_t bytes = rows * uint64_t(k) * 2;
     if (!slot) {
       for (uint32_t i = 0; i < plan_.buffers.size(); ++i)
         if (plan_.buffers[i] && plan_.buffers[i]->name == name)

@@ -231,6 +231,19 @@ template <int DT> struct RowNorm {
   }
 };
 
+// Where element (m, k) of a wgmma GEMM's 16-bit x (rows of K values, K % 64 == 0) lives in
+// the x16 and act16 workspaces (sm_90a plans): in tiles of 128 rows x 64 values, each 16 KB
+// contiguous in the layout of wgmma's 128-byte swizzle (row r at 128 r bytes, its 16-byte
+// chunk c at chunk c ^ (r % 8)), tile (m / 128, k / 64) at index (m / 128) (K / 64) + k / 64.
+// The GEMM brings a tile to shared memory with one bulk copy (gemm_wgmma.cuh); its writers
+// (roundRows, the RMSNorm, the prefill attention, the gate/up GEMM's SwiGLU) store there.
+// 16-byte chunks (8 values from a multiple of 8) stay contiguous.
+template <int K> __device__ __forceinline__ long long x16Index(int m, int k) {
+  static_assert(K % 64 == 0, "whole 64-value tiles");
+  return (static_cast<long long>(m / 128) * (K / 64) + k / 64) * (128 * 64) + (m % 128) * 64 +
+         (((k % 64) / 8) ^ (m % 8)) * 8 + k % 8;
+}
+
 // SwiGLU's activation: silu(gate) * up, silu(g) = g / (1 + exp(-g)) (the SwiGLU op
 // and the gate/up GEMVs that fuse it compute it alike).
 __device__ __forceinline__ float siluTimes(float gate, float up) {

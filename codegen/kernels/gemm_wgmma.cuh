@@ -3,16 +3,19 @@
 // (128 tokens x 128 outputs, K in steps of 64) and weight stagers, for kernels compiled for
 // sm_90a (ninferc's h100/h200 targets); gemm_mma.cuh's mma.sync path everywhere else.
 //
-// x comes as a 16-bit copy that roundRows (below) writes before the GEMM launch, so both
-// operands travel by cp.async. Measured on the H200 at 512 tokens (8B shapes): the mma.sync
-// GEMM ran at 156-225 TFLOPS; wgmma with x read as f32 fragments into registers at 173-247
-// (the scattered 8-byte loads of x bound it: without them 359-564); with the 16-bit copy in
-// shared memory at 268-420 (docs/performance.md, tenth session).
+// x comes as a 16-bit copy that roundRows (below) or x's producer writes before the GEMM
+// launch, already in the swizzled tiles the GEMM's stages hold (common.cuh's x16Index), so
+// one bulk copy per 128 x 64 tile brings it. Measured on the H200 at 512 tokens (8B shapes):
+// the mma.sync GEMM ran at 156-225 TFLOPS; wgmma with x read as f32 fragments into registers
+// at 173-247 (the scattered 8-byte loads of x bound it: without them 359-564); with the
+// 16-bit copy in row order by cp.async at 268-420 (docs/performance.md, tenth session); with
+// the tiles by bulk copy (standalone, zero data) 355-505 against 299-417 by cp.async.
 //  * 8 warps = 2 warpgroups; warpgroup g owns tokens 64 MT g .. of the tile (MT = 1, or 2 for
 //    256-token tiles: the emitter's choice where they fill the SMs in one wave) and all 128
 //    outputs: MT wgmma.m64n128k16 per 16 k, accumulators in 64 MT f32 registers/thread.
 //  * Both tiles of a k-step are 128 rows of 128 bytes in wgmma's 128-byte swizzle
-//    (SwizzledTile), read through shared memory descriptors. x: cp.async. Weights: the
+//    (SwizzledTile), read through shared memory descriptors. x: bulk copies completing on
+//    a barrier per stage. Weights: the
 //    stagers of gemm_mma.cuh (dense: cp.async; quantized: loaded raw two steps ahead, decoded
 //    into the stage one step ahead, while the wgmma of the step before runs).
 //  * gemm::wgmmaStages(MT) stages, copies 2 steps fewer ahead; one barrier per k-step; one
@@ -23,6 +26,7 @@
 // gemm::wgmmaSharedBytes(MT) of dynamic shared memory.
 #pragma once
 
+#include "bulk_copy.cuh"
 #include "gemm_mma.cuh"
 
 // NINFER_SM90A: device code compiled for sm_90a, the architecture-specific target that has
@@ -120,23 +124,6 @@ __device__ __forceinline__ void wgmma64x128(float (&d)[64], unsigned long long d
 }
 #undef NINFER_WGMMA_64X128
 
-// The x tile of a k-step (128 rows x 64 16-bit values of the step's 16-bit copy of x) into a
-// swizzled tile with cp.async, 4 chunks per thread (chunk q = tid + 256 j: row q / 8, chunk
-// q % 8); rows past `rows` become zeros.
-template <int K, int ROWS>
-__device__ __forceinline__ void fetchXTile(const unsigned short* x16, int rows, int m0, int k0,
-                                           SwizzledTile tile) {
-#pragma unroll
-  for (int j = 0; j < ROWS * 8 / kMmaThreads; ++j) {
-    const int q = threadIdx.x + j * kMmaThreads;
-    const int r = q / 8, c = q % 8;
-    const bool inside = m0 + r < rows;
-    const unsigned short* src =
-        inside ? x16 + static_cast<long long>(m0 + r) * K + k0 + 8 * c : x16;
-    cpAsync16(tile.chunk(r, c), src, inside ? 16 : 0);
-  }
-}
-
 // Where the tile loop's outputs go: a linear's y (+ bias) (+ residual) in f32 (`columns(n)`:
 // what columns n, n + 1 add, once per column pair; `store`: outputs (m, n), (m, n + 1), n
 // even) ...
@@ -164,13 +151,14 @@ template <int DT, int N> struct SwiGluOut {
   __device__ __forceinline__ void store(int rows, int m, int o, float g0, float g1, float u0,
                                         float u1) const {
     if (m < rows)
-      *reinterpret_cast<unsigned int*>(y16 + static_cast<long long>(m) * (N / 2) + o) =
+      *reinterpret_cast<unsigned int*>(y16 + x16Index<N / 2>(m, o)) =
           packPair<DT>(siluTimesFast(g0, u0), siluTimesFast(g1, u1));
   }
 };
 
 // The tile loop (STAGER as in gemm_mma.cuh, OUT above). x16: the step's rows of x in the
-// weights' 16-bit type (KernelEmitter.cpp's rounding launch or x's producer writes them).
+// weights' 16-bit type, in x16Index's tiles (KernelEmitter.cpp's rounding launch or x's
+// producer writes them).
 template <class STAGER, class OUT, int K, int N, int MT = 1>
 __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, STAGER& stager,
                                           const OUT& out, BlockSlice blocks) {
@@ -202,6 +190,17 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
   constexpr int tilesN = (N + kMmaTN - 1) / kMmaTN;
   constexpr int kSteps = K / kMmaTK;
   const int tilesM = (rows + kRowsM - 1) / kRowsM;
+  // A barrier per stage for its x tiles, which one bulk copy per 128 rows brings (thread 0);
+  // bit s of `phases`: the parity of stage s's next phase.
+  unsigned long long* const xFull =
+      reinterpret_cast<unsigned long long*>(tiles + S * kStageBytes);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s)
+      barrierInit(sharedAddress(&xFull[s]), 1);
+    barrierInitFence();
+  }
+  __syncthreads();
+  unsigned int phases = 0;
 
   for (int tile = blocks.index; tile < tilesN * tilesM; tile += blocks.count) {
     const int m0 = (tile % tilesM) * kRowsM;
@@ -220,11 +219,19 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
         pinAccumulators(acc[1]);
     };
 
-    // The copies of step ks (x, and the weights where they are copies): one cp.async group
-    // per step, empty past the last.
+    // The copies of step ks: the x tiles that hold rows (a bulk copy of 16 KB each; rows past
+    // `rows` in them give outputs that are not stored) and the weights where they are copies
+    // (one cp.async group per step, empty past the last).
     const auto copy = [&](int ks) {
       if (ks < kSteps) {
-        fetchXTile<K, kRowsM>(x16, rows, m0, ks * kMmaTK, xStage(ks));
+        if (threadIdx.x == 0) {
+          const int count = min(MT, (rows - m0 + kMmaTM - 1) / kMmaTM);
+          const unsigned int bar = sharedAddress(&xFull[ks % S]);
+          barrierExpectBytes(bar, count * kWgmmaTileBytes);
+          for (int i = 0; i < count; ++i)
+            bulkCopy(sharedAddress(xStage(ks).base + i * kWgmmaTileBytes),
+                     x16 + x16Index<K>(m0 + i * kMmaTM, ks * kMmaTK), kWgmmaTileBytes, bar);
+        }
         if constexpr (kAsyncW)
           stager.fetch(n0, ks * kMmaTK, wStage(ks));
       }
@@ -248,6 +255,8 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
       // after each thread's proxy fence). The barrier also means every warpgroup's wgmma of
       // step ks - 2 is done (each waited down to one group in flight after issuing ks - 1).
       cpAsyncWait<D - 1>();
+      barrierWait(sharedAddress(&xFull[ks % S]), (phases >> (ks % S)) & 1u);
+      phases ^= 1u << (ks % S);
       fenceProxyAsync();
       __syncthreads();
       wgmmaFence();
@@ -310,8 +319,8 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
 
 #endif // sm_90a
 
-// The step's rows of x rounded to the 16-bit type DT: the operand of the GEMM above, which
-// reads it with cp.async (the emitter launches this before the GEMM, on the same steps).
+// The step's rows of x rounded to the 16-bit type DT, in x16Index's tiles: the operand of the
+// GEMM above, which reads it with bulk copies (the emitter launches this before the GEMM, on the same steps).
 // Launch: block THREADS, grid (any, max_step_tokens); 8 values per thread and pass.
 template <int DT, int K, int THREADS>
 __device__ __forceinline__ void roundRows(const float* x, unsigned short* x16,
@@ -323,7 +332,7 @@ __device__ __forceinline__ void roundRows(const float* x, unsigned short* x16,
   for (int i = 8 * (blockIdx.x * THREADS + threadIdx.x); i < K; i += 8 * gridDim.x * THREADS) {
     const long long at = static_cast<long long>(t) * K + i;
     const float4 a = loadProduced(x + at), b = loadProduced(x + at + 4);
-    *reinterpret_cast<uint4*>(x16 + at) =
+    *reinterpret_cast<uint4*>(x16 + x16Index<K>(t, i)) =
         make_uint4(packPair<DT>(a.x, a.y), packPair<DT>(a.z, a.w), packPair<DT>(b.x, b.y),
                    packPair<DT>(b.z, b.w));
   }

@@ -32,6 +32,7 @@
 
 #include "GemvShapes.h"
 #include "QuantFormats.h"
+#include "bulk_copy.cuh"
 #include "common.cuh"
 #include "gemv_quant_mma.cuh"
 
@@ -39,48 +40,6 @@ namespace ninfer {
 namespace dev {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ unsigned int sharedAddress(const void *p) {
-  unsigned long long a;
-  asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
-  return static_cast<unsigned int>(a);
-}
-__device__ __forceinline__ void barrierInit(unsigned int bar, unsigned int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void barrierArrive(unsigned int bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-// Arrives and adds `bytes` to the transactions the phase waits for.
-__device__ __forceinline__ void barrierExpectBytes(unsigned int bar, unsigned int bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-// Until the phase of parity `parity` has completed.
-__device__ __forceinline__ void barrierWait(unsigned int bar, unsigned int parity) {
-  unsigned int done;
-  do {
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                 "selp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-  } while (!done);
-}
-// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) to shared memory,
-// completing on `bar`. Evict-first in L2: every weight byte is read once per step, and
-// keeping them out of L2 leaves it to x, the KV cache and the partials (H200, 8B q4 decode:
-// 508.2 against 496.8 tok/s without the hint).
-__device__ __forceinline__ void bulkCopy(unsigned int dst, const void *src, unsigned int bytes,
-                                         unsigned int bar) {
-  unsigned long long policy;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
-               "[%0], [%1], %2, [%3], %4;" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar), "l"(policy)
-               : "memory");
-}
-
 template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
   using Packing = quant::QuantPacking<BITS>;
   using T = OneToken<BITS, GROUP>;
@@ -129,10 +88,10 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
         const unsigned int dst = base + kLayout.offScales + b * kLayout.scaleBytes;
         if constexpr (SWIGLU) {
           constexpr unsigned int kHalf = 8 * kRowScaleBytes;
-          bulkCopy(dst, w + kScalePlane + tile * kHalf, kHalf, scalesFull(b));
-          bulkCopy(dst + kHalf, wUp + kScalePlane + tile * kHalf, kHalf, scalesFull(b));
+          bulkCopyEvictFirst(dst, w + kScalePlane + tile * kHalf, kHalf, scalesFull(b));
+          bulkCopyEvictFirst(dst + kHalf, wUp + kScalePlane + tile * kHalf, kHalf, scalesFull(b));
         } else {
-          bulkCopy(dst, w + kScalePlane + tile * (16 * kRowScaleBytes), 16 * kRowScaleBytes,
+          bulkCopyEvictFirst(dst, w + kScalePlane + tile * (16 * kRowScaleBytes), 16 * kRowScaleBytes,
                    scalesFull(b));
         }
       }
@@ -149,7 +108,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
         }
         __syncwarp();
         if (lane < gemv::kBulkTileRows)
-          bulkCopy(base + kLayout.offSlots + slot * kLayout.slotBytes + lane * kLayout.slotRowBytes,
+          bulkCopyEvictFirst(base + kLayout.offSlots + slot * kLayout.slotBytes + lane * kLayout.slotRowBytes,
                    row + static_cast<long long>(j) * kLayout.chunkUnits * Packing::kUnitBytes,
                    bytes, full(slot));
       }
@@ -331,7 +290,7 @@ __device__ __forceinline__ void gemvQuantBulk(const float *x, const unsigned cha
       barrierInit(op.scalesFull(b), 1);
       barrierInit(op.scalesEmpty(b), gemv::kBulkConsumerWarps);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    barrierInitFence();
   }
   __syncthreads();
   if (threadIdx.x / kWarpSize == gemv::kBulkConsumerWarps)

@@ -15,13 +15,14 @@
 namespace ninfer {
 namespace dev {
 
-// Stores normalized value v at element i: f32 y, or X16 (see above).
-template <int X16>
+// Stores normalized value v at element i of y (f32), or X16 (see above) at element (t, k) of
+// the GEMM's x (common.cuh's x16Index: rows of WIDTH).
+template <int X16, int WIDTH>
 __device__ __forceinline__ void storeNormalized(float *y, unsigned short *x16, bool rounded,
-                                                long long i, float v) {
+                                                long long i, int t, int k, float v) {
   if constexpr (X16 != 0) {
     if (rounded) {
-      x16[i] = X16 == kF16 ? f32ToF16(v) : f32ToBf16(v);
+      x16[x16Index<WIDTH>(t, k)] = X16 == kF16 ? f32ToF16(v) : f32ToBf16(v);
       return;
     }
   }
@@ -61,7 +62,8 @@ __device__ __forceinline__ void rmsNormBlock(const float *x, const void *w, floa
   for (int j = 0; j < kPer; ++j) {
     const int i = threadIdx.x + j * THREADS;
     if (DIM % THREADS == 0 || i < DIM)
-      storeNormalized<X16>(y, x16, rounded, base + i, v[j] * inv * scale[j]);
+      storeNormalized<X16, WIDTH>(y, x16, rounded, base + i, t, blockIdx.x * DIM + i,
+                                  v[j] * inv * scale[j]);
   }
 }
 
@@ -86,7 +88,8 @@ __device__ __forceinline__ void rmsNormWarp(const float *x, const void *w, float
   const float inv = rmsInverse(sumSq, DIM, eps);
   const bool rounded = state->nTokens > kLinearGemvMaxRows;
   for (int i = lane; i < DIM; i += kWarpSize)
-    storeNormalized<X16>(y, x16, rounded, base + i, x[base + i] * inv * loadAsFloat<WDT>(w, i));
+    storeNormalized<X16, WIDTH>(y, x16, rounded, base + i, t, group * DIM + i,
+                                x[base + i] * inv * loadAsFloat<WDT>(w, i));
 }
 
 } // namespace dev

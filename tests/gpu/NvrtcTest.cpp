@@ -428,7 +428,8 @@ TEST(Nvrtc, Sm90aGemmsReadXRoundedOnceIntoTheWorkspace) {
       continue;
     const plan::BufferT &ws = *t.plan.buffers[attentionWorkspace];
     EXPECT_EQ(x16->kind, plan::BufferKind::Workspace);
-    EXPECT_EQ(x16->size_bytes, 64u * 64u * 2u) << what << ": 64 rows of K = 64 halves";
+    EXPECT_EQ(x16->size_bytes, 128u * 64u * 2u)
+        << what << ": 64 rows of K = 64 halves, in whole tiles of 128 rows";
     EXPECT_GE(x16->offset, ws.offset + ws.size_bytes) << what;
     EXPECT_EQ(x16->offset % 256, 0u);
     EXPECT_GE(t.plan.memory->workspace_bytes, x16->offset + x16->size_bytes) << what;

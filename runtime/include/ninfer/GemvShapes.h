@@ -137,11 +137,11 @@ constexpr int kLd = kTileK + 8; // 16-bit values per shared row (bank padding)
 constexpr int kStageHalves = (kTileM + kTileN) * kLd;
 constexpr int kSharedBytes = 2 * kStageHalves * 2; // two stages of 16-bit values
 // gemm_wgmma.cuh (sm_90a): tiles of kTileM * mt tokens (mt = 1 or 2); wgmmaStages(mt)
-// stages of a swizzled x tile and weight tile (kTileK 16-bit values per row), plus 1 KB to
-// align them to 1024 bytes.
+// stages of a swizzled x tile and weight tile (kTileK 16-bit values per row), 1 KB to align
+// them to 1024 bytes, and the stages' barriers (8 bytes each).
 NINFER_HD constexpr int wgmmaStages(int mt) { return mt == 1 ? 6 : 4; }
 NINFER_HD constexpr int wgmmaSharedBytes(int mt) {
-  return wgmmaStages(mt) * (kTileM * mt + kTileN) * kTileK * 2 + 1024;
+  return wgmmaStages(mt) * (kTileM * mt + kTileN) * kTileK * 2 + 1024 + 8 * wgmmaStages(mt);
 }
 constexpr int kWgmmaSharedBytes = wgmmaSharedBytes(1);
 // SMs of the sm_90a cards ninferc knows (h100, h200): the emitter takes 256-token tiles where
