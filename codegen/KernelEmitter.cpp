@@ -155,6 +155,7 @@ public:
   }
 
   std::string source() const { return source_.str(); }
+  const std::vector<plan::TensorMapT> &tensorMaps() const { return tensorMaps_; }
   std::vector<std::string> &functions() { return functions_; }
 
 private:
@@ -512,22 +513,47 @@ private:
     const uint64_t rows = (uint64_t(maxRows()) + gemm::kTileM - 1) / gemm::kTileM * gemm::kTileM;
     const uint64_t bytes = rows * uint64_t(k) * 2;
     if (!slot) {
-      for (uint32_t i = 0; i < plan_.buffers.size(); ++i)
-        if (plan_.buffers[i] && plan_.buffers[i]->name == name)
-          slot = i;
-      if (!slot) {
-        auto b = std::make_unique<BufferT>();
-        b->name = name;
-        b->kind = BufferKind::Workspace;
-        b->dtype = DType::F32; // the plan's workspace type; the kernels see 16-bit values
-        slot = static_cast<uint32_t>(plan_.buffers.size());
-        plan_.buffers.push_back(std::move(b));
-      }
+      slot = workspaceBuffer(name);
       plan_.buffers[*slot]->size_bytes = 0;
     }
     BufferT &b = *plan_.buffers[*slot];
     b.size_bytes = std::max(b.size_bytes, bytes);
     b.shape = {static_cast<int64_t>(b.size_bytes / 4)};
+  }
+
+  // The Workspace buffer `name` the emitter owns (placeX16 places it): found in the plan (a
+  // plan emitted before) or added. Its dtype is the plan's workspace type (f32); the kernels
+  // see what they store there.
+  uint32_t workspaceBuffer(const std::string &name) {
+    for (uint32_t i = 0; i < plan_.buffers.size(); ++i)
+      if (plan_.buffers[i] && plan_.buffers[i]->name == name)
+        return i;
+    auto b = std::make_unique<BufferT>();
+    b->name = name;
+    b->kind = BufferKind::Workspace;
+    b->dtype = DType::F32;
+    plan_.buffers.push_back(std::move(b));
+    return static_cast<uint32_t>(plan_.buffers.size() - 1);
+  }
+
+  // The Workspace buffer that holds the TMA tensor map of row-major f16/bf16 weight buffer
+  // `weight` ([rows, cols]) with boxes of 64 values x boxRows rows (KernelModule.tensor_maps:
+  // the executor encodes it at load); one per weight and box.
+  uint32_t tensorMapOf(uint32_t weight, int64_t rows, int64_t cols, int boxRows) {
+    for (const plan::TensorMapT &map : tensorMaps_)
+      if (map.weight == weight && int(map.box_rows) == boxRows)
+        return map.map;
+    const uint32_t index = workspaceBuffer(buf(weight).name + ".tmap" + std::to_string(boxRows));
+    plan_.buffers[index]->size_bytes = kTensorMapBytes;
+    plan_.buffers[index]->shape = {static_cast<int64_t>(kTensorMapBytes / 4)};
+    plan::TensorMapT map;
+    map.map = index;
+    map.weight = weight;
+    map.rows = static_cast<uint32_t>(rows);
+    map.cols = static_cast<uint32_t>(cols);
+    map.box_rows = static_cast<uint32_t>(boxRows);
+    tensorMaps_.push_back(map);
+    return index;
   }
 
   // The template argument and the call argument of an op that writes its output to the x16
@@ -543,20 +569,26 @@ private:
     return ", " + ptr("unsigned short*", *x16_);
   }
 
+  // Places the emitter's own workspaces (x16, act16, the tensor maps) after every other one.
   void placeX16() {
-    if (!x16_ && !act16_)
+    std::vector<uint32_t> own;
+    for (const std::optional<uint32_t> &slot : {x16_, act16_})
+      if (slot)
+        own.push_back(*slot);
+    for (const plan::TensorMapT &map : tensorMaps_)
+      own.push_back(map.map);
+    if (own.empty())
       return;
     uint64_t offset = 0;
     for (uint32_t i = 0; i < plan_.buffers.size(); ++i) {
       const auto &b = plan_.buffers[i];
-      if (b && b->kind == BufferKind::Workspace && i != x16_ && i != act16_)
+      if (b && b->kind == BufferKind::Workspace &&
+          std::find(own.begin(), own.end(), i) == own.end())
         offset = std::max(offset, b->offset + b->size_bytes);
     }
-    for (const std::optional<uint32_t> &slot : {x16_, act16_}) {
-      if (!slot)
-        continue;
+    for (uint32_t index : own) {
       offset = (offset + 255) / 256 * 256;
-      BufferT &b = *plan_.buffers[*slot];
+      BufferT &b = *plan_.buffers[index];
       b.offset = offset;
       offset += b.size_bytes;
     }
@@ -664,16 +696,23 @@ private:
     reserveAct16(a.out_features);
     std::ostringstream call;
     const int format = quant::formatOfPlanDType(wType);
+    // The quantized GEMM decodes the weights itself; the f16/bf16 one reads them through
+    // tensor maps, boxes of 64 rows (half a tile each).
+    std::string gateW, upW;
     if (format >= 0) {
       const quant::QuantFormatTraits traits =
           quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
       call << "ninfer::dev::linearQuantSwiGluGemm<" << traits.bits << ", " << traits.groupSize;
+      gateW = raw(gate.inputs[1]);
+      upW = raw(up.inputs[1]);
     } else {
       call << "ninfer::dev::linearSwiGluGemm<" << wType;
+      gateW = raw(tensorMapOf(gate.inputs[1], a.out_features, a.in_features, 64));
+      upW = raw(tensorMapOf(up.inputs[1], a.out_features, a.in_features, 64));
     }
     call << ", " << outType << ", " << a.in_features << ", " << a.out_features << ", " << rows
-         << ">(" << ptr("const float*", *x16_) << ", " << raw(gate.inputs[1]) << ", "
-         << raw(up.inputs[1]) << ", " << ptr("unsigned short*", *act16_) << ", state)";
+         << ">(" << ptr("const float*", *x16_) << ", " << gateW << ", " << upW << ", "
+         << ptr("unsigned short*", *act16_) << ", state)";
     return call.str();
   }
 
@@ -754,7 +793,7 @@ private:
     k.call = linearCall(op, a, head.str(),
                         std::string(", ") + (vec ? "true" : "false") +
                             (shapeN != a.out_features ? ", " + std::to_string(shapeN) : ""),
-                        true);
+                        /*normed=*/true, /*mappedGemm=*/true);
     k.mmaGemm = wType != DType::F32 && vec; // linear.cuh's choice of GEMM
     k.gemmDType = int(wType);
     k.gemvWaitsItself = true;
@@ -769,23 +808,28 @@ private:
   // N), ", ROWS", tail (more template arguments), then the arguments every linear
   // kernel takes: x, weights, bias or null, the fused residual (the last input) or
   // null, y, state[, slice][, norm]. normed: the function takes a fused RMSNorm in its
-  // GEMV rows (not the GEMM's), which it gets where LaunchFusion.cpp fused one.
+  // GEMV rows (not the GEMM's), which it gets where LaunchFusion.cpp fused one. mappedGemm:
+  // its wgmma GEMM (ROWS kRowsGemmX16, linear.cuh) takes the weight's tensor map instead of
+  // the weight.
   std::function<std::string(int, const std::string &)>
   linearCall(OpT &op, const plan::LinearAttrsT &a, const std::string &head,
-             const std::string &tail = "", bool normed = false) {
+             const std::string &tail = "", bool normed = false, bool mappedGemm = false) {
     OpT *o = &op;
     const bool bias = a.has_bias, residual = a.residual;
     const bool act16 = fusions_.swiGluGemmOf[indexOf(op)] >= 0;
-    return [this, o, bias, residual, head, tail, normed, act16](int rows,
-                                                                const std::string &slice) {
+    const int64_t outF = a.out_features, inF = a.in_features;
+    return [this, o, bias, residual, head, tail, normed, act16, mappedGemm, outF,
+            inF](int rows, const std::string &slice) {
       const bool x16 = rows == kRowsGemmX16 || rows == kRowsGemmX16Tall;
       NormedInput in = normedInput(*o, normed && rows != kRowsGemm && !x16);
       if (x16) // x is the step's 16-bit copy (addGemm), or the SwiGLU its gate/up GEMM wrote
         in.x = ptr("const float*", act16 ? *act16_ : *x16_);
+      const std::string w = x16 && mappedGemm ? raw(tensorMapOf(o->inputs[1], outF, inF, 128))
+                                              : raw(o->inputs[1]);
       std::string blocks = slice;
       if (!in.norm.empty() && blocks.empty())
         blocks = "ninfer::dev::wholeGrid()";
-      return head + ", " + std::to_string(rows) + tail + ">(" + in.x + ", " + raw(o->inputs[1]) +
+      return head + ", " + std::to_string(rows) + tail + ">(" + in.x + ", " + w +
              ", " + (bias ? raw(o->inputs[2]) : std::string("nullptr")) + ", " +
              (residual ? ptr("const float*", o->inputs.back()) : std::string("nullptr")) + ", " +
              ptr("float*", o->outputs[0]) + ", state" + (blocks.empty() ? "" : ", " + blocks) +
@@ -1187,6 +1231,8 @@ private:
   FusionChoices choices_;
   // The 16-bit workspace buffers (reserveX16, reserveAct16), once a GEMM reads them.
   std::optional<uint32_t> x16_, act16_;
+  std::vector<plan::TensorMapT> tensorMaps_; // the GEMMs' weight tensor maps (tensorMapOf)
+  static constexpr uint64_t kTensorMapBytes = 128; // sizeof(CUtensorMap)
   std::unordered_map<const OpT *, size_t> opIndices_; // op -> its index in plan_.ops
   static constexpr const char *kX16Name = "gemm.x16";
   static constexpr const char *kAct16Name = "gemm.act16";
@@ -1275,6 +1321,8 @@ Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {
   auto kernels = std::make_unique<plan::KernelModuleT>();
   kernels->functions = emitter.functions();
   kernels->source = source;
+  for (const plan::TensorMapT &map : emitter.tensorMaps())
+    kernels->tensor_maps.push_back(std::make_unique<plan::TensorMapT>(map));
   // Every kernel waits for its predecessor: the wrapper first thing, or the kernel itself
   // before it reads a result (LaunchShape::waitsItself).
   kernels->grid_dependency_wait = true;

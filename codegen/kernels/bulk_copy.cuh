@@ -1,6 +1,7 @@
-// Bulk copies to shared memory (cp.async.bulk: the TMA's 1D copies, sm_90+) and the
-// mbarriers they complete on. Users: the one-token quantized GEMV (gemv_quant_bulk.cuh, its
-// weights) and the wgmma GEMM (gemm_wgmma.cuh, its x tiles).
+// Bulk copies to shared memory (cp.async.bulk: the TMA's 1D copies, and its 2D tensor copies,
+// sm_90+) and the mbarriers they complete on. Users: the one-token quantized GEMV
+// (gemv_quant_bulk.cuh, its weights) and the wgmma GEMM (gemm_wgmma.cuh, its x and f16/bf16
+// weight tiles).
 #pragma once
 
 #include "common.cuh"
@@ -61,6 +62,15 @@ __device__ __forceinline__ void bulkCopyEvictFirst(unsigned int dst, const void 
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
                "[%0], [%1], %2, [%3], %4;" ::"r"(dst),
                "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+               : "memory");
+}
+// The box at (c0 values, c1 rows) of a 2D tensor map (a TMA descriptor in global memory,
+// 64-byte aligned) to shared memory, completing on `bar`; the map's swizzle lays it out.
+__device__ __forceinline__ void tensorCopy2d(unsigned int dst, const void *map, int c0, int c1,
+                                             unsigned int bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+               "[%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+               "l"(map), "r"(c0), "r"(c1), "r"(bar)
                : "memory");
 }
 #endif

@@ -142,8 +142,8 @@ struct PaddedTile {
   __device__ __forceinline__ void *chunk(int r, int c) const { return &rows[r][8 * c]; }
 };
 
-// Where the stagers find row n of the GEMM's weights (T: a weight element or byte): row n
-// of one matrix W ...
+// Where QuantTileStager (linear_quant.cuh) finds row n of the GEMM's weights: row n of one
+// matrix W ...
 template <class T> struct MatrixRows {
   static constexpr int kMatrices = 1;
   const T *w;
@@ -164,12 +164,11 @@ template <class T> struct GateUpRows {
 // Weight tiles of a dense f16/bf16 W [N, K]: 128 rows x 64 halves = 1024 chunks of 16 bytes,
 // 4 per thread (chunk q = tid + 256 j is row q / 8, halves 8 (q % 8) .. +7), copied with
 // cp.async (zeros past N or K).
-template <int WDT, int K, int N, class ROWS = MatrixRows<unsigned short>>
-struct DenseTileStager {
+template <int WDT, int K, int N> struct DenseTileStager {
   static_assert(K % 8 == 0, "16-byte weight chunks need K % 8 == 0");
   static constexpr int kMmaDType = WDT;
   static constexpr bool kCopiesAsync = true; // fetch's copies land by themselves
-  ROWS w;
+  const unsigned short *w;
 
   template <class TILE> __device__ __forceinline__ void fetch(int n0, int k0, TILE tile) {
 #pragma unroll
@@ -179,9 +178,7 @@ struct DenseTileStager {
       const int c = (q % 8) * 8;
       const bool inside = n0 + r < N && k0 + c < K;
       // Outside: a valid dummy address (W's start) and 0 bytes, so the chunk becomes zeros.
-      const unsigned short *src =
-          inside ? w.matrix(n0 + r) + static_cast<long long>(ROWS::row(n0 + r)) * K + k0 + c
-                 : w.matrix(0);
+      const unsigned short *src = inside ? w + static_cast<long long>(n0 + r) * K + k0 + c : w;
       cpAsync16(tile.chunk(r, c / 8), src, inside ? 16 : 0);
     }
   }

@@ -124,6 +124,30 @@ __device__ __forceinline__ void wgmma64x128(float (&d)[64], unsigned long long d
 }
 #undef NINFER_WGMMA_64X128
 
+// Weight tiles of row-major f16/bf16 weights by TMA: a 2D tensor copy per tile through the
+// weight's tensor map (KernelModule.tensor_maps: boxes of 64 values x 128 rows in the 128-byte
+// swizzle; rows past the weight's come as zeros), issued by thread 0 on the stage's barrier.
+// MATRICES 2: a SwiGLU's gate and up maps with boxes of 64 rows, the tile's two halves
+// (GateUpRows' order). Standalone on the H200 (512 tokens, x by bulk copy too) the f16 GEMMs
+// ran 1.7-2.0x faster than with cp.async (docs/performance.md, eleventh session).
+template <int WDT, int MATRICES = 1> struct TmaTileStager {
+  static_assert(MATRICES == 1 || MATRICES == 2, "one matrix, or gate and up");
+  static constexpr int kMmaDType = WDT;
+  static constexpr bool kCopiesAsync = true;
+  static constexpr bool kBulk = true;
+  static constexpr unsigned int kBytes = kWgmmaTileBytes;
+  const void* maps[MATRICES];
+  __device__ __forceinline__ void fetchBulk(int n0, int k0, unsigned int dst,
+                                            unsigned int bar) const {
+    if constexpr (MATRICES == 1) {
+      tensorCopy2d(dst, maps[0], k0, n0, bar);
+    } else {
+      tensorCopy2d(dst, maps[0], k0, n0 / 2, bar);
+      tensorCopy2d(dst + kWgmmaTileBytes / 2, maps[1], k0, n0 / 2, bar);
+    }
+  }
+};
+
 // Where the tile loop's outputs go: a linear's y (+ bias) (+ residual) in f32 (`columns(n)`:
 // what columns n, n + 1 add, once per column pair; `store`: outputs (m, n), (m, n + 1), n
 // even) ...
@@ -173,6 +197,7 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
   constexpr int D = S - 2;
   static_assert(D >= 2, "stage reuse (see the loop)");
   constexpr bool kAsyncW = STAGER::kCopiesAsync;
+  constexpr bool kBulkW = STAGER::kBulk; // the weights come with x, on the stage's barrier
   extern __shared__ __align__(16) unsigned char wgmmaShared[];
   // Swizzled tiles need 1024-byte alignment (the launch asks for 1 KB more).
   unsigned char* const tiles = reinterpret_cast<unsigned char*>(
@@ -190,8 +215,9 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
   constexpr int tilesN = (N + kMmaTN - 1) / kMmaTN;
   constexpr int kSteps = K / kMmaTK;
   const int tilesM = (rows + kRowsM - 1) / kRowsM;
-  // A barrier per stage for its x tiles, which one bulk copy per 128 rows brings (thread 0);
-  // bit s of `phases`: the parity of stage s's next phase.
+  // A barrier per stage for its x tiles, which one bulk copy per 128 rows brings (thread 0),
+  // and for its weight tile where the stager's copies are TMA copies too; bit s of
+  // `phases`: the parity of stage s's next phase.
   unsigned long long* const xFull =
       reinterpret_cast<unsigned long long*>(tiles + S * kStageBytes);
   if (threadIdx.x == 0) {
@@ -227,12 +253,14 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
         if (threadIdx.x == 0) {
           const int count = min(MT, (rows - m0 + kMmaTM - 1) / kMmaTM);
           const unsigned int bar = sharedAddress(&xFull[ks % S]);
-          barrierExpectBytes(bar, count * kWgmmaTileBytes);
+          barrierExpectBytes(bar, count * kWgmmaTileBytes + (kBulkW ? kWgmmaTileBytes : 0));
           for (int i = 0; i < count; ++i)
             bulkCopy(sharedAddress(xStage(ks).base + i * kWgmmaTileBytes),
                      x16 + x16Index<K>(m0 + i * kMmaTM, ks * kMmaTK), kWgmmaTileBytes, bar);
+          if constexpr (kBulkW)
+            stager.fetchBulk(n0, ks * kMmaTK, sharedAddress(wStage(ks).base), bar);
         }
-        if constexpr (kAsyncW)
+        if constexpr (kAsyncW && !kBulkW)
           stager.fetch(n0, ks * kMmaTK, wStage(ks));
       }
       cpAsyncCommit();

@@ -419,8 +419,9 @@ __device__ __forceinline__ void linear(const float *x, const void *w, const void
   } else if constexpr (ROWS == kRowsGemmX16 || ROWS == kRowsGemmX16Tall) {
 #if NINFER_SM90A
     static_assert(WDT != kF32 && VEC, "the emitter's choice of GEMM (describeLinear)");
-    DenseTileStager<WDT, K, N> stager{static_cast<const unsigned short *>(w)};
-    gemmWgmma<DenseTileStager<WDT, K, N>, LinearOut<BDT, HAS_BIAS, N>, K, N,
+    // w: the weight's tensor map (KernelModule.tensor_maps), not its values.
+    TmaTileStager<WDT> stager{{w}};
+    gemmWgmma<TmaTileStager<WDT>, LinearOut<BDT, HAS_BIAS, N>, K, N,
               ROWS == kRowsGemmX16Tall ? 2 : 1>(reinterpret_cast<const unsigned short *>(x), n,
                                                 stager, {bias, residual, y}, blocks);
 #endif
@@ -438,9 +439,10 @@ __device__ __forceinline__ void linear(const float *x, const void *w, const void
 }
 
 // A SwiGLU MLP's gate and up projections (f16/bf16 weights, I outputs each) in long steps of
-// sm_90a plans: one GEMM over tiles of 64 gate rows and the same 64 up rows (GateUpRows),
-// which writes silu(gate) * up rounded to ODT as the down projection's 16-bit x (y16: rows of
-// I; LaunchFusion.cpp's findSwiGluGemms); x is the step's 16-bit copy of the input. ROWS:
+// sm_90a plans: one GEMM over tiles of 64 gate rows and the same 64 up rows, which writes
+// silu(gate) * up rounded to ODT as the down projection's 16-bit x (y16: rows of I;
+// LaunchFusion.cpp's findSwiGluGemms); x is the step's 16-bit copy of the input, gate and up
+// the matrices' tensor maps (boxes of 64 rows, KernelModule.tensor_maps). ROWS:
 // kRowsGemmX16(Tall).
 template <int WDT, int ODT, int K, int I, int ROWS>
 __device__ __forceinline__ void linearSwiGluGemm(const float *x, const void *gate, const void *up,
@@ -448,10 +450,8 @@ __device__ __forceinline__ void linearSwiGluGemm(const float *x, const void *gat
                                                  BlockSlice blocks = wholeGrid()) {
 #if NINFER_SM90A
   static_assert(WDT != kF32 && (ROWS == kRowsGemmX16 || ROWS == kRowsGemmX16Tall), "wgmma");
-  using Rows = GateUpRows<unsigned short>;
-  DenseTileStager<WDT, K, 2 * I, Rows> stager{Rows{static_cast<const unsigned short *>(gate),
-                                                   static_cast<const unsigned short *>(up)}};
-  gemmWgmma<DenseTileStager<WDT, K, 2 * I, Rows>, SwiGluOut<ODT, 2 * I>, K, 2 * I,
+  TmaTileStager<WDT, 2> stager{{gate, up}};
+  gemmWgmma<TmaTileStager<WDT, 2>, SwiGluOut<ODT, 2 * I>, K, 2 * I,
             ROWS == kRowsGemmX16Tall ? 2 : 1>(reinterpret_cast<const unsigned short *>(x),
                                               state->nTokens, stager, {y16}, blocks);
 #endif

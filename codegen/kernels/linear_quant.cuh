@@ -193,6 +193,7 @@ template <int BITS, int GROUP, int K, int N, class ROWS = MatrixRows<unsigned ch
 struct QuantTileStager {
   static constexpr int kMmaDType = kF16;
   static constexpr bool kCopiesAsync = false; // store decodes what fetch loaded
+  static constexpr bool kBulk = false;        // gemm_wgmma.cuh's TmaTileStager: true
   using Codec = RunCodec<BITS>;
   static_assert(adjacentPairsShareHalves<Codec>(), "one prmt per adjacent pair");
   static_assert(firstHalfPairsHoldFirstGroup<Codec>(), "RunScales' pair split");

@@ -62,6 +62,10 @@ struct CodeObject;
 struct CodeObjectBuilder;
 struct CodeObjectT;
 
+struct TensorMap;
+struct TensorMapBuilder;
+struct TensorMapT;
+
 struct KernelModule;
 struct KernelModuleBuilder;
 struct KernelModuleT;
@@ -1653,6 +1657,102 @@ inline flatbuffers::Offset<CodeObject> CreateCodeObjectDirect(
 
 flatbuffers::Offset<CodeObject> CreateCodeObject(flatbuffers::FlatBufferBuilder &_fbb, const CodeObjectT *_o, const flatbuffers::rehasher_function_t *_rehasher = nullptr);
 
+struct TensorMapT : public flatbuffers::NativeTable {
+  typedef TensorMap TableType;
+  uint32_t map = 0;
+  uint32_t weight = 0;
+  uint32_t rows = 0;
+  uint32_t cols = 0;
+  uint32_t box_rows = 0;
+};
+
+struct TensorMap FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
+  typedef TensorMapT NativeTableType;
+  typedef TensorMapBuilder Builder;
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_MAP = 4,
+    VT_WEIGHT = 6,
+    VT_ROWS = 8,
+    VT_COLS = 10,
+    VT_BOX_ROWS = 12
+  };
+  uint32_t map() const {
+    return GetField<uint32_t>(VT_MAP, 0);
+  }
+  uint32_t weight() const {
+    return GetField<uint32_t>(VT_WEIGHT, 0);
+  }
+  uint32_t rows() const {
+    return GetField<uint32_t>(VT_ROWS, 0);
+  }
+  uint32_t cols() const {
+    return GetField<uint32_t>(VT_COLS, 0);
+  }
+  uint32_t box_rows() const {
+    return GetField<uint32_t>(VT_BOX_ROWS, 0);
+  }
+  bool Verify(flatbuffers::Verifier &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyField<uint32_t>(verifier, VT_MAP, 4) &&
+           VerifyField<uint32_t>(verifier, VT_WEIGHT, 4) &&
+           VerifyField<uint32_t>(verifier, VT_ROWS, 4) &&
+           VerifyField<uint32_t>(verifier, VT_COLS, 4) &&
+           VerifyField<uint32_t>(verifier, VT_BOX_ROWS, 4) &&
+           verifier.EndTable();
+  }
+  TensorMapT *UnPack(const flatbuffers::resolver_function_t *_resolver = nullptr) const;
+  void UnPackTo(TensorMapT *_o, const flatbuffers::resolver_function_t *_resolver = nullptr) const;
+  static flatbuffers::Offset<TensorMap> Pack(flatbuffers::FlatBufferBuilder &_fbb, const TensorMapT* _o, const flatbuffers::rehasher_function_t *_rehasher = nullptr);
+};
+
+struct TensorMapBuilder {
+  typedef TensorMap Table;
+  flatbuffers::FlatBufferBuilder &fbb_;
+  flatbuffers::uoffset_t start_;
+  void add_map(uint32_t map) {
+    fbb_.AddElement<uint32_t>(TensorMap::VT_MAP, map, 0);
+  }
+  void add_weight(uint32_t weight) {
+    fbb_.AddElement<uint32_t>(TensorMap::VT_WEIGHT, weight, 0);
+  }
+  void add_rows(uint32_t rows) {
+    fbb_.AddElement<uint32_t>(TensorMap::VT_ROWS, rows, 0);
+  }
+  void add_cols(uint32_t cols) {
+    fbb_.AddElement<uint32_t>(TensorMap::VT_COLS, cols, 0);
+  }
+  void add_box_rows(uint32_t box_rows) {
+    fbb_.AddElement<uint32_t>(TensorMap::VT_BOX_ROWS, box_rows, 0);
+  }
+  explicit TensorMapBuilder(flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  flatbuffers::Offset<TensorMap> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = flatbuffers::Offset<TensorMap>(end);
+    return o;
+  }
+};
+
+inline flatbuffers::Offset<TensorMap> CreateTensorMap(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    uint32_t map = 0,
+    uint32_t weight = 0,
+    uint32_t rows = 0,
+    uint32_t cols = 0,
+    uint32_t box_rows = 0) {
+  TensorMapBuilder builder_(_fbb);
+  builder_.add_box_rows(box_rows);
+  builder_.add_cols(cols);
+  builder_.add_rows(rows);
+  builder_.add_weight(weight);
+  builder_.add_map(map);
+  return builder_.Finish();
+}
+
+flatbuffers::Offset<TensorMap> CreateTensorMap(flatbuffers::FlatBufferBuilder &_fbb, const TensorMapT *_o, const flatbuffers::rehasher_function_t *_rehasher = nullptr);
+
 struct KernelModuleT : public flatbuffers::NativeTable {
   typedef KernelModule TableType;
   std::vector<std::string> functions{};
@@ -1661,6 +1761,7 @@ struct KernelModuleT : public flatbuffers::NativeTable {
   std::string ptx_arch{};
   std::string source{};
   bool grid_dependency_wait = false;
+  std::vector<std::unique_ptr<ninfer::plan::TensorMapT>> tensor_maps{};
   KernelModuleT() = default;
   KernelModuleT(const KernelModuleT &o);
   KernelModuleT(KernelModuleT&&) FLATBUFFERS_NOEXCEPT = default;
@@ -1676,7 +1777,8 @@ struct KernelModule FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_PTX = 8,
     VT_PTX_ARCH = 10,
     VT_SOURCE = 12,
-    VT_GRID_DEPENDENCY_WAIT = 14
+    VT_GRID_DEPENDENCY_WAIT = 14,
+    VT_TENSOR_MAPS = 16
   };
   const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *functions() const {
     return GetPointer<const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *>(VT_FUNCTIONS);
@@ -1696,6 +1798,9 @@ struct KernelModule FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   bool grid_dependency_wait() const {
     return GetField<uint8_t>(VT_GRID_DEPENDENCY_WAIT, 0) != 0;
   }
+  const flatbuffers::Vector<flatbuffers::Offset<ninfer::plan::TensorMap>> *tensor_maps() const {
+    return GetPointer<const flatbuffers::Vector<flatbuffers::Offset<ninfer::plan::TensorMap>> *>(VT_TENSOR_MAPS);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyOffset(verifier, VT_FUNCTIONS) &&
@@ -1711,6 +1816,9 @@ struct KernelModule FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            VerifyOffset(verifier, VT_SOURCE) &&
            verifier.VerifyString(source()) &&
            VerifyField<uint8_t>(verifier, VT_GRID_DEPENDENCY_WAIT, 1) &&
+           VerifyOffset(verifier, VT_TENSOR_MAPS) &&
+           verifier.VerifyVector(tensor_maps()) &&
+           verifier.VerifyVectorOfTables(tensor_maps()) &&
            verifier.EndTable();
   }
   KernelModuleT *UnPack(const flatbuffers::resolver_function_t *_resolver = nullptr) const;
@@ -1740,6 +1848,9 @@ struct KernelModuleBuilder {
   void add_grid_dependency_wait(bool grid_dependency_wait) {
     fbb_.AddElement<uint8_t>(KernelModule::VT_GRID_DEPENDENCY_WAIT, static_cast<uint8_t>(grid_dependency_wait), 0);
   }
+  void add_tensor_maps(flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<ninfer::plan::TensorMap>>> tensor_maps) {
+    fbb_.AddOffset(KernelModule::VT_TENSOR_MAPS, tensor_maps);
+  }
   explicit KernelModuleBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -1758,8 +1869,10 @@ inline flatbuffers::Offset<KernelModule> CreateKernelModule(
     flatbuffers::Offset<flatbuffers::String> ptx = 0,
     flatbuffers::Offset<flatbuffers::String> ptx_arch = 0,
     flatbuffers::Offset<flatbuffers::String> source = 0,
-    bool grid_dependency_wait = false) {
+    bool grid_dependency_wait = false,
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<ninfer::plan::TensorMap>>> tensor_maps = 0) {
   KernelModuleBuilder builder_(_fbb);
+  builder_.add_tensor_maps(tensor_maps);
   builder_.add_source(source);
   builder_.add_ptx_arch(ptx_arch);
   builder_.add_ptx(ptx);
@@ -1776,12 +1889,14 @@ inline flatbuffers::Offset<KernelModule> CreateKernelModuleDirect(
     const char *ptx = nullptr,
     const char *ptx_arch = nullptr,
     const char *source = nullptr,
-    bool grid_dependency_wait = false) {
+    bool grid_dependency_wait = false,
+    const std::vector<flatbuffers::Offset<ninfer::plan::TensorMap>> *tensor_maps = nullptr) {
   auto functions__ = functions ? _fbb.CreateVector<flatbuffers::Offset<flatbuffers::String>>(*functions) : 0;
   auto cubins__ = cubins ? _fbb.CreateVector<flatbuffers::Offset<ninfer::plan::CodeObject>>(*cubins) : 0;
   auto ptx__ = ptx ? _fbb.CreateString(ptx) : 0;
   auto ptx_arch__ = ptx_arch ? _fbb.CreateString(ptx_arch) : 0;
   auto source__ = source ? _fbb.CreateString(source) : 0;
+  auto tensor_maps__ = tensor_maps ? _fbb.CreateVector<flatbuffers::Offset<ninfer::plan::TensorMap>>(*tensor_maps) : 0;
   return ninfer::plan::CreateKernelModule(
       _fbb,
       functions__,
@@ -1789,7 +1904,8 @@ inline flatbuffers::Offset<KernelModule> CreateKernelModuleDirect(
       ptx__,
       ptx_arch__,
       source__,
-      grid_dependency_wait);
+      grid_dependency_wait,
+      tensor_maps__);
 }
 
 flatbuffers::Offset<KernelModule> CreateKernelModule(flatbuffers::FlatBufferBuilder &_fbb, const KernelModuleT *_o, const flatbuffers::rehasher_function_t *_rehasher = nullptr);
@@ -3068,6 +3184,44 @@ inline flatbuffers::Offset<CodeObject> CreateCodeObject(flatbuffers::FlatBufferB
       _cubin);
 }
 
+inline TensorMapT *TensorMap::UnPack(const flatbuffers::resolver_function_t *_resolver) const {
+  auto _o = std::unique_ptr<TensorMapT>(new TensorMapT());
+  UnPackTo(_o.get(), _resolver);
+  return _o.release();
+}
+
+inline void TensorMap::UnPackTo(TensorMapT *_o, const flatbuffers::resolver_function_t *_resolver) const {
+  (void)_o;
+  (void)_resolver;
+  { auto _e = map(); _o->map = _e; }
+  { auto _e = weight(); _o->weight = _e; }
+  { auto _e = rows(); _o->rows = _e; }
+  { auto _e = cols(); _o->cols = _e; }
+  { auto _e = box_rows(); _o->box_rows = _e; }
+}
+
+inline flatbuffers::Offset<TensorMap> TensorMap::Pack(flatbuffers::FlatBufferBuilder &_fbb, const TensorMapT* _o, const flatbuffers::rehasher_function_t *_rehasher) {
+  return CreateTensorMap(_fbb, _o, _rehasher);
+}
+
+inline flatbuffers::Offset<TensorMap> CreateTensorMap(flatbuffers::FlatBufferBuilder &_fbb, const TensorMapT *_o, const flatbuffers::rehasher_function_t *_rehasher) {
+  (void)_rehasher;
+  (void)_o;
+  struct _VectorArgs { flatbuffers::FlatBufferBuilder *__fbb; const TensorMapT* __o; const flatbuffers::rehasher_function_t *__rehasher; } _va = { &_fbb, _o, _rehasher}; (void)_va;
+  auto _map = _o->map;
+  auto _weight = _o->weight;
+  auto _rows = _o->rows;
+  auto _cols = _o->cols;
+  auto _box_rows = _o->box_rows;
+  return ninfer::plan::CreateTensorMap(
+      _fbb,
+      _map,
+      _weight,
+      _rows,
+      _cols,
+      _box_rows);
+}
+
 inline KernelModuleT::KernelModuleT(const KernelModuleT &o)
       : functions(o.functions),
         ptx(o.ptx),
@@ -3076,6 +3230,8 @@ inline KernelModuleT::KernelModuleT(const KernelModuleT &o)
         grid_dependency_wait(o.grid_dependency_wait) {
   cubins.reserve(o.cubins.size());
   for (const auto &cubins_ : o.cubins) { cubins.emplace_back((cubins_) ? new ninfer::plan::CodeObjectT(*cubins_) : nullptr); }
+  tensor_maps.reserve(o.tensor_maps.size());
+  for (const auto &tensor_maps_ : o.tensor_maps) { tensor_maps.emplace_back((tensor_maps_) ? new ninfer::plan::TensorMapT(*tensor_maps_) : nullptr); }
 }
 
 inline KernelModuleT &KernelModuleT::operator=(KernelModuleT o) FLATBUFFERS_NOEXCEPT {
@@ -3085,6 +3241,7 @@ inline KernelModuleT &KernelModuleT::operator=(KernelModuleT o) FLATBUFFERS_NOEX
   std::swap(ptx_arch, o.ptx_arch);
   std::swap(source, o.source);
   std::swap(grid_dependency_wait, o.grid_dependency_wait);
+  std::swap(tensor_maps, o.tensor_maps);
   return *this;
 }
 
@@ -3103,6 +3260,7 @@ inline void KernelModule::UnPackTo(KernelModuleT *_o, const flatbuffers::resolve
   { auto _e = ptx_arch(); if (_e) _o->ptx_arch = _e->str(); }
   { auto _e = source(); if (_e) _o->source = _e->str(); }
   { auto _e = grid_dependency_wait(); _o->grid_dependency_wait = _e; }
+  { auto _e = tensor_maps(); if (_e) { _o->tensor_maps.resize(_e->size()); for (flatbuffers::uoffset_t _i = 0; _i < _e->size(); _i++) { _o->tensor_maps[_i] = std::unique_ptr<ninfer::plan::TensorMapT>(_e->Get(_i)->UnPack(_resolver)); } } }
 }
 
 inline flatbuffers::Offset<KernelModule> KernelModule::Pack(flatbuffers::FlatBufferBuilder &_fbb, const KernelModuleT* _o, const flatbuffers::rehasher_function_t *_rehasher) {
@@ -3119,6 +3277,7 @@ inline flatbuffers::Offset<KernelModule> CreateKernelModule(flatbuffers::FlatBuf
   auto _ptx_arch = _o->ptx_arch.empty() ? 0 : _fbb.CreateString(_o->ptx_arch);
   auto _source = _o->source.empty() ? 0 : _fbb.CreateString(_o->source);
   auto _grid_dependency_wait = _o->grid_dependency_wait;
+  auto _tensor_maps = _o->tensor_maps.size() ? _fbb.CreateVector<flatbuffers::Offset<ninfer::plan::TensorMap>> (_o->tensor_maps.size(), [](size_t i, _VectorArgs *__va) { return CreateTensorMap(*__va->__fbb, __va->__o->tensor_maps[i].get(), __va->__rehasher); }, &_va ) : 0;
   return ninfer::plan::CreateKernelModule(
       _fbb,
       _functions,
@@ -3126,7 +3285,8 @@ inline flatbuffers::Offset<KernelModule> CreateKernelModule(flatbuffers::FlatBuf
       _ptx,
       _ptx_arch,
       _source,
-      _grid_dependency_wait);
+      _grid_dependency_wait,
+      _tensor_maps);
 }
 
 inline TokenizerT *Tokenizer::UnPack(const flatbuffers::resolver_function_t *_resolver) const {

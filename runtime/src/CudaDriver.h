@@ -59,6 +59,8 @@ struct CudaDriver {
   decltype(&::cuEventRecord) eventRecord = nullptr;
   decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
   decltype(&::cuEventElapsedTime) eventElapsedTime = nullptr;
+  // TMA tensor maps (CUDA 12+ drivers; sm_90a plans' GEMMs need them). Optional.
+  decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
 
   // Loads libcuda.so.1 once per process and resolves every entry point. Fails
   // with one line when the library or a symbol is missing. The table lives

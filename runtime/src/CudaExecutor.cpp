@@ -109,6 +109,7 @@ private:
   Status loadModule(const std::vector<char> &image, bool isPtx);
   Status allocate(CUdeviceptr &ptr, uint64_t bytes, const char *what);
   Status uploadWeights();
+  Status encodeTensorMaps(const std::vector<CUdeviceptr> &table);
   // Puts one step of n rows (a batch step when batch) on stream_: tokens and
   // StepState copies, the launches, the logits copy (no synchronize). Also what
   // the decode graphs capture.
@@ -248,6 +249,57 @@ Status CudaExecutor::allocate(CUdeviceptr &ptr, uint64_t bytes, const char *what
                                    std::string("cannot allocate ") + gib(bytes) + " for " + what));
   allocations_.push_back(ptr);
   allocatedBytes_ += bytes;
+  return Status::ok();
+}
+
+// The TMA tensor maps of the plan's GEMM weights (KernelModule.tensor_maps), encoded for their
+// device addresses into their Workspace buffers: boxes of 64 values x box_rows rows of a
+// row-major f16/bf16 [rows, cols] weight, 128-byte swizzle, zeros past the edges.
+Status CudaExecutor::encodeTensorMaps(const std::vector<CUdeviceptr> &table) {
+  const plan::Plan &p = file_.plan();
+  const auto *maps = p.kernels()->tensor_maps();
+  if (!maps || maps->size() == 0)
+    return Status::ok();
+  if (!cu_.tensorMapEncodeTiled)
+    return Status::error("this plan's GEMMs read their weights through TMA tensor maps, which "
+                         "this CUDA driver cannot make (no cuTensorMapEncodeTiled): update the "
+                         "NVIDIA driver");
+  const auto &buffers = *p.buffers();
+  for (uint32_t i = 0; i < maps->size(); ++i) {
+    const plan::TensorMap &m = *maps->Get(i);
+    const std::string label = "tensor map " + std::to_string(i);
+    if (m.map() >= buffers.size() || m.weight() >= buffers.size())
+      return Status::error(label + " names a buffer the plan does not have");
+    const plan::Buffer &map = *buffers.Get(m.map()), &weight = *buffers.Get(m.weight());
+    const bool bf16 = weight.dtype() == plan::DType::BF16;
+    if (weight.kind() != BufferKind::Weight ||
+        (weight.dtype() != plan::DType::F16 && !bf16) ||
+        weight.size_bytes() != uint64_t(m.rows()) * m.cols() * 2 || m.cols() % 64 != 0 ||
+        (m.box_rows() != 64 && m.box_rows() != 128))
+      return Status::error(label + " does not describe an f16/bf16 weight of whole 64-value "
+                                   "rows with boxes of 64 or 128 rows");
+    if (map.kind() != BufferKind::Workspace || map.size_bytes() < sizeof(CUtensorMap) ||
+        table[m.map()] % 64 != 0)
+      return Status::error(label + " needs a 64-byte aligned Workspace buffer of " +
+                           std::to_string(sizeof(CUtensorMap)) + " bytes");
+    CUtensorMap encoded;
+    const cuuint64_t dims[2] = {m.cols(), m.rows()};
+    const cuuint64_t strides[1] = {cuuint64_t(m.cols()) * 2};
+    const cuuint32_t box[2] = {64, m.box_rows()};
+    const cuuint32_t elementStrides[2] = {1, 1};
+    NINFER_RETURN_IF_ERROR(cu_.check(
+        cu_.tensorMapEncodeTiled(&encoded,
+                                 bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                 2, reinterpret_cast<void *>(table[m.weight()]), dims, strides,
+                                 box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cannot make the TMA tensor map of weight '" +
+            (weight.name() ? weight.name()->str() : std::string()) + "'"));
+    NINFER_RETURN_IF_ERROR(cu_.check(cu_.memcpyHtoD(table[m.map()], &encoded, sizeof encoded),
+                                     "cannot copy a tensor map to the device"));
+  }
   return Status::ok();
 }
 
@@ -474,6 +526,7 @@ Status CudaExecutor::init(int ordinal) {
     for (size_t k = 0; k < launch.bufferIndices.size(); ++k)
       launch.args.buffers[k] = reinterpret_cast<void*>(table[launch.bufferIndices[k]]);
   }
+  NINFER_RETURN_IF_ERROR(encodeTensorMaps(table)); // after the workspace memset
 
   const size_t stateBytes = alignUp(sizeof(StepState), 64);
   const size_t stagingBytes = stateBytes + tokenBytes + logitsBytes_;

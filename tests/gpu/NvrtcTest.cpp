@@ -693,17 +693,43 @@ TEST(Nvrtc, Sm90aGateUpGemmWritesTheSwiGluForTheDownProjection) {
     const auto has = [](const std::vector<uint32_t> &args, uint32_t b) {
       return std::find(args.begin(), args.end(), b) != args.end();
     };
-    EXPECT_TRUE(has(gemm.args, weights[0]) && has(gemm.args, weights[1])) << what;
+    // Quantized weights: the GEMM reads them. F16: through TMA tensor maps, boxes of 64
+    // rows for gate and up (each half a tile), 128 for the down projection.
+    const bool mapped = c.type == DType::F16;
+    const auto mapOf = [&](uint32_t weight, int rows, int cols, int box) -> uint32_t {
+      for (const auto &m : t.plan.kernels->tensor_maps)
+        if (m->weight == weight) {
+          EXPECT_EQ(int(m->rows), rows) << what;
+          EXPECT_EQ(int(m->cols), cols) << what;
+          EXPECT_EQ(int(m->box_rows), box) << what;
+          const plan::BufferT &b = *t.plan.buffers[m->map];
+          EXPECT_EQ(b.kind, plan::BufferKind::Workspace) << what;
+          EXPECT_EQ(b.size_bytes, 128u) << what;
+          EXPECT_EQ(b.offset % 256, 0u) << what;
+          EXPECT_LE(b.offset + b.size_bytes, t.plan.memory->workspace_bytes) << what;
+          return m->map;
+        }
+      return 0;
+    };
+    EXPECT_EQ(t.plan.kernels->tensor_maps.size(), mapped ? 3u : 0u) << what;
+    const uint32_t gateMap = mapOf(weights[0], ffn, hidden, 64);
+    const uint32_t upMap = mapOf(weights[1], ffn, hidden, 64);
+    const uint32_t downMap = mapOf(weights[2], hidden, ffn, 128);
+    EXPECT_EQ(gateMap != 0 && upMap != 0 && downMap != 0, mapped) << what;
+    EXPECT_EQ(has(gemm.args, weights[0]) && has(gemm.args, weights[1]), !mapped) << what;
+    EXPECT_EQ(has(gemm.args, gateMap) && has(gemm.args, upMap), mapped) << what;
     EXPECT_TRUE(has(gemm.args, act16)) << what;
     EXPECT_FALSE(has(gemm.args, gate) || has(gemm.args, up) || has(gemm.args, act)) << what;
     EXPECT_TRUE(t.plan.ops[1]->launches.empty()) << what;
-    // The down projection: no rounding launch; its GEMM reads act16.
+    // The down projection: no rounding launch; its GEMM reads act16 (and its map).
     const auto &down = t.plan.ops[3]->launches;
     ASSERT_FALSE(down.empty());
     for (const auto &launch : down)
       EXPECT_EQ(t.plan.kernels->functions[launch->function].find("round_x16"), std::string::npos)
           << what;
     EXPECT_TRUE(has(down.back()->args, act16)) << what;
+    EXPECT_EQ(has(down.back()->args, downMap), mapped) << what;
+    EXPECT_EQ(has(down.back()->args, weights[2]), !mapped) << what;
   }
 }
 
