@@ -889,7 +889,8 @@ __device__ __forceinline__ void attentionPrefillMma(const float *q, const void *
       if (n > kLinearGemvMaxRows) {
 #pragma unroll
         for (int d = 0; d < HD / 8; ++d)
-          *reinterpret_cast<unsigned int *>(x16 + x16Index<HEADS * HD>(row, h * HD + 8 * d + 2 * t)) =
+          *reinterpret_cast<unsigned int *>(
+              x16 + x16Index<HEADS * HD>(row, h * HD + 8 * d + 2 * t)) =
               packPair<X16>(o[d][2 * r] * inv, o[d][2 * r + 1] * inv);
         continue;
       }

@@ -9,14 +9,15 @@
 // the mma.sync GEMM ran at 156-225 TFLOPS; wgmma with x read as f32 fragments into registers
 // at 173-247 (the scattered 8-byte loads of x bound it: without them 359-564); with the
 // 16-bit copy in row order by cp.async at 268-420 (docs/performance.md, tenth session); with
-// the tiles by bulk copy (standalone, zero data) 355-505 against 299-417 by cp.async.
+// the tiles by bulk copy (standalone, zero data) 355-505 against 299-417 by cp.async; with the
+// f16 weights by TMA too, 413-626 in the 8B fp16 plan (twelfth session).
 //  * 8 warps = 2 warpgroups; warpgroup g owns tokens 64 MT g .. of the tile (MT = 1, or 2 for
 //    256-token tiles: the emitter's choice where they fill the SMs in one wave) and all 128
 //    outputs: MT wgmma.m64n128k16 per 16 k, accumulators in 64 MT f32 registers/thread.
 //  * Both tiles of a k-step are 128 rows of 128 bytes in wgmma's 128-byte swizzle
 //    (SwizzledTile), read through shared memory descriptors. x: bulk copies completing on
-//    a barrier per stage. Weights: the
-//    stagers of gemm_mma.cuh (dense: cp.async; quantized: loaded raw two steps ahead, decoded
+//    a barrier per stage. Weights: f16/bf16 by TMA on the same barrier (TmaTileStager
+//    below); quantized: gemm_mma.cuh's QuantTileStager (loaded raw two steps ahead, decoded
 //    into the stage one step ahead, while the wgmma of the step before runs).
 //  * gemm::wgmmaStages(MT) stages, copies 2 steps fewer ahead; one barrier per k-step; one
 //    wgmma group in flight while the next stages are written.
@@ -129,7 +130,8 @@ __device__ __forceinline__ void wgmma64x128(float (&d)[64], unsigned long long d
 // swizzle; rows past the weight's come as zeros), issued by thread 0 on the stage's barrier.
 // MATRICES 2: a SwiGLU's gate and up maps with boxes of 64 rows, the tile's two halves
 // (GateUpRows' order). Standalone on the H200 (512 tokens, x by bulk copy too) the f16 GEMMs
-// ran 1.7-2.0x faster than with cp.async (docs/performance.md, eleventh session).
+// ran 1.7-2.0x faster than with cp.async (docs/performance.md, eleventh session); the 8B fp16
+// prefill went 27,213 -> 36,494-36,957 tok/s (twelfth session).
 template <int WDT, int MATRICES = 1> struct TmaTileStager {
   static_assert(MATRICES == 1 || MATRICES == 2, "one matrix, or gate and up");
   static constexpr int kMmaDType = WDT;
@@ -348,7 +350,8 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
 #endif // sm_90a
 
 // The step's rows of x rounded to the 16-bit type DT, in x16Index's tiles: the operand of the
-// GEMM above, which reads it with bulk copies (the emitter launches this before the GEMM, on the same steps).
+// GEMM above, which reads it with bulk copies (the emitter launches this before the GEMM, on
+// the same steps).
 // Launch: block THREADS, grid (any, max_step_tokens); 8 values per thread and pass.
 template <int DT, int K, int THREADS>
 __device__ __forceinline__ void roundRows(const float* x, unsigned short* x16,

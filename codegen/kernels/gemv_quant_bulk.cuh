@@ -91,8 +91,8 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
           bulkCopyEvictFirst(dst, w + kScalePlane + tile * kHalf, kHalf, scalesFull(b));
           bulkCopyEvictFirst(dst + kHalf, wUp + kScalePlane + tile * kHalf, kHalf, scalesFull(b));
         } else {
-          bulkCopyEvictFirst(dst, w + kScalePlane + tile * (16 * kRowScaleBytes), 16 * kRowScaleBytes,
-                   scalesFull(b));
+          bulkCopyEvictFirst(dst, w + kScalePlane + tile * (16 * kRowScaleBytes),
+                             16 * kRowScaleBytes, scalesFull(b));
         }
       }
       const unsigned char *row =
@@ -108,9 +108,10 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
         }
         __syncwarp();
         if (lane < gemv::kBulkTileRows)
-          bulkCopyEvictFirst(base + kLayout.offSlots + slot * kLayout.slotBytes + lane * kLayout.slotRowBytes,
-                   row + static_cast<long long>(j) * kLayout.chunkUnits * Packing::kUnitBytes,
-                   bytes, full(slot));
+          bulkCopyEvictFirst(
+              base + kLayout.offSlots + slot * kLayout.slotBytes + lane * kLayout.slotRowBytes,
+              row + static_cast<long long>(j) * kLayout.chunkUnits * Packing::kUnitBytes, bytes,
+              full(slot));
       }
     }
   }
