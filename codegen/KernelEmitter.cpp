@@ -793,7 +793,7 @@ private:
     k.call = linearCall(op, a, head.str(),
                         std::string(", ") + (vec ? "true" : "false") +
                             (shapeN != a.out_features ? ", " + std::to_string(shapeN) : ""),
-                        /*normed=*/true, /*mappedGemm=*/true);
+                        /*normed=*/true);
     k.mmaGemm = wType != DType::F32 && vec; // linear.cuh's choice of GEMM
     k.gemmDType = int(wType);
     k.gemvWaitsItself = true;
@@ -808,24 +808,26 @@ private:
   // N), ", ROWS", tail (more template arguments), then the arguments every linear
   // kernel takes: x, weights, bias or null, the fused residual (the last input) or
   // null, y, state[, slice][, norm]. normed: the function takes a fused RMSNorm in its
-  // GEMV rows (not the GEMM's), which it gets where LaunchFusion.cpp fused one. mappedGemm:
-  // its wgmma GEMM (ROWS kRowsGemmX16, linear.cuh) takes the weight's tensor map instead of
-  // the weight.
+  // GEMV rows (not the GEMM's), which it gets where LaunchFusion.cpp fused one. The wgmma
+  // GEMMs (ROWS kRowsGemmX16*) of f16/bf16 weights take the weight's tensor map instead of the
+  // weight (linear.cuh); quantized ones decode the weight themselves.
   std::function<std::string(int, const std::string &)>
   linearCall(OpT &op, const plan::LinearAttrsT &a, const std::string &head,
-             const std::string &tail = "", bool normed = false, bool mappedGemm = false) {
+             const std::string &tail = "", bool normed = false) {
     OpT *o = &op;
     const bool bias = a.has_bias, residual = a.residual;
     const bool act16 = fusions_.swiGluGemmOf[indexOf(op)] >= 0;
+    const DType wType = buf(op.inputs[1]).dtype;
+    const bool mapped = wType == DType::F16 || wType == DType::BF16;
     const int64_t outF = a.out_features, inF = a.in_features;
-    return [this, o, bias, residual, head, tail, normed, act16, mappedGemm, outF,
+    return [this, o, bias, residual, head, tail, normed, act16, mapped, outF,
             inF](int rows, const std::string &slice) {
       const bool x16 = rows == kRowsGemmX16 || rows == kRowsGemmX16Tall;
       NormedInput in = normedInput(*o, normed && rows != kRowsGemm && !x16);
       if (x16) // x is the step's 16-bit copy (addGemm), or the SwiGLU its gate/up GEMM wrote
         in.x = ptr("const float*", act16 ? *act16_ : *x16_);
-      const std::string w = x16 && mappedGemm ? raw(tensorMapOf(o->inputs[1], outF, inF, 128))
-                                              : raw(o->inputs[1]);
+      const std::string w =
+          x16 && mapped ? raw(tensorMapOf(o->inputs[1], outF, inF, 128)) : raw(o->inputs[1]);
       std::string blocks = slice;
       if (!in.norm.empty() && blocks.empty())
         blocks = "ninfer::dev::wholeGrid()";

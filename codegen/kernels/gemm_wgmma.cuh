@@ -220,11 +220,11 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
   // A barrier per stage for its x tiles, which one bulk copy per 128 rows brings (thread 0),
   // and for its weight tile where the stager's copies are TMA copies too; bit s of
   // `phases`: the parity of stage s's next phase.
-  unsigned long long* const xFull =
+  unsigned long long* const stageFull =
       reinterpret_cast<unsigned long long*>(tiles + S * kStageBytes);
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s)
-      barrierInit(sharedAddress(&xFull[s]), 1);
+      barrierInit(sharedAddress(&stageFull[s]), 1);
     barrierInitFence();
   }
   __syncthreads();
@@ -254,7 +254,7 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
       if (ks < kSteps) {
         if (threadIdx.x == 0) {
           const int count = min(MT, (rows - m0 + kMmaTM - 1) / kMmaTM);
-          const unsigned int bar = sharedAddress(&xFull[ks % S]);
+          const unsigned int bar = sharedAddress(&stageFull[ks % S]);
           barrierExpectBytes(bar, count * kWgmmaTileBytes + (kBulkW ? kWgmmaTileBytes : 0));
           for (int i = 0; i < count; ++i)
             bulkCopy(sharedAddress(xStage(ks).base + i * kWgmmaTileBytes),
@@ -285,7 +285,7 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
       // after each thread's proxy fence). The barrier also means every warpgroup's wgmma of
       // step ks - 2 is done (each waited down to one group in flight after issuing ks - 1).
       cpAsyncWait<D - 1>();
-      barrierWait(sharedAddress(&xFull[ks % S]), (phases >> (ks % S)) & 1u);
+      barrierWait(sharedAddress(&stageFull[ks % S]), (phases >> (ks % S)) & 1u);
       phases ^= 1u << (ks % S);
       fenceProxyAsync();
       __syncthreads();
