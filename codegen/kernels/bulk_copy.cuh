@@ -64,6 +64,15 @@ __device__ __forceinline__ void bulkCopyEvictFirst(unsigned int dst, const void 
                "l"(src), "r"(bytes), "r"(bar), "l"(policy)
                : "memory");
 }
+// Makes a tensor map that was written to global memory by the host (the executor's copy at
+// load) safe to use by this thread's tensor copies: the TMA reads maps through the tensormap
+// proxy, whose view of memory written by the generic proxy needs this fence once per block
+// before the first use (CUDA programming guide, "Using TMA to transfer multi-dimensional
+// arrays"; system scope, as the host wrote the map). Without it a block may copy through a
+// stale map, e.g. one an earlier plan left at the same address.
+__device__ __forceinline__ void tensorMapAcquire(const void *map) {
+  asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(map) : "memory");
+}
 // The box at (c0 values, c1 rows) of a 2D tensor map (a TMA descriptor in global memory,
 // 64-byte aligned) to shared memory, completing on `bar`; the map's swizzle lays it out.
 __device__ __forceinline__ void tensorCopy2d(unsigned int dst, const void *map, int c0, int c1,

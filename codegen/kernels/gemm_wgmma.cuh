@@ -139,6 +139,11 @@ template <int WDT, int MATRICES = 1> struct TmaTileStager {
   static constexpr bool kBulk = true;
   static constexpr unsigned int kBytes = kWgmmaTileBytes;
   const void* maps[MATRICES];
+  // Once per block, by the thread that issues the copies, before the first (tensorMapAcquire).
+  __device__ __forceinline__ void acquireMaps() const {
+    for (int i = 0; i < MATRICES; ++i)
+      tensorMapAcquire(maps[i]);
+  }
   __device__ __forceinline__ void fetchBulk(int n0, int k0, unsigned int dst,
                                             unsigned int bar) const {
     if constexpr (MATRICES == 1) {
@@ -226,6 +231,8 @@ __device__ __forceinline__ void gemmWgmma(const unsigned short* x16, int rows, S
     for (int s = 0; s < S; ++s)
       barrierInit(sharedAddress(&stageFull[s]), 1);
     barrierInitFence();
+    if constexpr (kBulkW)
+      stager.acquireMaps();
   }
   __syncthreads();
   unsigned int phases = 0;
