@@ -254,7 +254,9 @@ Status CudaExecutor::allocate(CUdeviceptr &ptr, uint64_t bytes, const char *what
 
 // The TMA tensor maps of the plan's GEMM weights (KernelModule.tensor_maps), encoded for their
 // device addresses into their Workspace buffers: boxes of 64 values x box_rows rows of a
-// row-major f16/bf16 [rows, cols] weight, 128-byte swizzle, zeros past the edges.
+// row-major f16/bf16 [rows, cols] weight, 128-byte swizzle, zeros past the edges. The maps
+// are written by host copies, so the kernels acquire each one before their first tensor copy
+// (bulk_copy.cuh, tensorMapAcquire).
 Status CudaExecutor::encodeTensorMaps(const std::vector<CUdeviceptr> &table) {
   const plan::Plan &p = file_.plan();
   const auto *maps = p.kernels()->tensor_maps();
