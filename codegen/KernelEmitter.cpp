@@ -371,10 +371,18 @@ private:
     bool gemvWaitsItself = false;
     std::function<std::string(int rows, const std::string &slice)> call;
     // One-token steps through gemv_quant_bulk.cuh (null where it does not apply): the
-    // call, its tiles and its dynamic shared memory.
+    // call, its dynamic shared memory, and the 16-row tiles of both bulk kernels.
     std::function<std::string(int rows, const std::string &slice)> oneTokenCall;
-    uint32_t oneTokenTiles = 0;
+    uint32_t bulkTiles = 0;
     uint32_t oneTokenShared = 0;
+    // Steps of 2..8 rows through gemv_quant_rows.cuh (null where it does not apply): the
+    // call (its slice argument goes on with the partial sums', the tickets' and the code
+    // map's pointers: rowsTail), the parts of K, its dynamic shared memory and the code
+    // plane's tensor map (made where a launch takes it).
+    std::function<std::string(int rows, const std::string &slice)> rowsCall;
+    uint32_t rowsParts = 0;
+    uint32_t rowsShared = 0;
+    std::function<uint32_t()> rowsMap;
   };
 
   // The launch of gemv_quant_bulk.cuh's one-token GEMV: `blocks` blocks (at most
@@ -386,6 +394,49 @@ private:
     shape.maxTokens = 1;
     shape.waitsItself = true;
     return shape;
+  }
+
+  // The launch of gemv_quant_rows.cuh's GEMV: `blocks` blocks (whole groups of K's parts),
+  // `shared` bytes; steps of 2..8 rows.
+  static LaunchShape rowsShape(uint32_t blocks, uint32_t shared) {
+    LaunchShape shape = oneTokenShape(blocks, shared);
+    shape.block[0] = gemv::kRowsThreads;
+    shape.minTokens = 2;
+    shape.maxTokens = kLinearGemvRows;
+    return shape;
+  }
+
+  // The arguments after a gemv_quant_rows.cuh call's slice: its partial sums and tickets
+  // for `tiles` tiles after the first `tileOffset` of the launch (the emitter's workspaces
+  // kSplitPartialsName and kSplitTicketsName, sized for the largest launch; nulls where K
+  // has one part), then the code plane's tensor map.
+  std::string rowsTail(const LinearKernel &k, uint32_t tileOffset) {
+    return ", " + rowsSplit(k.rowsParts, k.bulkTiles, tileOffset) + ", " + raw(k.rowsMap());
+  }
+  std::string rowsSplit(uint32_t parts, uint32_t tiles, uint32_t tileOffset) {
+    if (parts <= 1)
+      return "nullptr, nullptr";
+    const uint64_t end = uint64_t(tileOffset) + tiles;
+    const uint64_t tileFloats = uint64_t(parts) * gemv::kRowsTileFloats;
+    reserveWorkspace(splitPartials_, kSplitPartialsName, end * tileFloats * 4);
+    reserveWorkspace(splitTickets_, kSplitTicketsName, end * 4);
+    return ptr("float*", *splitPartials_) + " + " + std::to_string(tileOffset * tileFloats) +
+           ", " + ptr("unsigned int*", *splitTickets_) + " + " + std::to_string(tileOffset);
+  }
+
+  // A rows launch's blocks for members of `tiles` tiles each, K in `parts` parts: whole
+  // groups of parts, the groups (at most the bulk grid's) in proportion to the tiles.
+  static std::vector<uint32_t> rowsBlocks(const std::vector<uint32_t> &tiles, uint32_t parts) {
+    uint32_t total = 0;
+    for (uint32_t t : tiles)
+      total += t;
+    const uint32_t groups = std::min<uint32_t>(gemv::kBulkGridBlocks / parts, total);
+    std::vector<uint32_t> blocks;
+    for (uint32_t t : tiles)
+      blocks.push_back(parts * std::clamp<uint32_t>(static_cast<uint32_t>(
+                                                        (uint64_t(groups) * t + total / 2) / total),
+                                                    1u, t));
+    return blocks;
   }
 
   Status emitLinear(OpT &op, const plan::LinearAttrsT &a) {
@@ -418,10 +469,39 @@ private:
     for (const LinearKernel &member : members)
       gemv.waitsItself = gemv.waitsItself && member.gemvWaitsItself;
     NINFER_RETURN_IF_ERROR(addOneTokenGroup(op, group, members, name, gemv));
-    const std::string gemvText = fusions_.swiGluOfGroup[opIndex_] >= 0
-                                     ? swiGluCall(group, gemv.gridBase[0])
-                                     : groupCall(members, kRowsGemv, gemvBlocks, gemv.gridBase[0]);
-    NINFER_RETURN_IF_ERROR(addKernel(op, name + "_gemv", gemvText, gemv));
+    bool rows = fusions_.swiGluOfGroup[opIndex_] < 0;
+    uint32_t groupTiles = 0;
+    for (const LinearKernel &member : members) {
+      rows = rows && member.rowsCall && member.rowsParts == k.rowsParts;
+      groupTiles += member.bulkTiles;
+    }
+    rows = rows && gemv::rowsPays(int(op.attrs.AsLinearAttrs()->in_features), int(groupTiles));
+    if (rows) {
+      std::vector<uint32_t> tiles;
+      uint32_t shared = 0;
+      for (const LinearKernel &member : members) {
+        tiles.push_back(member.bulkTiles);
+        shared = std::max(shared, member.rowsShared);
+      }
+      std::vector<std::string> tails;
+      uint32_t tileOffset = 0;
+      for (const LinearKernel &member : members) {
+        tails.push_back(rowsTail(member, tileOffset));
+        tileOffset += member.bulkTiles;
+      }
+      uint32_t total = 0;
+      const std::string text = groupCall(members, kRowsGemv, rowsBlocks(tiles, k.rowsParts), total,
+                                         &LinearKernel::rowsCall, &tails);
+      LaunchShape shape = rowsShape(total, shared);
+      shape.minTokens = gemv.minTokens;
+      NINFER_RETURN_IF_ERROR(addKernel(op, name + "_rows", text, shape));
+    } else {
+      const std::string gemvText =
+          fusions_.swiGluOfGroup[opIndex_] >= 0
+              ? swiGluCall(group, gemv.gridBase[0])
+              : groupCall(members, kRowsGemv, gemvBlocks, gemv.gridBase[0]);
+      NINFER_RETURN_IF_ERROR(addKernel(op, name + "_gemv", gemvText, gemv));
+    }
     if (!groupGemm)
       return addLinearGemm(op, k);
     bool sameDType = true;
@@ -511,7 +591,10 @@ private:
   void reserve16(std::optional<uint32_t> &slot, const char *name, int64_t k) {
     // Whole tiles of 128 rows (x16Index in codegen/kernels/common.cuh).
     const uint64_t rows = (uint64_t(maxRows()) + gemm::kTileM - 1) / gemm::kTileM * gemm::kTileM;
-    const uint64_t bytes = rows * uint64_t(k) * 2;
+    reserveWorkspace(slot, name, rows * uint64_t(k) * 2);
+  }
+  // An emitter-owned workspace of at least `bytes` (placeX16 places it).
+  void reserveWorkspace(std::optional<uint32_t> &slot, const char *name, uint64_t bytes) {
     if (!slot) {
       slot = workspaceBuffer(name);
       plan_.buffers[*slot]->size_bytes = 0;
@@ -536,14 +619,17 @@ private:
     return static_cast<uint32_t>(plan_.buffers.size() - 1);
   }
 
-  // The Workspace buffer that holds the TMA tensor map of row-major f16/bf16 weight buffer
-  // `weight` ([rows, cols]) with boxes of 64 values x boxRows rows (KernelModule.tensor_maps:
-  // the executor encodes it at load); one per weight and box.
-  uint32_t tensorMapOf(uint32_t weight, int64_t rows, int64_t cols, int boxRows) {
+  // The Workspace buffer that holds the TMA tensor map of weight buffer `weight`
+  // (KernelModule.tensor_maps: the executor encodes it at load); one per weight and box.
+  // boxBytes 0: a row-major f16/bf16 [rows, cols] weight, boxes of 64 values x boxRows rows;
+  // else the code plane of a quantized weight, rows of cols bytes, boxes of boxBytes x boxRows.
+  uint32_t tensorMapOf(uint32_t weight, int64_t rows, int64_t cols, int boxRows,
+                       int boxBytes = 0) {
     for (const plan::TensorMapT &map : tensorMaps_)
-      if (map.weight == weight && int(map.box_rows) == boxRows)
+      if (map.weight == weight && int(map.box_rows) == boxRows && int(map.box_bytes) == boxBytes)
         return map.map;
-    const uint32_t index = workspaceBuffer(buf(weight).name + ".tmap" + std::to_string(boxRows));
+    const uint32_t index = workspaceBuffer(buf(weight).name + ".tmap" + std::to_string(boxRows) +
+                                           (boxBytes ? "x" + std::to_string(boxBytes) : ""));
     plan_.buffers[index]->size_bytes = kTensorMapBytes;
     plan_.buffers[index]->shape = {static_cast<int64_t>(kTensorMapBytes / 4)};
     plan::TensorMapT map;
@@ -552,6 +638,7 @@ private:
     map.rows = static_cast<uint32_t>(rows);
     map.cols = static_cast<uint32_t>(cols);
     map.box_rows = static_cast<uint32_t>(boxRows);
+    map.box_bytes = static_cast<uint32_t>(boxBytes);
     tensorMaps_.push_back(map);
     return index;
   }
@@ -572,7 +659,7 @@ private:
   // Places the emitter's own workspaces (x16, act16, the tensor maps) after every other one.
   void placeX16() {
     std::vector<uint32_t> own;
-    for (const std::optional<uint32_t> &slot : {x16_, act16_})
+    for (const std::optional<uint32_t> &slot : {x16_, act16_, splitPartials_, splitTickets_})
       if (slot)
         own.push_back(*slot);
     for (const plan::TensorMapT &map : tensorMaps_)
@@ -609,7 +696,7 @@ private:
     for (const LinearKernel &member : members) {
       if (!member.oneTokenCall)
         return Status::ok();
-      tiles += member.oneTokenTiles;
+      tiles += member.bulkTiles;
       shared = std::max(shared, member.oneTokenShared);
     }
     std::string text;
@@ -623,8 +710,8 @@ private:
       std::vector<uint32_t> blocks;
       for (const LinearKernel &member : members)
         blocks.push_back(std::clamp<uint32_t>(
-            static_cast<uint32_t>((uint64_t(grid) * member.oneTokenTiles + tiles / 2) / tiles),
-            1u, member.oneTokenTiles));
+            static_cast<uint32_t>((uint64_t(grid) * member.bulkTiles + tiles / 2) / tiles),
+            1u, member.bulkTiles));
       text = groupCall(members, kRowsGemv, blocks, total, &LinearKernel::oneTokenCall);
     }
     NINFER_RETURN_IF_ERROR(addKernel(op, name + "_one", text, oneTokenShape(total, shared)));
@@ -733,16 +820,19 @@ private:
   }
 
   // The body of a grouped launch: member m runs on blocks[m] blocks after those of the
-  // members before it (its BlockSlice); `total` gets the grid size.
+  // members before it (its BlockSlice, followed by sliceTails[m] where given); `total` gets
+  // the grid size.
   std::string groupCall(const std::vector<LinearKernel> &members, int rows,
                         const std::vector<uint32_t> &blocks, uint32_t &total,
                         std::function<std::string(int, const std::string &)>
-                            LinearKernel::*call = &LinearKernel::call) {
+                            LinearKernel::*call = &LinearKernel::call,
+                        const std::vector<std::string> *sliceTails = nullptr) {
     std::ostringstream text;
     uint32_t begin = 0;
     for (size_t m = 0; m < members.size(); ++m) {
       const std::string slice = "ninfer::dev::BlockSlice{static_cast<int>(blockIdx.x) - " +
-                                std::to_string(begin) + ", " + std::to_string(blocks[m]) + "}";
+                                std::to_string(begin) + ", " + std::to_string(blocks[m]) + "}" +
+                                (sliceTails ? (*sliceTails)[m] : std::string());
       begin += blocks[m];
       if (m + 1 < members.size())
         text << "if (blockIdx.x < " << begin << "u) " << (members[m].*call)(rows, slice)
@@ -868,7 +958,20 @@ private:
     LaunchShape shape{{k.blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
     shape.minBlocksPerSm = k.gemvBlocksPerSm;
     shape.waitsItself = k.gemvWaitsItself;
-    const uint32_t oneTokenBlocks = std::min<uint32_t>(gemv::kBulkGridBlocks, k.oneTokenTiles);
+    const uint32_t oneTokenBlocks = std::min<uint32_t>(gemv::kBulkGridBlocks, k.bulkTiles);
+    // The GEMV of 2..8 rows: gemv_quant_rows.cuh where it applies.
+    const auto addRowsGemv = [&](LaunchShape gemvShape) {
+      if (!k.rowsCall || !gemv::rowsPays(int(a.in_features), int(k.bulkTiles)))
+        return addKernel(op, k.suffix + "_gemv", k.call(kRowsGemv, ""), gemvShape);
+      const uint32_t blocks = rowsBlocks({k.bulkTiles}, k.rowsParts)[0];
+      LaunchShape shape = rowsShape(blocks, k.rowsShared);
+      shape.minTokens = gemvShape.minTokens;
+      shape.maxTokens = gemvShape.maxTokens;
+      shape.steps = gemvShape.steps;
+      return addKernel(op, k.suffix + "_rows",
+                       k.rowsCall(kRowsGemv, "ninfer::dev::wholeGrid()" + rowsTail(k, 0)),
+                       shape);
+    };
     if (a.last_row_only) {
       LaunchShape last = shape;
       if (k.oneTokenCall) { // a row of any step: the one-token kernel without the token limit
@@ -882,7 +985,13 @@ private:
         return Status::ok();
       shape.steps = plan::LaunchSteps::Batch;
       shape.maxTokens = static_cast<uint32_t>(maxBatch());
-      return addKernel(op, k.suffix + "_gemv", k.call(kRowsGemv, ""), shape);
+      if (k.oneTokenCall) { // batch steps of one row: the one-token kernel
+        LaunchShape one = oneTokenShape(oneTokenBlocks, k.oneTokenShared);
+        one.steps = plan::LaunchSteps::Batch;
+        NINFER_RETURN_IF_ERROR(addKernel(op, k.suffix + "_one", k.oneTokenCall(kRowsGemv, ""), one));
+        shape.minTokens = 2;
+      }
+      return addRowsGemv(shape);
     }
     shape.maxTokens = kLinearGemvRows;
     if (k.oneTokenCall) {
@@ -890,7 +999,7 @@ private:
                                        oneTokenShape(oneTokenBlocks, k.oneTokenShared)));
       shape.minTokens = 2;
     }
-    NINFER_RETURN_IF_ERROR(addKernel(op, k.suffix + "_gemv", k.call(kRowsGemv, ""), shape));
+    NINFER_RETURN_IF_ERROR(addRowsGemv(shape));
     return addLinearGemm(op, k);
   }
 
@@ -956,8 +1065,22 @@ private:
     if (choices_.bulkGemv && layout.fits) {
       k.oneTokenCall =
           linearCall(op, a, "ninfer::dev::linearQuantOneToken<" + args.str(), "", true);
-      k.oneTokenTiles = static_cast<uint32_t>(a.out_features / gemv::kBulkTileRows);
+      k.bulkTiles = static_cast<uint32_t>(a.out_features / gemv::kBulkTileRows);
       k.oneTokenShared = static_cast<uint32_t>(layout.sharedBytes);
+      const gemv::RowsLayout rows =
+          gemv::bulkRowsLayout(traits.bits, traits.groupSize, a.in_features, a.out_features);
+      if (rows.fits) {
+        k.rowsCall = linearCall(op, a, "ninfer::dev::linearQuantRows<" + args.str());
+        k.rowsParts = static_cast<uint32_t>(gemv::rowsParts(int(a.in_features)));
+        k.rowsShared = static_cast<uint32_t>(rows.sharedBytes);
+        const uint32_t weight = op.inputs[1];
+        const int64_t rowBytes = quant::quantRowWeightBytes(traits.bits, a.in_features);
+        const int64_t outF = a.out_features;
+        const int box = rows.boxBytes;
+        k.rowsMap = [this, weight, outF, rowBytes, box] {
+          return tensorMapOf(weight, outF, rowBytes, gemv::kBulkTileRows, box);
+        };
+      }
     }
     return Status::ok();
   }
@@ -1232,12 +1355,14 @@ private:
   size_t opIndex_ = 0;
   FusionChoices choices_;
   // The 16-bit workspace buffers (reserveX16, reserveAct16), once a GEMM reads them.
-  std::optional<uint32_t> x16_, act16_;
+  std::optional<uint32_t> x16_, act16_, splitPartials_, splitTickets_;
   std::vector<plan::TensorMapT> tensorMaps_; // the GEMMs' weight tensor maps (tensorMapOf)
   static constexpr uint64_t kTensorMapBytes = 128; // sizeof(CUtensorMap)
   std::unordered_map<const OpT *, size_t> opIndices_; // op -> its index in plan_.ops
   static constexpr const char *kX16Name = "gemm.x16";
   static constexpr const char *kAct16Name = "gemm.act16";
+  static constexpr const char *kSplitPartialsName = "gemv.partials";
+  static constexpr const char *kSplitTicketsName = "gemv.tickets";
   LaunchFusions fusions_;
 
   std::ostringstream source_;

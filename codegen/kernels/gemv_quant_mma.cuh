@@ -294,8 +294,9 @@ template <> struct RunCodec<5> { // 16 bytes of the 4-bit plane + 4 bytes of the
 template <int GROUP> struct RunScales {
   unsigned short raw;
   unsigned int both;
+  template <bool SHARED = false>
   __device__ __forceinline__ void load(const unsigned short *rowScales, int unit, int c) {
-    loadStreamed(raw, rowScales + (unit * quant::kQuantUnitValues + 32 * c) / GROUP);
+    loadRaw<SHARED>(raw, rowScales + (unit * quant::kQuantUnitValues + 32 * c) / GROUP);
   }
   __device__ __forceinline__ void resolve(int) { both = 0x00010001u * raw; }
   __device__ __forceinline__ unsigned int scale(int) const { return both; }
@@ -304,8 +305,9 @@ template <int GROUP> struct RunScales {
 template <> struct RunScales<quant::kQuantK16Group> {
   uint2 record;
   unsigned int first, second;
+  template <bool SHARED = false>
   __device__ __forceinline__ void load(const unsigned short *rowScales, int unit, int) {
-    loadStreamed(record, reinterpret_cast<const uint2 *>(rowScales) + unit);
+    loadRaw<SHARED>(record, reinterpret_cast<const uint2 *>(rowScales) + unit);
   }
   // The f16 scales of sub-groups 2c and 2c + 1 (bits 16 + 12c .. 16 + 12c + 11 of
   // the record).
@@ -840,6 +842,29 @@ __device__ __forceinline__ void oneTokenRows(const float *x, const unsigned char
   acc[2] = c == 0 ? sum1 : 0.0f;
 }
 
+// One unit of rows g and g + 8 of a tile for every token row (the general path): the
+// runs' levels times their scales as A, x's pairs xp as B, the unit's eight mma steps
+// (even ones into acc, odd ones into acc2: two chains).
+template <int BITS, int GROUP>
+__device__ __forceinline__ void rowsUnitMath(const RunCodec<BITS> &run0,
+                                             const RunCodec<BITS> &run1, RunScales<GROUP> sc0,
+                                             RunScales<GROUP> sc1, int c,
+                                             const unsigned int (&xp)[16], float (&acc)[4],
+                                             float (&acc2)[4]) {
+  unsigned int p0[16], p1[16];
+  runLevels(run0, p0);
+  runLevels(run1, p1);
+  sc0.resolve(c);
+  sc1.resolve(c);
+#pragma unroll
+  for (int m = 0; m < 8; ++m) {
+    const unsigned int a[4] = {hmul2(p0[2 * m], sc0.scale(2 * m)), hmul2(p1[2 * m], sc1.scale(2 * m)),
+                               hmul2(p0[2 * m + 1], sc0.scale(2 * m + 1)),
+                               hmul2(p1[2 * m + 1], sc1.scale(2 * m + 1))};
+    mma16816<kF16>(m % 2 ? acc2 : acc, a, xp[2 * m], xp[2 * m + 1]);
+  }
+}
+
 // SWIGLU: w is a SwiGLU's gate and wUp its up matrix (same format), and y gets
 // silu(x gate^T) * (x up^T) (gemvMmaTiles); no bias or residual.
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, bool SWIGLU = false>
@@ -919,19 +944,7 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
                 xp[j] = 0u;
             if constexpr (kStageGemvX)
               __syncwarp(); // every lane has its run before the next unit overwrites them
-            unsigned int p0[16], p1[16];
-            runLevels(run0[i], p0);
-            runLevels(run1[i], p1);
-            sc0[i].resolve(c);
-            sc1[i].resolve(c);
-#pragma unroll
-            for (int m = 0; m < 8; ++m) {
-              const unsigned int a[4] = {hmul2(p0[2 * m], sc0[i].scale(2 * m)),
-                                         hmul2(p1[2 * m], sc1[i].scale(2 * m)),
-                                         hmul2(p0[2 * m + 1], sc0[i].scale(2 * m + 1)),
-                                         hmul2(p1[2 * m + 1], sc1[i].scale(2 * m + 1))};
-              mma16816<kF16>(m % 2 ? acc2 : acc, a, xp[2 * m], xp[2 * m + 1]);
-            }
+            rowsUnitMath(run0[i], run1[i], sc0[i], sc1[i], c, xp, acc, acc2);
           }
         }
       });

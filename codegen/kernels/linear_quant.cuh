@@ -38,6 +38,7 @@
 #include "gemv_quant_bulk.cuh"
 #include "gemm_wgmma.cuh"
 #include "gemv_quant_mma.cuh"
+#include "gemv_quant_rows.cuh"
 
 namespace ninfer {
 namespace dev {

@@ -1664,6 +1664,7 @@ struct TensorMapT : public flatbuffers::NativeTable {
   uint32_t rows = 0;
   uint32_t cols = 0;
   uint32_t box_rows = 0;
+  uint32_t box_bytes = 0;
 };
 
 struct TensorMap FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
@@ -1674,7 +1675,8 @@ struct TensorMap FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_WEIGHT = 6,
     VT_ROWS = 8,
     VT_COLS = 10,
-    VT_BOX_ROWS = 12
+    VT_BOX_ROWS = 12,
+    VT_BOX_BYTES = 14
   };
   uint32_t map() const {
     return GetField<uint32_t>(VT_MAP, 0);
@@ -1691,6 +1693,9 @@ struct TensorMap FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   uint32_t box_rows() const {
     return GetField<uint32_t>(VT_BOX_ROWS, 0);
   }
+  uint32_t box_bytes() const {
+    return GetField<uint32_t>(VT_BOX_BYTES, 0);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<uint32_t>(verifier, VT_MAP, 4) &&
@@ -1698,6 +1703,7 @@ struct TensorMap FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            VerifyField<uint32_t>(verifier, VT_ROWS, 4) &&
            VerifyField<uint32_t>(verifier, VT_COLS, 4) &&
            VerifyField<uint32_t>(verifier, VT_BOX_ROWS, 4) &&
+           VerifyField<uint32_t>(verifier, VT_BOX_BYTES, 4) &&
            verifier.EndTable();
   }
   TensorMapT *UnPack(const flatbuffers::resolver_function_t *_resolver = nullptr) const;
@@ -1724,6 +1730,9 @@ struct TensorMapBuilder {
   void add_box_rows(uint32_t box_rows) {
     fbb_.AddElement<uint32_t>(TensorMap::VT_BOX_ROWS, box_rows, 0);
   }
+  void add_box_bytes(uint32_t box_bytes) {
+    fbb_.AddElement<uint32_t>(TensorMap::VT_BOX_BYTES, box_bytes, 0);
+  }
   explicit TensorMapBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -1741,8 +1750,10 @@ inline flatbuffers::Offset<TensorMap> CreateTensorMap(
     uint32_t weight = 0,
     uint32_t rows = 0,
     uint32_t cols = 0,
-    uint32_t box_rows = 0) {
+    uint32_t box_rows = 0,
+    uint32_t box_bytes = 0) {
   TensorMapBuilder builder_(_fbb);
+  builder_.add_box_bytes(box_bytes);
   builder_.add_box_rows(box_rows);
   builder_.add_cols(cols);
   builder_.add_rows(rows);
@@ -3198,6 +3209,7 @@ inline void TensorMap::UnPackTo(TensorMapT *_o, const flatbuffers::resolver_func
   { auto _e = rows(); _o->rows = _e; }
   { auto _e = cols(); _o->cols = _e; }
   { auto _e = box_rows(); _o->box_rows = _e; }
+  { auto _e = box_bytes(); _o->box_bytes = _e; }
 }
 
 inline flatbuffers::Offset<TensorMap> TensorMap::Pack(flatbuffers::FlatBufferBuilder &_fbb, const TensorMapT* _o, const flatbuffers::rehasher_function_t *_rehasher) {
@@ -3213,13 +3225,15 @@ inline flatbuffers::Offset<TensorMap> CreateTensorMap(flatbuffers::FlatBufferBui
   auto _rows = _o->rows;
   auto _cols = _o->cols;
   auto _box_rows = _o->box_rows;
+  auto _box_bytes = _o->box_bytes;
   return ninfer::plan::CreateTensorMap(
       _fbb,
       _map,
       _weight,
       _rows,
       _cols,
-      _box_rows);
+      _box_rows,
+      _box_bytes);
 }
 
 inline KernelModuleT::KernelModuleT(const KernelModuleT &o)

@@ -31,6 +31,7 @@
 #include "ninfer/Executor.h"
 #include "ninfer/Format.h"
 #include "ninfer/Plan.h"
+#include "ninfer/QuantDType.h"
 #include "ninfer/StepAbi.h"
 
 #include "CudaDriver.h"
@@ -263,7 +264,7 @@ Status CudaExecutor::encodeTensorMaps(const std::vector<CUdeviceptr> &table) {
   if (!maps || maps->size() == 0)
     return Status::ok();
   if (!cu_.tensorMapEncodeTiled)
-    return Status::error("this plan's GEMMs read their weights through TMA tensor maps, which "
+    return Status::error("this plan's kernels read weights through TMA tensor maps, which "
                          "this CUDA driver cannot make (no cuTensorMapEncodeTiled): update the "
                          "NVIDIA driver");
   const auto &buffers = *p.buffers();
@@ -274,28 +275,40 @@ Status CudaExecutor::encodeTensorMaps(const std::vector<CUdeviceptr> &table) {
       return Status::error(label + " names a buffer the plan does not have");
     const plan::Buffer &map = *buffers.Get(m.map()), &weight = *buffers.Get(m.weight());
     const bool bf16 = weight.dtype() == plan::DType::BF16;
-    if (weight.kind() != BufferKind::Weight ||
-        (weight.dtype() != plan::DType::F16 && !bf16) ||
-        weight.size_bytes() != uint64_t(m.rows()) * m.cols() * 2 || m.cols() % 64 != 0 ||
-        (m.box_rows() != 64 && m.box_rows() != 128))
-      return Status::error(label + " does not describe an f16/bf16 weight of whole 64-value "
-                                   "rows with boxes of 64 or 128 rows");
+    const bool codes = m.box_bytes() > 0; // a quantized weight's code plane
+    if (codes ? weight.kind() != BufferKind::Weight ||
+                    quant::formatOfPlanDType(int(weight.dtype())) < 0 ||
+                    weight.size_bytes() < uint64_t(m.rows()) * m.cols() || m.cols() % 16 != 0 ||
+                    m.box_bytes() % 16 != 0 || m.box_bytes() > 2048 || m.box_rows() == 0 ||
+                    m.box_rows() > 256
+              : weight.kind() != BufferKind::Weight ||
+                    (weight.dtype() != plan::DType::F16 && !bf16) ||
+                    weight.size_bytes() != uint64_t(m.rows()) * m.cols() * 2 || m.cols() % 64 != 0 ||
+                    (m.box_rows() != 64 && m.box_rows() != 128))
+      return Status::error(label + (codes ? " does not describe the code plane of a quantized "
+                                            "weight in 16-byte rows with boxes of at most 2 KiB "
+                                            "x 256 rows"
+                                          : " does not describe an f16/bf16 weight of whole "
+                                            "64-value rows with boxes of 64 or 128 rows"));
     if (map.kind() != BufferKind::Workspace || map.size_bytes() < sizeof(CUtensorMap) ||
         table[m.map()] % 64 != 0)
       return Status::error(label + " needs a 64-byte aligned Workspace buffer of " +
                            std::to_string(sizeof(CUtensorMap)) + " bytes");
     CUtensorMap encoded;
-    const cuuint64_t dims[2] = {m.cols(), m.rows()};
-    const cuuint64_t strides[1] = {cuuint64_t(m.cols()) * 2};
-    const cuuint32_t box[2] = {64, m.box_rows()};
+    // Code planes in 8-byte elements; f16/bf16 values in 64-value boxes.
+    const cuuint64_t dims[2] = {codes ? m.cols() / 8 : m.cols(), m.rows()};
+    const cuuint64_t strides[1] = {cuuint64_t(m.cols()) * (codes ? 1 : 2)};
+    const cuuint32_t box[2] = {codes ? m.box_bytes() / 8 : 64, m.box_rows()};
     const cuuint32_t elementStrides[2] = {1, 1};
     NINFER_RETURN_IF_ERROR(cu_.check(
         cu_.tensorMapEncodeTiled(&encoded,
-                                 bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                 codes  ? CU_TENSOR_MAP_DATA_TYPE_UINT64
+                                 : bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                        : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                                  2, reinterpret_cast<void *>(table[m.weight()]), dims, strides,
                                  box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                 codes ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
         "cannot make the TMA tensor map of weight '" +
             (weight.name() ? weight.name()->str() : std::string()) + "'"));

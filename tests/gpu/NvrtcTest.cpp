@@ -906,6 +906,47 @@ TEST(GemvShapes, BulkLayoutKeepsCopiesAlignedAndFitsTwoBlocks) {
   EXPECT_EQ(gemv::bulkLayout(4, 64, 14336, 4096, false).slots, 3);
 }
 
+// gemv_quant_rows.cuh's shared-memory layout: the part of K a block takes, 128-byte aligned
+// stages (TMA boxes) within two blocks per SM, a code row's part at most 2 KiB (a TMA box's
+// 256 eight-byte elements), whole tiles only; the shapes of the 8B q4 layers.
+TEST(GemvShapes, RowsLayoutFitsTwoBlocksAndAlignsStages) {
+  struct Format {
+    int bits, group;
+  };
+  const Format formats[] = {{8, 32}, {8, 128}, {6, 64}, {5, 32}, {4, 32}, {4, 64},
+                            {4, 128}, {4, 16}, {3, 64}, {3, 16}, {2, 128}, {2, 16}};
+  for (const Format f : formats)
+    for (int k : {128, 1152, 2176, 4096, 14336}) {
+      const std::string what = "q" + std::to_string(f.bits) + " g" + std::to_string(f.group) +
+                               " K " + std::to_string(k);
+      const gemv::RowsLayout l = gemv::bulkRowsLayout(f.bits, f.group, k, 4096);
+      EXPECT_FALSE(gemv::bulkRowsLayout(f.bits, f.group, k, 4104).fits) << what;
+      // Q8 parts of 2 KiB with wider K (and Q5_G32 at K 14,336) leave room for one stage
+      // only: those keep the register-fed GEMV.
+      if (!l.fits) {
+        EXPECT_TRUE((f.bits == 8 && k > 1152) || (f.bits == 5 && k == 14336)) << what;
+        EXPECT_LT(l.slots, 2) << what;
+        continue;
+      }
+      EXPECT_EQ(l.partUnits, std::min(k / 128, gemv::kRowsPartUnits)) << what;
+      EXPECT_EQ(gemv::rowsParts(k), (k / 128 + gemv::kRowsPartUnits - 1) / gemv::kRowsPartUnits);
+      EXPECT_EQ(l.boxBytes, l.partUnits * gemv::bulkUnitBytes(f.bits)) << what;
+      EXPECT_LE(l.boxBytes, 2048) << what;
+      EXPECT_GE(l.slots, 2) << what;
+      EXPECT_LE(l.slots, gemv::kRowsMaxSlots) << what;
+      EXPECT_LE(l.sharedBytes, gemv::kBulkSharedLimit) << what;
+      EXPECT_EQ(l.sharedBytes, l.offSlots + l.slots * l.slotBytes) << what;
+      EXPECT_GE(l.slotBytes, gemv::kBulkTileRows * l.boxBytes + l.scaleBytes) << what;
+      for (int offset : {l.offX, l.offPartial, l.offSlots, l.slotBytes})
+        EXPECT_EQ(offset % 128, 0) << what;
+      EXPECT_GE(l.offX, gemv::kRowsBarrierBytes) << what;
+      EXPECT_EQ(l.scaleBytes, gemv::kBulkTileRows * gemv::bulkRowScaleBytes(f.group, k)) << what;
+    }
+  // The 8B q4_g64 layers: three slots at K 4096, two at K 14,336.
+  EXPECT_EQ(gemv::bulkRowsLayout(4, 64, 4096, 14336).slots, 3);
+  EXPECT_EQ(gemv::bulkRowsLayout(4, 64, 14336, 4096).slots, 2);
+}
+
 // One-token steps of quantized linears take the bulk-copy GEMV (gemv_quant_bulk.cuh) when
 // every target is sm_90+ and the outputs are whole tiles of 16: a launch of its own for
 // one-token steps (288 threads, its shared memory, a wrapper that leaves the dependency
@@ -1002,6 +1043,66 @@ TEST(Nvrtc, OneTokenQuantGemvTakesBulkCopiesOnSm90) {
                                   ", 0, false, 256, " + std::to_string(c.out) + ", 3>("),
               std::string::npos)
         << what;
+  }
+}
+
+// Steps of 2..8 rows of a quantized linear take gemv_quant_rows.cuh when every target is
+// sm_90+ and its block groups get enough tiles (GemvShapes.h rowsPays): the launch for
+// 2..8 rows has 320 threads, whole groups of K's parts, the layout's shared memory, and
+// the weight's code plane as a TMA tensor map (box_bytes: a part of a code row). A narrow
+// linear keeps the register-fed GEMV, and so does an sm_80 plan.
+TEST(Nvrtc, WideQuantLinearTakesRowsKernelOnSm90) {
+  struct Case {
+    std::vector<std::string> archs;
+    int in, out;
+    bool rows; // takes gemv_quant_rows.cuh
+  };
+  const Case cases[] = {{{"sm_90"}, 2176, 25600, true},
+                        {{"sm_90"}, 2176, 384, false},
+                        {{"sm_80", "sm_90"}, 2176, 25600, false}};
+  for (const Case &c : cases) {
+    const std::string what = c.archs[0] + ", " + std::to_string(c.in) + " -> " + std::to_string(c.out);
+    ASSERT_EQ(gemv::rowsPays(c.in, c.out / gemv::kBulkTileRows), c.out == 25600) << what;
+    TestPlan t(16, 64);
+    const uint32_t x = t.addActivation("x", c.in);
+    const uint32_t w = t.addDummyWeight("w", DType::Q4_G64, {c.out, c.in}, 3, 0.05f, 0.0f);
+    t.addLogits(16, c.out);
+    plan::LinearAttrsT a;
+    a.in_features = c.in;
+    a.out_features = c.out;
+    t.addOp("linear", a, {x, w}, {t.logits});
+    KernelOptions options;
+    options.archs = c.archs;
+    options.embedPtx = false;
+    Status status = emitKernels(t.plan, options);
+    ASSERT_TRUE(status.isOk()) << what << ": " << status.message();
+    const plan::KernelModuleT &kernels = *t.plan.kernels;
+    const auto &launches = t.plan.ops[0]->launches;
+    const bool sm90 = c.archs.size() == 1;
+    ASSERT_EQ(launches.size(), sm90 ? 3u : 2u) << what; // (one token,) 2..8 rows, the GEMM
+    const plan::LaunchT &gemv = *launches[sm90 ? 1 : 0];
+    const std::string name = kernels.functions[gemv.function];
+    EXPECT_EQ(name.find("_rows") != std::string::npos, c.rows) << what << ": " << name;
+    EXPECT_EQ(kernels.tensor_maps.size(), c.rows ? 1u : 0u) << what;
+    if (!c.rows) {
+      EXPECT_EQ(gemv.block[0], uint32_t(gemv::kBlockThreads)) << what;
+      continue;
+    }
+    const gemv::RowsLayout layout = gemv::bulkRowsLayout(4, 64, c.in, c.out);
+    const int parts = gemv::rowsParts(c.in);
+    EXPECT_EQ(parts, 2) << what; // 17 units: 16 + 1
+    EXPECT_EQ(gemv.block[0], uint32_t(gemv::kRowsThreads)) << what;
+    EXPECT_EQ(gemv.min_tokens, 2u) << what;
+    EXPECT_EQ(gemv.max_tokens, 8u) << what;
+    EXPECT_EQ(gemv.shared_bytes, uint32_t(layout.sharedBytes)) << what;
+    EXPECT_EQ(gemv.grid_base[0], uint32_t(gemv::kBulkGridBlocks / parts * parts)) << what;
+    const plan::TensorMapT &map = *kernels.tensor_maps[0];
+    EXPECT_EQ(map.weight, w) << what;
+    EXPECT_EQ(map.rows, uint32_t(c.out)) << what;
+    EXPECT_EQ(map.cols, uint32_t(quant::quantRowWeightBytes(4, c.in))) << what;
+    EXPECT_EQ(map.box_rows, uint32_t(gemv::kBulkTileRows)) << what;
+    EXPECT_EQ(map.box_bytes, uint32_t(layout.boxBytes)) << what;
+    EXPECT_EQ(layout.boxBytes, gemv::kRowsPartUnits * 64) << what;
   }
 }
 

@@ -74,14 +74,17 @@ public:
   Family(std::string name, double bound, int minRows, int maxRows)
       : name_(std::move(name)), bound_(bound), minRows_(minRows), maxRows_(maxRows) {}
 
-  void check(const std::vector<test::StepError> &errors, const std::string &what) {
+  // errors: one per step of `stepRows` (the token counts stepErrors ran).
+  void check(const std::vector<test::StepError> &errors, const std::string &what,
+             const std::vector<int> &stepRows = kSteps) {
     test::StepError pooled{0.0, 0.0};
     std::string steps;
-    for (size_t s = 0; s < kSteps.size(); ++s)
-      if (kSteps[s] >= minRows_ && kSteps[s] <= maxRows_) {
+    ASSERT_EQ(errors.size(), stepRows.size()) << what;
+    for (size_t s = 0; s < stepRows.size(); ++s)
+      if (stepRows[s] >= minRows_ && stepRows[s] <= maxRows_) {
         pooled += errors[s];
         char step[48];
-        std::snprintf(step, sizeof(step), " %d:%.2g", kSteps[s], errors[s].nmse());
+        std::snprintf(step, sizeof(step), " %d:%.2g", stepRows[s], errors[s].nmse());
         steps += step;
       }
     EXPECT_LE(pooled.nmse(), bound_) << name_ << ": " << what << " (nMSE by step rows:" << steps
@@ -237,6 +240,24 @@ TEST_P(QuantParity, LinearResidual) {
     TestPlan t = linearPlan(spec(), dtype(), c);
     const std::string what = caseName(typeName(), c);
     family.check(test::stepErrors(t, kSteps, what), what);
+  }
+  family.print();
+}
+
+// Wide layers, whose steps of 2..8 rows take the multi-row bulk GEMV on sm_90
+// (gemv_quant_rows.cuh; GemvShapes.h rowsPays; Nvrtc.WideQuantLinearTakesRowsKernelOnSm90
+// checks the launches): K 2176 in two parts of K (the second part one unit: the parts'
+// sums meet in global memory), with bias and the residual fused, and K 1024 in one part.
+// Steps of 1..8 rows only (the CPU reference of a 130-row step of these is slow).
+TEST_P(QuantParity, LinearWide) {
+  REQUIRE_GPU();
+  Family family(typeName() + " wide linear, 1-8 rows", kLinearBound, 1, kGemvMaxRows);
+  for (const LinearCase &c : {LinearCase{2176, 25600, false, DType::F16, true},
+                              LinearCase{1024, 51200, false, DType::I32}}) {
+    TestPlan t = linearPlan(spec(), dtype(), c);
+    const std::string what = caseName(typeName(), c);
+    const std::vector<int> steps = {1, 2, 3, 5, 8, 1};
+    family.check(test::stepErrors(t, steps, what), what, steps);
   }
   family.print();
 }

@@ -125,6 +125,74 @@ NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, boo
   return l;
 }
 
+// ---- steps of 2..8 token rows on TMA copies (gemv_quant_rows.cuh, sm_90+) ----
+// A block takes one part of K, kRowsPartUnits units (2,048 values; the last part may be
+// shorter), and the tiles of its block group: each block stages its part of x for all
+// rows once (f16, in the mma's B-fragment order: kRowsUnitXBytes per unit), a producer
+// warp brings each tile's part (one TMA box of 16 code rows, and the tile's scale rows)
+// into a ring of stages, math warp w multiplies units w and w + 8 of the part in every
+// tile, a combiner warp sums the warps' fragments and, where K has several parts, the
+// parts' partial sums in global memory (the last block of a tile adds them up in order).
+// Parts of 16 units: with parts of 8 or 4 the 8B q4 gate/up took 33.1 / 75.2 us against
+// 28.3 (H200, 8-row steps): more tiles per block, and per tile the same overheads.
+constexpr int kRowsPartUnits = 16;
+constexpr int kRowsTokens = 8;
+constexpr int kRowsUnitXBytes = kRowsTokens * 4 * 64; // 8 tokens x 4 runs x 16 f16 pairs
+constexpr int kRowsThreads = (kBulkConsumerWarps + 2) * 32; // math, producer, combiner
+constexpr int kRowsTileFloats = kBulkTileRows * kRowsTokens; // a tile's partial sums
+constexpr int kRowsMaxSlots = 6;
+// Buffers of the math warps' fragments (a tile each), and the most tiles the combiner
+// takes at once (their parts' sums, tickets and loads in flight together).
+constexpr int kRowsBuffers = 4;
+constexpr int kRowsCombineBatch = 8;
+// The barriers: full / empty per ring slot, tileDone / partialFree per buffer.
+constexpr int kRowsBarrierBytes = 8 * (2 * kRowsMaxSlots + 2 * kRowsBuffers);
+NINFER_HD constexpr int rowsParts(int k) {
+  return (k / 128 + kRowsPartUnits - 1) / kRowsPartUnits;
+}
+// Whether a launch of `tiles` 16-row tiles with K = k takes the kernel: its block groups
+// get kRowsMinTilesPerGroup tiles each at least. Its fixed costs (x staged per block,
+// the parts' sums through global memory) pay off only over many tiles. Measured on the
+// H200 (8B q4, 8-row steps, against gemv_quant_mma.cuh): gate/up, 13.6 tiles per group,
+// 30.1 against 45.4 us; down 6.9 tiles, 31.9 against 24.6; q/k/v 2.9 tiles, 21.5 against
+// 13.0; o 1.9 tiles, 15.6 against 11.1.
+constexpr int kRowsMinTilesPerGroup = 12;
+NINFER_HD constexpr bool rowsPays(int k, int tiles) {
+  const int groups = kBulkGridBlocks / rowsParts(k);
+  return tiles >= kRowsMinTilesPerGroup * (groups < tiles ? groups : tiles);
+}
+
+struct RowsLayout {
+  int partUnits = 0;    // units of a whole part
+  int boxBytes = 0;     // a code row's part: the TMA box's width
+  int scaleBytes = 0;   // the tile's scale rows (all of K)
+  int slotBytes = 0, slots = 0; // a stage: the box (16 rows), then the scale rows
+  int offX = 0, offPartial = 0, offSlots = 0;
+  int sharedBytes = 0;
+  bool fits = false;
+};
+
+// The shared-memory layout of the multi-row kernel of an n x k weight, and whether it
+// takes the shape: whole tiles, two ring slots at least within kBulkSharedLimit (two
+// blocks per SM, grids of up to kBulkGridBlocks as the one-token kernel's).
+NINFER_HD constexpr RowsLayout bulkRowsLayout(int bits, int group, int k, int n) {
+  RowsLayout l;
+  const int units = k / 128;
+  l.partUnits = units < kRowsPartUnits ? units : kRowsPartUnits;
+  l.boxBytes = l.partUnits * bulkUnitBytes(bits);
+  l.scaleBytes = kBulkTileRows * bulkRowScaleBytes(group, k);
+  l.slotBytes = (kBulkTileRows * l.boxBytes + l.scaleBytes + 127) / 128 * 128;
+  l.offX = (kRowsBarrierBytes + 127) / 128 * 128;
+  l.offPartial = l.offX + l.partUnits * kRowsUnitXBytes;
+  l.offSlots = (l.offPartial + kRowsBuffers * kBulkConsumerWarps * 32 * 16 + 127) / 128 * 128;
+  const int room = (kBulkSharedLimit - l.offSlots) / l.slotBytes;
+  l.slots = room < kRowsMaxSlots ? room : kRowsMaxSlots;
+  l.sharedBytes = l.offSlots + l.slots * l.slotBytes;
+  l.fits = units >= 1 && k % 128 == 0 && n % kBulkTileRows == 0 && l.boxBytes <= 2048 &&
+           l.slots >= 2;
+  return l;
+}
+
 } // namespace gemv
 
 // ---- tensor-core prefill GEMM (gemm_mma.cuh) ----

@@ -1,0 +1,374 @@
+// Steps of 2..8 token rows (batched decode: a row per sequence) of a group-quantized
+// linear on sm_90+, with the weights streamed into shared memory by bulk copies as in
+// one-token steps (gemv_quant_bulk.cuh): y[t, o] = sum_k x[t, k] * scale[o, k / GROUP] * q[o, k].
+//
+// Why: the register-fed GEMV (gemv_quant_mma.cuh) re-reads x for every 16-row tile and
+// keeps its loads in flight only as far as its warps' registers reach; on the H200 the
+// 8B q4 plan's 8-row steps took 4.22 ms against 1.94 ms for one row. Here the weights
+// stream through a producer's ring as in one-token steps, and x is staged once per block:
+// the block takes one part of K (gemv::kRowsPartUnits units), so its x for 8 rows stays
+// within 32 KB as f16 however long K is. Measured (8B q4, 8-row steps, plain launches):
+// gate/up 45.4 -> 29.1 us; batch 8 of the --batch 8 plan 3.76x -> 4.42x batch 1 with this
+// kernel where gemv::rowsPays (the gate/up group and the lm_head). Layers whose block
+// groups get few tiles lose to its fixed costs (x staged per block, the parts' sums
+// through global memory): down 24.6 -> 31.9, q/k/v 13.0 -> 21.5, o 11.1 -> 15.6 us.
+//
+// Work: blocks form groups of gemv::rowsParts(K) blocks, block (group, part); the
+// groups stride over the tiles of 16 rows, and each block of a group produces, for each
+// of the group's tiles, the tile's sums over its part. A producer lane brings each
+// tile's part into a ring slot, ahead of the dependency wait: one TMA box of the code
+// plane (16 rows x the part's bytes; the emitter's tensor map, box_bytes) and the tile's
+// scale rows by one bulk copy, completing on the slot's barrier. One copy per row (1D
+// bulk copies) ran gate/up at 32.8-47.9 us: the copies' count set the pace. Math warp w
+// takes units w and w + 8 of the part in every tile (their x B fragments stay in
+// registers), with the general path's math (rowsUnitMath: levels times f16 scales,
+// tokens as the mma's n). A combiner warp sums the math warps' fragments of a tile in
+// warp order, a batch of tiles at a time; with one part it stores the outputs, with
+// several it writes the part's sums to `partials`, and the block whose atomic ticket on
+// the tile comes last adds the parts in part order (deterministic), stores the outputs
+// and resets the ticket (`tickets`: zero at load, zero after). Tickets one tile after
+// another (a round trip each) took gate/up to 72.8 us.
+//
+// x staging: row t of unit u as 16 f16 pairs per run in the codec's pair order (lane
+// (g, c) reads row g's run c: the B fragments of the unit's 8 mma steps, 64 bytes),
+// the four 16-byte pieces of a run rotated by (c / 2, t % 2) so that a phase of 8 lanes
+// reads 8 different banks; rows past the step's are zero.
+// Launch: block gemv::kRowsThreads, grid a multiple of rowsParts(K) (blocks past the
+// last whole group only wait), dynamic shared memory bulkRowsLayout(...).sharedBytes;
+// the wrapper does not wait for the previous kernel (the kernel does, before x).
+#pragma once
+
+#include "GemvShapes.h"
+#include "bulk_copy.cuh"
+#include "gemv_quant_mma.cuh"
+
+namespace ninfer {
+namespace dev {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The parts' sums go through L2 (.cg: not cached in L1), since other blocks read them.
+__device__ __forceinline__ void storeGlobal(float4 *p, float4 v) {
+  asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y),
+               "f"(v.z), "f"(v.w)
+               : "memory");
+}
+// Adds one to a tile's ticket (acq_rel at GPU scope: the warp's part sums, stored before
+// a __syncwarp, are visible before it; the other parts' after it) and returns the old count.
+__device__ __forceinline__ unsigned int ticketArrive(unsigned int *ticket) {
+  unsigned int old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(ticket) : "memory");
+  return old;
+}
+__device__ __forceinline__ float4 loadGlobal(const float4 *p) {
+  float4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
+template <int BITS, int GROUP, int K, int N> struct RowsGemv {
+  using Packing = quant::QuantPacking<BITS>;
+  using Codec = RunCodec<BITS>;
+  static constexpr gemv::RowsLayout kLayout = gemv::bulkRowsLayout(BITS, GROUP, K, N);
+  static_assert(kLayout.fits, "the emitter checks bulkRowsLayout(...).fits");
+  static constexpr int kUnits = K / quant::kQuantUnitValues;
+  static constexpr int kTiles = N / gemv::kBulkTileRows;
+  static constexpr int kParts = gemv::rowsParts(K);
+  static constexpr long long kRowWeightBytes = quant::quantRowWeightBytes(BITS, K);
+  static constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
+  static constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
+  static constexpr int kMathThreads = gemv::kBulkConsumerWarps * kWarpSize;
+  static_assert(kRowScaleBytes == gemv::bulkRowScaleBytes(GROUP, K), "GemvShapes.h's scales");
+  static_assert(pairsShareParity<Codec>(), "one prmt per staged pair");
+  static_assert(firstHalfPairsHoldFirstGroup<Codec>(), "RunScales' pair split");
+  static_assert(gemv::kRowsTokens == gemv::kBulkConsumerWarps, "math warp t stages row t");
+
+  unsigned char *smem;
+  unsigned int base;      // shared address of smem
+  int part, unit0, units; // the block's part of K: units unit0 .. unit0 + units - 1
+
+  // Barriers (gemv::kRowsBarrierBytes): full / empty per ring slot, then tileDone /
+  // partialFree per fragment buffer. Every thread that read a slot or a buffer, or wrote
+  // a buffer, fences (fence.cta) and arrives itself. With one arrive per warp after a
+  // __syncwarp, ptxas made the __syncwarp a NOP and issued the arrive with no fence, and
+  // some rows of the blocks' first tiles (the tiles the combiner was already waiting on)
+  // came out wrong: QuantParity.LinearWide/Q2_K16 failed in 12 of 12 runs on the H200;
+  // with every lane arriving but no fence in 11 of 21; with the fences in 0 of 15.
+  __device__ __forceinline__ unsigned int full(int slot) const { return base + 8 * slot; }
+  __device__ __forceinline__ unsigned int empty(int slot) const {
+    return base + 8 * (gemv::kRowsMaxSlots + slot);
+  }
+  __device__ __forceinline__ unsigned int tileDone(int b) const {
+    return base + 8 * (2 * gemv::kRowsMaxSlots + b);
+  }
+  __device__ __forceinline__ unsigned int partialFree(int b) const {
+    return base + 8 * (2 * gemv::kRowsMaxSlots + gemv::kRowsBuffers + b);
+  }
+  __device__ __forceinline__ void initBarriers() const {
+    for (int s = 0; s < kLayout.slots; ++s) {
+      barrierInit(full(s), 1);
+      barrierInit(empty(s), kMathThreads);
+    }
+    for (int b = 0; b < gemv::kRowsBuffers; ++b) {
+      barrierInit(tileDone(b), kMathThreads);
+      barrierInit(partialFree(b), kWarpSize);
+    }
+    barrierInitFence();
+  }
+
+  // The producer warp (one lane): per tile, once its ring slot is free, the box of its 16
+  // code rows' part (TMA; codes: the code plane's tensor map) and the tile's scale rows.
+  __device__ __forceinline__ void produce(const unsigned char *w, const void *codes, int tileBegin,
+                                          int tileStep) const {
+    if (threadIdx.x % kWarpSize != 0)
+      return;
+    tensorMapAcquire(codes);
+    const int boxColumn = unit0 * Packing::kUnitBytes / 8; // in the map's 8-byte elements
+    int n = 0;
+    for (int tile = tileBegin; tile < kTiles; tile += tileStep, ++n) {
+      const int slot = n % kLayout.slots, round = n / kLayout.slots;
+      if (round >= 1)
+        barrierWait(empty(slot), (round - 1) & 1);
+      barrierExpectBytes(full(slot), gemv::kBulkTileRows * kLayout.boxBytes + kLayout.scaleBytes);
+      const unsigned int stage = base + kLayout.offSlots + slot * kLayout.slotBytes;
+      tensorCopy2d(stage, codes, boxColumn, gemv::kBulkTileRows * tile, full(slot));
+      bulkCopy(stage + gemv::kBulkTileRows * kLayout.boxBytes,
+               w + kScalePlane + gemv::kBulkTileRows * static_cast<long long>(tile) * kRowScaleBytes,
+               kLayout.scaleBytes, full(slot));
+    }
+  }
+
+  // Byte offset in the x stage of word `word` (0..15) of run c of row t of unit u.
+  __device__ __forceinline__ static int xOffset(int u, int t, int c, int word) {
+    const int piece = (word / 4) ^ ((c >> 1) | ((t & 1) << 1));
+    return kLayout.offX + u * gemv::kRowsUnitXBytes + (t * 4 + c) * 64 + piece * 16 +
+           (word % 4) * 4;
+  }
+
+  // Math warp w stages row w of every unit of the part (zeros past the step's rows), then
+  // the warps meet on named barrier 1. scratch: the warp's 64 words to regroup pairs in.
+  __device__ __forceinline__ void stageX(const float *x, int rows, unsigned int *scratch) const {
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    const int c = lane / 8, j = 2 * (lane % 8); // this lane writes pairs j, j + 1 of run c
+    float4 v[kLayout.partUnits];
+#pragma unroll
+    for (int u = 0; u < kLayout.partUnits; ++u)
+      if (u < units && warp < rows)
+        v[u] = loadProduced(x + static_cast<long long>(warp) * K +
+                            (unit0 + u) * quant::kQuantUnitValues + 4 * lane);
+#pragma unroll
+    for (int u = 0; u < kLayout.partUnits; ++u) {
+      if (u >= units)
+        break;
+      unsigned int p[2] = {0u, 0u};
+      if (warp < rows) {
+        // Adjacent pairs: word m of the unit holds values 2m, 2m + 1 (run m / 16).
+        scratch[2 * lane] = packPair<kF16>(v[u].x, v[u].y);
+        scratch[2 * lane + 1] = packPair<kF16>(v[u].z, v[u].w);
+        __syncwarp();
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int f = Codec::first(j + i), s = Codec::second(j + i);
+          p[i] = prmt(scratch[16 * c + f / 2], scratch[16 * c + s / 2], f % 2 ? 0x7632u : 0x5410u);
+        }
+        __syncwarp();
+      }
+      *reinterpret_cast<uint2 *>(smem + xOffset(u, warp, c, j)) = make_uint2(p[0], p[1]);
+    }
+    asm volatile("bar.sync 1, %0;" ::"n"(kMathThreads) : "memory");
+  }
+
+  // A math warp: its unit's B fragments, then per tile its unit of rows g, g + 8 into the
+  // tile's partial buffer (32 lanes x 4 floats per warp).
+  __device__ __forceinline__ void multiply(const float *x, int rows, int tileBegin,
+                                           int tileStep) const {
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    const int g = lane / 4, c = lane % 4;
+    float4 *partial = reinterpret_cast<float4 *>(smem + kLayout.offPartial);
+    stageX(x, rows, reinterpret_cast<unsigned int *>(partial) + 64 * warp);
+    // The warp's units of the part: warp, warp + 8, ...
+    constexpr int kUpw = (kLayout.partUnits + gemv::kBulkConsumerWarps - 1) / gemv::kBulkConsumerWarps;
+    unsigned int xp[kUpw][16];
+#pragma unroll
+    for (int i = 0; i < kUpw; ++i)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int u = warp + i * gemv::kBulkConsumerWarps;
+        uint4 piece = make_uint4(0u, 0u, 0u, 0u);
+        if (u < units)
+          piece = *reinterpret_cast<const uint4 *>(smem + xOffset(u, g, c, 4 * q));
+        xp[i][4 * q] = piece.x;
+        xp[i][4 * q + 1] = piece.y;
+        xp[i][4 * q + 2] = piece.z;
+        xp[i][4 * q + 3] = piece.w;
+      }
+    constexpr int kRowScaleHalves = kRowScaleBytes / 2;
+    int n = 0;
+    for (int tile = tileBegin; tile < kTiles; tile += tileStep, ++n) {
+      const int slot = n % kLayout.slots, buffer = n % gemv::kRowsBuffers;
+      barrierWait(full(slot), (n / kLayout.slots) & 1);
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      const unsigned char *stage = smem + kLayout.offSlots + slot * kLayout.slotBytes;
+      const unsigned short *scales = reinterpret_cast<const unsigned short *>(
+          stage + gemv::kBulkTileRows * kLayout.boxBytes);
+#pragma unroll
+      for (int i = 0; i < kUpw; ++i) {
+        const int u = warp + i * gemv::kBulkConsumerWarps;
+        if (u >= units)
+          break;
+        Codec run0, run1;
+        run0.template load<true>(stage + g * kLayout.boxBytes + u * Packing::kUnitBytes, c);
+        run1.template load<true>(stage + (g + 8) * kLayout.boxBytes + u * Packing::kUnitBytes, c);
+        RunScales<GROUP> sc0, sc1;
+        sc0.template load<true>(scales + g * kRowScaleHalves, unit0 + u, c);
+        sc1.template load<true>(scales + (g + 8) * kRowScaleHalves, unit0 + u, c);
+        rowsUnitMath(run0, run1, sc0, sc1, c, xp[i], acc, acc2);
+      }
+      __threadfence_block();
+      barrierArrive(empty(slot));
+      if (n >= gemv::kRowsBuffers)
+        barrierWait(partialFree(buffer), (n / gemv::kRowsBuffers - 1) & 1);
+      partial[(buffer * gemv::kBulkConsumerWarps + warp) * kWarpSize + lane] =
+          make_float4(acc[0] + acc2[0], acc[1] + acc2[1], acc[2] + acc2[2], acc[3] + acc2[3]);
+      __threadfence_block();
+      barrierArrive(tileDone(buffer));
+    }
+  }
+
+  // The combiner warp, a batch of up to kRowsCombineBatch tiles at a time. Per tile the
+  // warps' fragments in warp order (lane (g, c): rows g, g + 8 of tokens 2c, 2c + 1);
+  // where K has several parts, the batch's part sums go to `partials` and lane i takes
+  // tile i's ticket (release: the warp's stores first; acquire: the other parts' sums
+  // after), and the tiles whose ticket came last add up every part in part order. Then
+  // the outputs. A batch's global round trips overlap instead of following each other.
+  template <int BDT, bool HAS_BIAS>
+  __device__ __forceinline__ void combine(int rows, const void *bias, const float *residual,
+                                          float *y, float4 *partials, unsigned int *tickets,
+                                          int tileBegin, int tileStep) const {
+    constexpr int kBatch = gemv::kRowsCombineBatch;
+    const int lane = threadIdx.x % kWarpSize, g = lane / 4, c = lane % 4;
+    const float4 *partial = reinterpret_cast<const float4 *>(smem + kLayout.offPartial);
+    const int tiles = tileBegin < kTiles ? (kTiles - tileBegin + tileStep - 1) / tileStep : 0;
+    auto add = [](float4 a, float4 v) {
+      return make_float4(a.x + v.x, a.y + v.y, a.z + v.z, a.w + v.w);
+    };
+    for (int n = 0; n < tiles;) {
+      float4 s[kBatch];
+      const int count = min(kBatch, tiles - n);
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i)
+        if (i < count) {
+          const int buffer = (n + i) % gemv::kRowsBuffers;
+          barrierWait(tileDone(buffer), ((n + i) / gemv::kRowsBuffers) & 1);
+          const float4 *p = partial + buffer * gemv::kBulkConsumerWarps * kWarpSize + lane;
+          s[i] = p[0];
+#pragma unroll
+          for (int w = 1; w < gemv::kBulkConsumerWarps; ++w)
+            s[i] = add(s[i], p[w * kWarpSize]);
+          __threadfence_block();
+          barrierArrive(partialFree(buffer));
+        }
+      unsigned int lastTiles = (1u << count) - 1u;
+      if constexpr (kParts > 1) {
+        auto sumsOf = [&](int i) {
+          return partials + static_cast<long long>(tileBegin + (n + i) * tileStep) * kParts * kWarpSize +
+                 lane;
+        };
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i)
+          if (i < count)
+            storeGlobal(sumsOf(i) + part * kWarpSize, s[i]);
+        __syncwarp();
+        unsigned int *ticket = tickets + tileBegin + (n + lane) * tileStep;
+        const bool last = lane < count && ticketArrive(ticket) == static_cast<unsigned int>(kParts - 1);
+        lastTiles = __ballot_sync(0xffffffffu, last);
+        __syncwarp(); // orders the other lanes' loads after the tickets' acquire
+        if (last)
+          *ticket = 0u;
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i)
+          if ((lastTiles >> i) & 1u) {
+            const float4 *sums = sumsOf(i);
+            s[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+            for (int p0 = 0; p0 < kParts; p0 += 4) {
+              float4 v[4];
+#pragma unroll
+              for (int p = 0; p < 4; ++p)
+                if (p0 + p < kParts)
+                  v[p] = loadGlobal(sums + (p0 + p) * kWarpSize);
+#pragma unroll
+              for (int p = 0; p < 4; ++p)
+                if (p0 + p < kParts)
+                  s[i] = add(s[i], v[p]);
+            }
+          }
+      }
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i)
+        if ((lastTiles >> i) & 1u) {
+          const int tile = tileBegin + (n + i) * tileStep;
+          const float v[4] = {s[i].x, s[i].y, s[i].z, s[i].w};
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int t = 2 * c + e % 2;
+            const int o = tile * gemv::kBulkTileRows + g + 8 * (e / 2);
+            if (t < rows) {
+              float bv = 0.0f;
+              if constexpr (HAS_BIAS)
+                bv = loadAsFloat<BDT>(bias, o);
+              storeLinearOut(y, residual, static_cast<long long>(t) * N + o, v[e] + bv);
+            }
+          }
+        }
+      n += count;
+    }
+  }
+};
+#endif
+
+// The GEMV launch of a quantized linear for steps of 2..8 rows (ROWS kRowsGemv), for plans
+// whose targets are all sm_90+ and shapes bulkRowsLayout(...) takes (the emitter checks
+// both). partials: rowsParts(K) x 128 floats per tile (unused with one part); tickets: a
+// zeroed counter per tile.
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int ROWS>
+__device__ __forceinline__ void linearQuantRows(const float *x, const void *w, const void *bias,
+                                                const float *residual, float *y,
+                                                const StepState *state, BlockSlice blocks,
+                                                float *partials, unsigned int *tickets,
+                                                const void *codes) {
+  static_assert(ROWS == kRowsGemv, "every row of a step of at most 8");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) unsigned char bulkShared[];
+  using Rows = RowsGemv<BITS, GROUP, K, N>;
+  const int rows = state->nTokens;
+  const int groups = blocks.count / Rows::kParts, group = blocks.index / Rows::kParts;
+  if (group >= groups) { // no part of a whole group
+    gridDependencyWait();
+    return;
+  }
+  const int part = blocks.index % Rows::kParts, unit0 = part * Rows::kLayout.partUnits;
+  const Rows r{bulkShared, sharedAddress(bulkShared), part, unit0,
+               min(Rows::kLayout.partUnits, Rows::kUnits - unit0)};
+  if (threadIdx.x == 0)
+    r.initBarriers();
+  __syncthreads();
+  const int warp = threadIdx.x / kWarpSize;
+  if (warp == gemv::kBulkConsumerWarps) {
+    r.produce(static_cast<const unsigned char *>(w), codes, group, groups);
+    return;
+  }
+  gridDependencyWait();
+  gridDependencyTrigger(true);
+  if (warp < gemv::kBulkConsumerWarps)
+    r.multiply(x, rows, group, groups);
+  else
+    r.template combine<BDT, HAS_BIAS>(rows, bias, residual, y, reinterpret_cast<float4 *>(partials),
+                                      tickets, group, groups);
+#endif
+}
+
+} // namespace dev
+} // namespace ninfer
