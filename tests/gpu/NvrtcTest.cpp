@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
+#include <string>
 
 namespace ninfer {
 namespace {
@@ -1073,7 +1075,7 @@ TEST(Nvrtc, WideQuantLinearTakesRowsKernelOnSm90) {
     t.addOp("linear", a, {x, w}, {t.logits});
     KernelOptions options;
     options.archs = c.archs;
-    options.embedPtx = false;
+    options.embedPtx = c.rows; // compute_90 PTX: the barrier check below
     Status status = emitKernels(t.plan, options);
     ASSERT_TRUE(status.isOk()) << what << ": " << status.message();
     const plan::KernelModuleT &kernels = *t.plan.kernels;
@@ -1103,6 +1105,26 @@ TEST(Nvrtc, WideQuantLinearTakesRowsKernelOnSm90) {
     EXPECT_EQ(map.box_rows, uint32_t(gemv::kBulkTileRows)) << what;
     EXPECT_EQ(map.box_bytes, uint32_t(layout.boxBytes)) << what;
     EXPECT_EQ(layout.boxBytes, gemv::kRowsPartUnits * 64) << what;
+    // Every plain mbarrier arrive of the kernel (the threads' own, on its ring and fragment
+    // barriers) comes after a fence since the thread's last shared memory access: without
+    // it, some rows of blocks' first tiles came out wrong on the H200 (gemv_quant_rows.cuh).
+    const size_t entry = kernels.ptx.find(".entry " + name + "(");
+    ASSERT_NE(entry, std::string::npos) << what;
+    const size_t end = kernels.ptx.find("\n}", entry);
+    std::istringstream body(kernels.ptx.substr(entry, end - entry));
+    int arrives = 0;
+    bool fenced = false;
+    for (std::string line; std::getline(body, line);) {
+      if (line.find("ld.shared") != std::string::npos || line.find("st.shared") != std::string::npos)
+        fenced = false;
+      else if (line.find("membar.cta") != std::string::npos || line.find("fence.") != std::string::npos)
+        fenced = true;
+      else if (line.find("mbarrier.arrive.shared::cta.b64 _,") != std::string::npos) {
+        ++arrives;
+        EXPECT_TRUE(fenced) << what << ": an arrive without a fence before it: " << line;
+      }
+    }
+    EXPECT_GE(arrives, 3) << what; // empty, tileDone, partialFree
   }
 }
 
