@@ -871,16 +871,18 @@ TEST(Nvrtc, DenseGemvWaitsAfterItsFirstWeightLoads) {
             std::string::npos); // the lm_head's last row
 }
 
+// Group-quantized formats (bits, group; 16: K16) the bulk kernels' layout tests cover.
+struct BulkFormat {
+  int bits, group;
+};
+const BulkFormat kBulkFormats[] = {{8, 32}, {8, 128}, {6, 64}, {5, 32}, {4, 32}, {4, 64},
+                                   {4, 128}, {4, 16}, {3, 64}, {3, 16}, {2, 128}, {2, 16}};
+
 // gemv_quant_bulk.cuh's shared-memory layout: every bulk copy's destination and size a
 // multiple of 16 bytes, slot rows 128-byte aligned and padded so two rows' runs fall in
 // different banks, the whole within two blocks per SM; whole tiles only.
 TEST(GemvShapes, BulkLayoutKeepsCopiesAlignedAndFitsTwoBlocks) {
-  struct Format {
-    int bits, group;
-  };
-  const Format formats[] = {{8, 32}, {8, 128}, {6, 64}, {5, 32}, {4, 32}, {4, 64},
-                            {4, 128}, {4, 16}, {3, 64}, {3, 16}, {2, 128}, {2, 16}};
-  for (const Format f : formats)
+  for (const BulkFormat f : kBulkFormats)
     for (int k : {128, 1152, 4096, 14336})
       for (bool swiGlu : {false, true}) {
         const std::string what = "q" + std::to_string(f.bits) + " g" + std::to_string(f.group) +
@@ -912,12 +914,7 @@ TEST(GemvShapes, BulkLayoutKeepsCopiesAlignedAndFitsTwoBlocks) {
 // stages (TMA boxes) within two blocks per SM, a code row's part at most 2 KiB (a TMA box's
 // 256 eight-byte elements), whole tiles only; the shapes of the 8B q4 layers.
 TEST(GemvShapes, RowsLayoutFitsTwoBlocksAndAlignsStages) {
-  struct Format {
-    int bits, group;
-  };
-  const Format formats[] = {{8, 32}, {8, 128}, {6, 64}, {5, 32}, {4, 32}, {4, 64},
-                            {4, 128}, {4, 16}, {3, 64}, {3, 16}, {2, 128}, {2, 16}};
-  for (const Format f : formats)
+  for (const BulkFormat f : kBulkFormats)
     for (int k : {128, 1152, 2176, 4096, 14336}) {
       const std::string what = "q" + std::to_string(f.bits) + " g" + std::to_string(f.group) +
                                " K " + std::to_string(k);
