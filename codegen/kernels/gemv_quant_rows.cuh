@@ -8,10 +8,10 @@
 // stream through a producer's ring as in one-token steps, and x is staged once per block:
 // the block takes one part of K (gemv::kRowsPartUnits units), so its x for 8 rows stays
 // within 32 KB as f16 however long K is. Measured (8B q4, 8-row steps, plain launches):
-// gate/up 45.4 -> 29.1 us; batch 8 of the --batch 8 plan 3.76x -> 4.42x batch 1 with this
-// kernel where gemv::rowsPays (the gate/up group and the lm_head). Layers whose block
-// groups get few tiles lose to its fixed costs (x staged per block, the parts' sums
-// through global memory): down 24.6 -> 31.9, q/k/v 13.0 -> 21.5, o 11.1 -> 15.6 us.
+// gate/up 45.4 -> 28.6 us, down 24.5 -> 20.5; the emitter takes it where gemv::rowsPays
+// (the 8B's gate/up group, down and lm_head). Layers whose block groups get few tiles
+// lose to its fixed costs (x staged per block, the parts' sums through global memory):
+// q/k/v 13.1 -> 21.6, o 11.2 -> 14.5 us.
 //
 // Work: blocks form groups of gemv::rowsParts(K) blocks, block (group, part); the
 // groups stride over the tiles of 16 rows, and each block of a group produces, for each
@@ -46,7 +46,8 @@ namespace ninfer {
 namespace dev {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// The parts' sums go through L2 (.cg: not cached in L1), since other blocks read them.
+// The parts' sums go through L2 (.cg: not cached in L1; loaded by __ldcg), since other
+// blocks read them.
 __device__ __forceinline__ void storeGlobal(float4 *p, float4 v) {
   asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y),
                "f"(v.z), "f"(v.w)
@@ -58,14 +59,6 @@ __device__ __forceinline__ unsigned int ticketArrive(unsigned int *ticket) {
   unsigned int old;
   asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(ticket) : "memory");
   return old;
-}
-__device__ __forceinline__ float4 loadGlobal(const float4 *p) {
-  float4 v;
-  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "l"(p)
-               : "memory");
-  return v;
 }
 
 template <int BITS, int GROUP, int K, int N> struct RowsGemv {
@@ -237,6 +230,73 @@ template <int BITS, int GROUP, int K, int N> struct RowsGemv {
     }
   }
 
+  // Where the part sums of the combiner's tile n + i go: kParts x 32 lanes' float4 per tile.
+  __device__ __forceinline__ float4 *sumsOf(float4 *partials, int tileBegin, int tileStep, int n,
+                                            int i) const {
+    return partials + static_cast<long long>(tileBegin + (n + i) * tileStep) * kParts * kWarpSize +
+           threadIdx.x % kWarpSize;
+  }
+
+  // The outputs of the batch's tiles that came last (bit i of lastTiles: tile n + i): their
+  // bias and residual, and with several parts every part's sums (in part order), loaded
+  // a round at a time before any value is used. A load whose value is used before the
+  // next load issues costs a round trip of its own: the 8B down GEMV (7 parts, 8-row
+  // steps) spent about 10 us of its 30 after its last tile's math that way. Tiles whose
+  // bit is clear load the first last tile's addresses (valid) and store nothing.
+  template <int BDT, bool HAS_BIAS>
+  __device__ __forceinline__ void finish(int n, unsigned int lastTiles, float4 (&s)[gemv::kRowsCombineBatch],
+                                         int rows, const void *bias, const float *residual, float *y,
+                                         float4 *partials, int tileBegin, int tileStep) const {
+    constexpr int kBatch = gemv::kRowsCombineBatch;
+    const int lane = threadIdx.x % kWarpSize, g = lane / 4, c = lane % 4;
+    const int first = __ffs(lastTiles) - 1;
+    auto slotOf = [&](int i) { return (lastTiles >> i) & 1u ? i : first; };
+    auto outputOf = [&](int i, int e) {
+      const int t = min(2 * c + e % 2, rows - 1);
+      return static_cast<long long>(t) * N +
+             (tileBegin + (n + slotOf(i)) * tileStep) * gemv::kBulkTileRows + g + 8 * (e / 2);
+    };
+    float out[kBatch][4], bv[HAS_BIAS ? kBatch : 1][4];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        out[i][e] = residual ? residual[outputOf(i, e)] : 0.0f;
+        if constexpr (HAS_BIAS)
+          bv[i][e] = loadAsFloat<BDT>(bias, static_cast<int>(outputOf(i, e) % N));
+      }
+    if constexpr (kParts > 1) {
+      constexpr int kLoads = kParts * kBatch, kRound = 8;
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i)
+        s[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int j0 = 0; j0 < kLoads; j0 += kRound) {
+        float4 v[kRound];
+#pragma unroll
+        for (int j = 0; j < kRound; ++j)
+          if (j0 + j < kLoads)
+            v[j] = __ldcg(sumsOf(partials, tileBegin, tileStep, n, slotOf((j0 + j) % kBatch)) +
+                          (j0 + j) / kBatch * kWarpSize);
+#pragma unroll
+        for (int j = 0; j < kRound; ++j)
+          if (j0 + j < kLoads) {
+            float4 &a = s[(j0 + j) % kBatch];
+            a = make_float4(a.x + v[j].x, a.y + v[j].y, a.z + v[j].z, a.w + v[j].w);
+          }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i)
+      if ((lastTiles >> i) & 1u) {
+        const float v[4] = {s[i].x, s[i].y, s[i].z, s[i].w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (2 * c + e % 2 < rows)
+            y[outputOf(i, e)] = (v[e] + (HAS_BIAS ? bv[HAS_BIAS ? i : 0][e] : 0.0f)) + out[i][e];
+      }
+  }
+
   // The combiner warp, a batch of up to kRowsCombineBatch tiles at a time. Per tile the
   // warps' fragments in warp order (lane (g, c): rows g, g + 8 of tokens 2c, 2c + 1);
   // where K has several parts, the batch's part sums go to `partials` and lane i takes
@@ -248,7 +308,7 @@ template <int BITS, int GROUP, int K, int N> struct RowsGemv {
                                           float *y, float4 *partials, unsigned int *tickets,
                                           int tileBegin, int tileStep) const {
     constexpr int kBatch = gemv::kRowsCombineBatch;
-    const int lane = threadIdx.x % kWarpSize, g = lane / 4, c = lane % 4;
+    const int lane = threadIdx.x % kWarpSize;
     const float4 *partial = reinterpret_cast<const float4 *>(smem + kLayout.offPartial);
     const int tiles = tileBegin < kTiles ? (kTiles - tileBegin + tileStep - 1) / tileStep : 0;
     auto add = [](float4 a, float4 v) {
@@ -272,14 +332,10 @@ template <int BITS, int GROUP, int K, int N> struct RowsGemv {
         }
       unsigned int lastTiles = (1u << count) - 1u;
       if constexpr (kParts > 1) {
-        auto sumsOf = [&](int i) {
-          return partials + static_cast<long long>(tileBegin + (n + i) * tileStep) * kParts * kWarpSize +
-                 lane;
-        };
 #pragma unroll
         for (int i = 0; i < kBatch; ++i)
           if (i < count)
-            storeGlobal(sumsOf(i) + part * kWarpSize, s[i]);
+            storeGlobal(sumsOf(partials, tileBegin, tileStep, n, i) + part * kWarpSize, s[i]);
         __syncwarp();
         unsigned int *ticket = tickets + tileBegin + (n + lane) * tileStep;
         const bool last = lane < count && ticketArrive(ticket) == static_cast<unsigned int>(kParts - 1);
@@ -287,42 +343,10 @@ template <int BITS, int GROUP, int K, int N> struct RowsGemv {
         __syncwarp(); // orders the other lanes' loads after the tickets' acquire
         if (last)
           *ticket = 0u;
-#pragma unroll
-        for (int i = 0; i < kBatch; ++i)
-          if ((lastTiles >> i) & 1u) {
-            const float4 *sums = sumsOf(i);
-            s[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-            for (int p0 = 0; p0 < kParts; p0 += 4) {
-              float4 v[4];
-#pragma unroll
-              for (int p = 0; p < 4; ++p)
-                if (p0 + p < kParts)
-                  v[p] = loadGlobal(sums + (p0 + p) * kWarpSize);
-#pragma unroll
-              for (int p = 0; p < 4; ++p)
-                if (p0 + p < kParts)
-                  s[i] = add(s[i], v[p]);
-            }
-          }
       }
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i)
-        if ((lastTiles >> i) & 1u) {
-          const int tile = tileBegin + (n + i) * tileStep;
-          const float v[4] = {s[i].x, s[i].y, s[i].z, s[i].w};
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int t = 2 * c + e % 2;
-            const int o = tile * gemv::kBulkTileRows + g + 8 * (e / 2);
-            if (t < rows) {
-              float bv = 0.0f;
-              if constexpr (HAS_BIAS)
-                bv = loadAsFloat<BDT>(bias, o);
-              storeLinearOut(y, residual, static_cast<long long>(t) * N + o, v[e] + bv);
-            }
-          }
-        }
+      if (lastTiles)
+        finish<BDT, HAS_BIAS>(n, lastTiles, s, rows, bias, residual, y, partials, tileBegin,
+                              tileStep);
       n += count;
     }
   }

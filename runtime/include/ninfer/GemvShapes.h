@@ -152,11 +152,11 @@ NINFER_HD constexpr int rowsParts(int k) {
 }
 // Whether a launch of `tiles` 16-row tiles with K = k takes the kernel: its block groups
 // get kRowsMinTilesPerGroup tiles each at least. Its fixed costs (x staged per block,
-// the parts' sums through global memory) pay off only over many tiles. Measured on the
-// H200 (8B q4, 8-row steps, against gemv_quant_mma.cuh): gate/up, 13.6 tiles per group,
-// 30.1 against 45.4 us; down 6.9 tiles, 31.9 against 24.6; q/k/v 2.9 tiles, 21.5 against
-// 13.0; o 1.9 tiles, 15.6 against 11.1.
-constexpr int kRowsMinTilesPerGroup = 12;
+// the parts' sums through global memory) pay off only over several tiles. Measured on
+// the H200 (8B q4, 8-row steps, plain launches, against gemv_quant_mma.cuh): gate/up,
+// 13.6 tiles per group, 28.6 against 45.4 us; down 6.9 tiles, 20.5 against 24.5; q/k/v
+// 2.9 tiles, 21.6 against 13.1; o 1.9 tiles, 14.5 against 11.2.
+constexpr int kRowsMinTilesPerGroup = 6;
 NINFER_HD constexpr bool rowsPays(int k, int tiles) {
   const int groups = kBulkGridBlocks / rowsParts(k);
   return tiles >= kRowsMinTilesPerGroup * (groups < tiles ? groups : tiles);
