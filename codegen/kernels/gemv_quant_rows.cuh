@@ -244,8 +244,9 @@ template <int BITS, int GROUP, int K, int N> struct RowsGemv {
   // steps) spent about 10 us of its 30 after its last tile's math that way. Tiles whose
   // bit is clear load the first last tile's addresses (valid) and store nothing.
   template <int BDT, bool HAS_BIAS>
-  __device__ __forceinline__ void finish(int n, unsigned int lastTiles, float4 (&s)[gemv::kRowsCombineBatch],
-                                         int rows, const void *bias, const float *residual, float *y,
+  __device__ __forceinline__ void finish(int n, unsigned int lastTiles,
+                                         float4 (&s)[gemv::kRowsCombineBatch], int rows,
+                                         const void *bias, const float *residual, float *y,
                                          float4 *partials, int tileBegin, int tileStep) const {
     constexpr int kBatch = gemv::kRowsCombineBatch;
     const int lane = threadIdx.x % kWarpSize, g = lane / 4, c = lane % 4;
