@@ -469,14 +469,21 @@ private:
     for (const LinearKernel &member : members)
       gemv.waitsItself = gemv.waitsItself && member.gemvWaitsItself;
     NINFER_RETURN_IF_ERROR(addOneTokenGroup(op, group, members, name, gemv));
-    bool rows = fusions_.swiGluOfGroup[opIndex_] < 0;
+    const int swiGlu = fusions_.swiGluOfGroup[opIndex_];
+    bool rows = true;
     uint32_t groupTiles = 0;
     for (const LinearKernel &member : members) {
       rows = rows && member.rowsCall && member.rowsParts == k.rowsParts;
       groupTiles += member.bulkTiles;
     }
     rows = rows && gemv::rowsPays(int(op.attrs.AsLinearAttrs()->in_features), int(groupTiles));
-    if (rows) {
+    if (rows && swiGlu >= 0) { // tiles of 8 gate and 8 up rows: as many as the pair's 16-row tiles
+      const uint32_t blocks = rowsBlocks({groupTiles}, k.rowsParts)[0];
+      LaunchShape shape = rowsShape(blocks, k.rowsShared);
+      shape.minTokens = gemv.minTokens;
+      NINFER_RETURN_IF_ERROR(
+          addKernel(op, k.suffix + "_swiglu_rows", swiGluRowsCall(group, k, groupTiles), shape));
+    } else if (rows) {
       std::vector<uint32_t> tiles;
       uint32_t shared = 0;
       for (const LinearKernel &member : members) {
@@ -497,7 +504,7 @@ private:
       NINFER_RETURN_IF_ERROR(addKernel(op, name + "_rows", text, shape));
     } else {
       const std::string gemvText =
-          fusions_.swiGluOfGroup[opIndex_] >= 0
+          swiGlu >= 0
               ? swiGluCall(group, gemv.gridBase[0])
               : groupCall(members, kRowsGemv, gemvBlocks, gemv.gridBase[0]);
       NINFER_RETURN_IF_ERROR(addKernel(op, name + "_gemv", gemvText, gemv));
@@ -507,7 +514,6 @@ private:
     bool sameDType = true;
     for (const LinearKernel &member : members)
       sameDType = sameDType && member.gemmDType == k.gemmDType;
-    const int swiGlu = fusions_.swiGluOfGroup[opIndex_];
     if (swiGlu >= 0 && fusions_.swiGluGemmType[size_t(swiGlu)] != 0) {
       const int64_t both = 2 * op.attrs.AsLinearAttrs()->out_features;
       return addGemm(op, k.suffix + "_swiglu_gemm", {both}, sameDType, k.gemmDType,
@@ -769,6 +775,28 @@ private:
     call << a.in_features << ", " << a.out_features << ">(" << in.x << ", "
          << raw(gate.inputs[1]) << ", " << raw(up.inputs[1]) << ", "
          << ptr("float*", swiGlu.outputs[0]) << ", state" << in.norm << ")";
+    return call.str();
+  }
+
+  // The 2..8-row launch of a gate/up group whose SwiGLU it computes, on gemv_quant_rows.cuh
+  // (k: the gate's kernel description; tiles: the pair's tiles of 8 gate and 8 up rows).
+  std::string swiGluRowsCall(const LinearGroup &group, const LinearKernel &k, uint32_t tiles) {
+    const SwiGluPair pair = swiGluPair(group);
+    const OpT &gate = *pair.gate, &up = *pair.up, &swiGlu = *pair.swiGlu;
+    const plan::LinearAttrsT &a = *gate.attrs.AsLinearAttrs();
+    const quant::QuantFormatTraits traits = quant::quantFormatTraits(static_cast<quant::QuantFormatId>(
+        quant::formatOfPlanDType(int(buf(gate.inputs[1]).dtype))));
+    const int64_t rowBytes = quant::quantRowWeightBytes(traits.bits, a.in_features);
+    const int box = gemv::bulkRowsLayout(traits.bits, traits.groupSize, int(a.in_features),
+                                         int(2 * a.out_features))
+                        .boxBytes;
+    std::ostringstream call;
+    call << "ninfer::dev::linearQuantRowsSwiGlu<" << traits.bits << ", " << traits.groupSize << ", "
+         << a.in_features << ", " << a.out_features << ">(" << ptr("const float*", gate.inputs[0])
+         << ", " << raw(gate.inputs[1]) << ", " << raw(up.inputs[1]) << ", "
+         << ptr("float*", swiGlu.outputs[0]) << ", state, " << rowsSplit(k.rowsParts, tiles, 0)
+         << ", " << raw(tensorMapOf(gate.inputs[1], a.out_features, rowBytes, 8, box)) << ", "
+         << raw(tensorMapOf(up.inputs[1], a.out_features, rowBytes, 8, box)) << ")";
     return call.str();
   }
 

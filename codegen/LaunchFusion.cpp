@@ -95,14 +95,14 @@ private:
   // group-quantized format with sm_80+ targets (the tensor-core GEMV), and an
   // activation that does not overlap the input (the launch reads x while it writes), and no
   // op after the SwiGLU that reads gate or up (the fused launches write neither).
-  // Not in plans of several sequences: on the H200 the 8B q4 batch plan's 8-row steps
-  // went from 4.41 to 4.67 ms with it (its one-row steps gained 5.8%); not investigated.
+  // In plans of several sequences only where the group's steps of 2..8 rows take the
+  // multi-row kernel (rowsTakeSwiGlu): with the register-fed SwiGLU GEMV the 8B q4 batch
+  // plan's 8-row steps went from 4.41 to 4.67 ms on the H200 (its one-row steps gained
+  // 5.8%); not investigated.
   void findSwiGluFusions() {
     const size_t n = plan_.ops.size();
     out_.swiGluOfGroup.assign(n, -1);
     out_.swiGluFused.assign(n, false);
-    if (maxBatch() > 1)
-      return;
     for (size_t i = 0; i + 2 < n; ++i) {
       const LinearGroup &group = out_.linearGroups[i];
       const OpT &first = *plan_.ops[i], &second = *plan_.ops[i + 1], &act = *plan_.ops[i + 2];
@@ -122,11 +122,27 @@ private:
           b.out_features != a.out_features || buf(second.inputs[1]).dtype != wType ||
           !aligned16(first.inputs[0]) || !(halves || (quantized && choices_.tensorCoreGemm)) ||
           overlaps(act.outputs[0], first.inputs[0]) || readFrom(i + 3, first.outputs[0]) ||
-          readFrom(i + 3, second.outputs[0]))
+          readFrom(i + 3, second.outputs[0]) || (maxBatch() > 1 && !rowsTakeSwiGlu(first)))
         continue;
       out_.swiGluOfGroup[i] = static_cast<int>(i + 2);
       out_.swiGluFused[i + 2] = true;
     }
+  }
+
+  // Whether the steps of 2..8 rows of the gate/up pair of `gate`'s shape take the multi-row
+  // kernel with the SwiGLU (KernelEmitter.cpp's swiGluRowsCall: both members have its
+  // launch, describeLinearQuant, and the pair's 16-row tiles pay, rowsPays).
+  bool rowsTakeSwiGlu(const OpT &gate) const {
+    const int format = quant::formatOfPlanDType(int(buf(gate.inputs[1]).dtype));
+    if (format < 0 || !choices_.bulkGemv)
+      return false;
+    const quant::QuantFormatTraits traits =
+        quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
+    const plan::LinearAttrsT &a = *gate.attrs.AsLinearAttrs();
+    const int k = int(a.in_features), n = int(a.out_features);
+    return gemv::bulkLayout(traits.bits, traits.groupSize, k, n, false).fits &&
+           gemv::bulkRowsLayout(traits.bits, traits.groupSize, k, n).fits &&
+           gemv::rowsPays(k, 2 * n / gemv::kBulkTileRows);
   }
 
   // A fused SwiGLU (above) whose gate/up GEMM runs on wgmma (sm_90a targets) and whose

@@ -11,7 +11,8 @@
 // gate/up 45.4 -> 28.6 us, down 24.5 -> 20.5; the emitter takes it where gemv::rowsPays
 // (the 8B's gate/up group, down and lm_head). Layers whose block groups get few tiles
 // lose to its fixed costs (x staged per block, the parts' sums through global memory):
-// q/k/v 13.1 -> 21.6, o 11.2 -> 14.5 us.
+// q/k/v 13.1 -> 21.6, o 11.2 -> 14.5 us. A gate/up pair's SwiGLU computed by its finish
+// (SWIGLU) instead of its own launch: 28.6 + 5.2 -> 30.0 us.
 //
 // Work: blocks form groups of gemv::rowsParts(K) blocks, block (group, part); the
 // groups stride over the tiles of 16 rows, and each block of a group produces, for each
@@ -61,13 +62,17 @@ __device__ __forceinline__ unsigned int ticketArrive(unsigned int *ticket) {
   return old;
 }
 
-template <int BITS, int GROUP, int K, int N> struct RowsGemv {
+// SWIGLU: N outputs silu(x gate^T) * (x up^T) from an N x K gate and up matrix, a tile
+// being 8 gate rows and the same 8 up rows (slot rows 0..7 and 8..15).
+template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct RowsGemv {
   using Packing = quant::QuantPacking<BITS>;
   using Codec = RunCodec<BITS>;
-  static constexpr gemv::RowsLayout kLayout = gemv::bulkRowsLayout(BITS, GROUP, K, N);
+  static constexpr gemv::RowsLayout kLayout =
+      gemv::bulkRowsLayout(BITS, GROUP, K, SWIGLU ? 2 * N : N);
   static_assert(kLayout.fits, "the emitter checks bulkRowsLayout(...).fits");
   static constexpr int kUnits = K / quant::kQuantUnitValues;
-  static constexpr int kTiles = N / gemv::kBulkTileRows;
+  static constexpr int kTileOutputs = SWIGLU ? 8 : gemv::kBulkTileRows;
+  static constexpr int kTiles = N / kTileOutputs;
   static constexpr int kParts = gemv::rowsParts(K);
   static constexpr long long kRowWeightBytes = quant::quantRowWeightBytes(BITS, K);
   static constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
@@ -112,12 +117,16 @@ template <int BITS, int GROUP, int K, int N> struct RowsGemv {
   }
 
   // The producer warp (one lane): per tile, once its ring slot is free, the box of its 16
-  // code rows' part (TMA; codes: the code plane's tensor map) and the tile's scale rows.
-  __device__ __forceinline__ void produce(const unsigned char *w, const void *codes, int tileBegin,
-                                          int tileStep) const {
+  // code rows' part (TMA; codes: the code plane's tensor map) and the tile's scale rows
+  // (SWIGLU: a box of 8 rows and 8 scale rows from the gate, then from the up matrix).
+  __device__ __forceinline__ void produce(const unsigned char *w, const void *codes,
+                                          const unsigned char *wUp, const void *upCodes,
+                                          int tileBegin, int tileStep) const {
     if (threadIdx.x % kWarpSize != 0)
       return;
     tensorMapAcquire(codes);
+    if constexpr (SWIGLU)
+      tensorMapAcquire(upCodes);
     const int boxColumn = unit0 * Packing::kUnitBytes / 8; // in the map's 8-byte elements
     int n = 0;
     for (int tile = tileBegin; tile < kTiles; tile += tileStep, ++n) {
@@ -126,10 +135,20 @@ template <int BITS, int GROUP, int K, int N> struct RowsGemv {
         barrierWait(empty(slot), (round - 1) & 1);
       barrierExpectBytes(full(slot), gemv::kBulkTileRows * kLayout.boxBytes + kLayout.scaleBytes);
       const unsigned int stage = base + kLayout.offSlots + slot * kLayout.slotBytes;
-      tensorCopy2d(stage, codes, boxColumn, gemv::kBulkTileRows * tile, full(slot));
-      bulkCopy(stage + gemv::kBulkTileRows * kLayout.boxBytes,
-               w + kScalePlane + gemv::kBulkTileRows * static_cast<long long>(tile) * kRowScaleBytes,
-               kLayout.scaleBytes, full(slot));
+      const unsigned int scales = stage + gemv::kBulkTileRows * kLayout.boxBytes;
+      if constexpr (SWIGLU) {
+        constexpr unsigned int kHalf = 8 * kRowScaleBytes;
+        tensorCopy2d(stage, codes, boxColumn, 8 * tile, full(slot));
+        tensorCopy2d(stage + 8 * kLayout.boxBytes, upCodes, boxColumn, 8 * tile, full(slot));
+        bulkCopy(scales, w + kScalePlane + tile * static_cast<long long>(kHalf), kHalf, full(slot));
+        bulkCopy(scales + kHalf, wUp + kScalePlane + tile * static_cast<long long>(kHalf), kHalf,
+                 full(slot));
+      } else {
+        tensorCopy2d(stage, codes, boxColumn, gemv::kBulkTileRows * tile, full(slot));
+        bulkCopy(scales,
+                 w + kScalePlane + gemv::kBulkTileRows * static_cast<long long>(tile) * kRowScaleBytes,
+                 kLayout.scaleBytes, full(slot));
+      }
     }
   }
 
@@ -255,7 +274,7 @@ template <int BITS, int GROUP, int K, int N> struct RowsGemv {
     auto outputOf = [&](int i, int e) {
       const int t = min(2 * c + e % 2, rows - 1);
       return static_cast<long long>(t) * N +
-             (tileBegin + (n + slotOf(i)) * tileStep) * gemv::kBulkTileRows + g + 8 * (e / 2);
+             (tileBegin + (n + slotOf(i)) * tileStep) * kTileOutputs + g + 8 * (e / 2);
     };
     float out[kBatch][4], bv[HAS_BIAS ? kBatch : 1][4];
 #pragma unroll
@@ -291,10 +310,17 @@ template <int BITS, int GROUP, int K, int N> struct RowsGemv {
     for (int i = 0; i < kBatch; ++i)
       if ((lastTiles >> i) & 1u) {
         const float v[4] = {s[i].x, s[i].y, s[i].z, s[i].w};
+        if constexpr (SWIGLU) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (2 * c + e % 2 < rows)
-            y[outputOf(i, e)] = (v[e] + (HAS_BIAS ? bv[HAS_BIAS ? i : 0][e] : 0.0f)) + out[i][e];
+          for (int e = 0; e < 2; ++e) // gate row g (e), up row g + 8 (e + 2)
+            if (2 * c + e < rows)
+              y[outputOf(i, e)] = siluTimes(v[e], v[e + 2]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            if (2 * c + e % 2 < rows)
+              y[outputOf(i, e)] = (v[e] + (HAS_BIAS ? bv[HAS_BIAS ? i : 0][e] : 0.0f)) + out[i][e];
+        }
       }
   }
 
@@ -354,20 +380,16 @@ template <int BITS, int GROUP, int K, int N> struct RowsGemv {
 };
 #endif
 
-// The GEMV launch of a quantized linear for steps of 2..8 rows (ROWS kRowsGemv), for plans
-// whose targets are all sm_90+ and shapes bulkRowsLayout(...) takes (the emitter checks
-// both). partials: rowsParts(K) x 128 floats per tile (unused with one part); tickets: a
-// zeroed counter per tile.
-template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int ROWS>
-__device__ __forceinline__ void linearQuantRows(const float *x, const void *w, const void *bias,
-                                                const float *residual, float *y,
-                                                const StepState *state, BlockSlice blocks,
-                                                float *partials, unsigned int *tickets,
-                                                const void *codes) {
-  static_assert(ROWS == kRowsGemv, "every row of a step of at most 8");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// One block's share of a multi-row launch: its part of K for its group's tiles.
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, bool SWIGLU>
+__device__ __forceinline__ void runRowsGemv(const float *x, const void *w, const void *wUp,
+                                            const void *bias, const float *residual, float *y,
+                                            const StepState *state, BlockSlice blocks,
+                                            float *partials, unsigned int *tickets,
+                                            const void *codes, const void *upCodes) {
   extern __shared__ __align__(128) unsigned char bulkShared[];
-  using Rows = RowsGemv<BITS, GROUP, K, N>;
+  using Rows = RowsGemv<BITS, GROUP, K, N, SWIGLU>;
   const int rows = state->nTokens;
   const int groups = blocks.count / Rows::kParts, group = blocks.index / Rows::kParts;
   if (group >= groups) { // no part of a whole group
@@ -382,16 +404,55 @@ __device__ __forceinline__ void linearQuantRows(const float *x, const void *w, c
   __syncthreads();
   const int warp = threadIdx.x / kWarpSize;
   if (warp == gemv::kBulkConsumerWarps) {
-    r.produce(static_cast<const unsigned char *>(w), codes, group, groups);
+    r.produce(static_cast<const unsigned char *>(w), codes,
+              static_cast<const unsigned char *>(wUp), upCodes, group, groups);
     return;
   }
   gridDependencyWait();
-  gridDependencyTrigger(true);
+  // The SwiGLU launch lets its dependent (the down projection, whose blocks prefetch weights
+  // ahead of their wait) start only when it ends: triggered here, the 8B q4 batch plan's
+  // 8-row steps took 3.858 against 3.526 ms (H200). The plain launch's dependents there are
+  // small kernels (the SwiGLU, RMSNorm) and gain from starting early.
+  if constexpr (!SWIGLU)
+    gridDependencyTrigger(true);
   if (warp < gemv::kBulkConsumerWarps)
     r.multiply(x, rows, group, groups);
   else
     r.template combine<BDT, HAS_BIAS>(rows, bias, residual, y, reinterpret_cast<float4 *>(partials),
                                       tickets, group, groups);
+}
+#endif
+
+// The GEMV launch of a quantized linear for steps of 2..8 rows (ROWS kRowsGemv), for plans
+// whose targets are all sm_90+ and shapes bulkRowsLayout(...) takes (the emitter checks
+// both). partials: rowsParts(K) x 128 floats per tile (unused with one part); tickets: a
+// zeroed counter per tile.
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int ROWS>
+__device__ __forceinline__ void linearQuantRows(const float *x, const void *w, const void *bias,
+                                                const float *residual, float *y,
+                                                const StepState *state, BlockSlice blocks,
+                                                float *partials, unsigned int *tickets,
+                                                const void *codes) {
+  static_assert(ROWS == kRowsGemv, "every row of a step of at most 8");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  runRowsGemv<BITS, GROUP, BDT, HAS_BIAS, K, N, false>(x, w, nullptr, bias, residual, y, state,
+                                                       blocks, partials, tickets, codes, nullptr);
+#endif
+}
+
+// The same for a gate/up pair with its SwiGLU fused (the emitter's swiGluRowsCall): y gets
+// silu(x gate^T) * (x up^T), N wide; tiles of 8 gate and 8 up rows (gateCodes / upCodes:
+// the code planes' tensor maps, boxes of 8 rows).
+template <int BITS, int GROUP, int K, int N>
+__device__ __forceinline__ void linearQuantRowsSwiGlu(const float *x, const void *gate,
+                                                      const void *up, float *y,
+                                                      const StepState *state, float *partials,
+                                                      unsigned int *tickets, const void *gateCodes,
+                                                      const void *upCodes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  runRowsGemv<BITS, GROUP, 0, false, K, N, true>(x, gate, up, nullptr, nullptr, y, state,
+                                                 wholeGrid(), partials, tickets, gateCodes,
+                                                 upCodes);
 #endif
 }
 

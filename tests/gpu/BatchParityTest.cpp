@@ -247,11 +247,15 @@ TEST(BatchParity, TinyModel) {
     // the several-row path rounds every weight to f16 (measured: nMSE 2.5e-8 to 4e-8).
     double aloneBound;
     double cpuBound; // the TinyModel bounds of OpParityTest
+    int ffn = 512;   // 12,800: the gate/up pair's steps of 2..8 rows take the multi-row
+                     // kernel with the SwiGLU fused (gemv_quant_rows.cuh) on sm_90
   };
   for (const Case &c : {Case{"f16 weights, f16 KV", false, DType::F16, 1e-9, 1e-5},
                         Case{"f16 weights, int8 KV", false, DType::Q8_KV, 1e-9, 1e-5},
                         Case{"q4_g64 linears, f16 KV", true, DType::F16, 1e-6, 1e-4},
-                        Case{"q4_g64 linears, int8 KV", true, DType::Q8_KV, 1e-6, 1e-4}}) {
+                        Case{"q4_g64 linears, int8 KV", true, DType::Q8_KV, 1e-6, 1e-4},
+                        Case{"q4_g64 linears, MLP 12800 wide", true, DType::F16, 1e-6, 1e-4,
+                             12800}}) {
     test::TinyModelOptions options;
     options.type = DType::F16;
     options.dummy = c.quant;
@@ -259,6 +263,8 @@ TEST(BatchParity, TinyModel) {
     options.linears = DType::Q4_G64;
     options.cache = c.cache;
     options.maxBatch = 8;
+    options.ffn = c.ffn;
+    options.swiGluOwnOutput = c.ffn != 512;
     test::TestPlan t = test::tinyModel(options);
     KernelOptions kernels;
     kernels.archs = {gpu().codeArch};

@@ -551,7 +551,8 @@ TEST(Nvrtc, GroupedGemvSplitsAsOneLayer) {
 // decode launch writes the activation itself (f16: linearSwiGlu; Q4: linearQuantSwiGlu,
 // with sm_80+ targets), and the SwiGLU op keeps a launch for the longer steps only. Not
 // when the activation overlaps the input, with an sm_75 target for quantized weights, or
-// in a plan of several sequences.
+// in a plan of several sequences whose pair's steps of 2..8 rows would not take the
+// multi-row kernel (Nvrtc.BatchPlanFusesWideSwiGluIntoTheMultiRowKernel).
 TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
   struct Case {
     DType type;
@@ -603,6 +604,73 @@ TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
     } else {
       EXPECT_EQ(source.find("SwiGlu<"), std::string::npos) << what;
       EXPECT_EQ(swiLaunches[0]->min_tokens, 0u) << what;
+    }
+  }
+}
+
+// In a plan of several sequences the SwiGLU is fused only where the gate/up pair's steps of
+// 2..8 rows take the multi-row kernel (quantized weights, sm_90+ targets, block groups of
+// enough tiles: GemvShapes.h rowsPays): linearQuantRowsSwiGlu over tiles of 8 gate and 8 up
+// rows, both code planes as tensor maps with boxes of 8 rows, after the one-token launch
+// that computes it too; the SwiGLU op keeps a launch for longer steps. Not with an sm_80
+// target, nor for a narrow pair (the register-fed SwiGLU GEMV had slowed batch plans).
+TEST(Nvrtc, BatchPlanFusesWideSwiGluIntoTheMultiRowKernel) {
+  struct Case {
+    std::vector<std::string> archs;
+    int out;
+    bool fused;
+  };
+  for (const Case &c : {Case{{"sm_90"}, 12800, true}, Case{{"sm_80", "sm_90"}, 12800, false},
+                        Case{{"sm_90"}, 384, false}}) {
+    TestPlan t(16, 64, 4);
+    const int in = 256;
+    const uint32_t x = t.addActivation("x", in);
+    const uint32_t gate = t.addActivation("gate", c.out), up = t.addActivation("up", c.out);
+    std::vector<uint32_t> weights;
+    for (uint32_t y : {gate, up}) {
+      weights.push_back(
+          t.addDummyWeight("w" + std::to_string(y), DType::Q4_G64, {c.out, in}, y, 0.05f, 0.0f));
+      plan::LinearAttrsT a;
+      a.in_features = in;
+      a.out_features = c.out;
+      t.addOp("linear", a, {x, weights.back()}, {y});
+    }
+    plan::SwiGluAttrsT swi;
+    swi.dim = c.out;
+    t.addOp("swiglu", swi, {gate, up}, {t.addActivation("act", c.out)});
+    KernelOptions options;
+    options.archs = c.archs;
+    options.embedPtx = false;
+    Status status = emitKernels(t.plan, options);
+    const std::string what = c.archs[0] + ", " + std::to_string(in) + " -> " + std::to_string(c.out);
+    ASSERT_TRUE(status.isOk()) << what << ": " << status.message();
+    const plan::KernelModuleT &kernels = *t.plan.kernels;
+    const auto &swiLaunches = t.plan.ops[2]->launches;
+    ASSERT_EQ(swiLaunches.size(), 1u) << what;
+    EXPECT_EQ(swiLaunches[0]->min_tokens, c.fused ? 9u : 0u) << what;
+    const std::string call =
+        "linearQuantRowsSwiGlu<4, 64, " + std::to_string(in) + ", " + std::to_string(c.out) + ">(";
+    EXPECT_EQ(kernels.source.find(call) != std::string::npos, c.fused) << what;
+    if (!c.fused)
+      continue;
+    const auto &launches = t.plan.ops[0]->launches; // one token, 2..8 rows, the GEMM
+    ASSERT_EQ(launches.size(), 3u) << what;
+    EXPECT_NE(kernels.source.find("linearQuantSwiGluOneToken<"), std::string::npos) << what;
+    const plan::LaunchT &rows = *launches[1];
+    EXPECT_NE(kernels.functions[rows.function].find("_swiglu_rows"), std::string::npos) << what;
+    const gemv::RowsLayout layout = gemv::bulkRowsLayout(4, 64, in, 2 * c.out);
+    EXPECT_EQ(rows.block[0], uint32_t(gemv::kRowsThreads)) << what;
+    EXPECT_EQ(rows.min_tokens, 2u) << what;
+    EXPECT_EQ(rows.max_tokens, 8u) << what;
+    EXPECT_EQ(rows.shared_bytes, uint32_t(layout.sharedBytes)) << what;
+    EXPECT_EQ(rows.grid_base[0], uint32_t(gemv::kBulkGridBlocks)) << what; // K in one part
+    ASSERT_EQ(kernels.tensor_maps.size(), 2u) << what;
+    for (size_t m = 0; m < 2; ++m) {
+      const plan::TensorMapT &map = *kernels.tensor_maps[m];
+      EXPECT_EQ(map.weight, weights[m]) << what;
+      EXPECT_EQ(map.rows, uint32_t(c.out)) << what;
+      EXPECT_EQ(map.box_rows, 8u) << what;
+      EXPECT_EQ(map.box_bytes, uint32_t(layout.boxBytes)) << what;
     }
   }
 }

@@ -24,11 +24,15 @@ struct TinyModelOptions {
   bool linearsSet = false;
   plan::DType cache = plan::DType::F16;   // F16 or Q8_KV
   int maxBatch = 1;
+  int ffn = 512; // the MLP's width
+  // The SwiGLU writes an activation of its own (else in place over gate, which keeps it
+  // from being fused into the gate/up launches: the down projection reads gate's buffer).
+  bool swiGluOwnOutput = false;
 };
 
 inline TestPlan tinyModel(const TinyModelOptions &options) {
   std::mt19937 rng(99);
-  const int hidden = 256, heads = 8, kvHeads = 2, headDim = 32, ffn = 512, vocab = 300,
+  const int hidden = 256, heads = 8, kvHeads = 2, headDim = 32, ffn = options.ffn, vocab = 300,
             context = 128, layers = 2;
   TestPlan t(64, context, options.maxBatch);
   uint32_t seed = 1;
@@ -57,6 +61,7 @@ inline TestPlan tinyModel(const TinyModelOptions &options) {
   const uint32_t o = t.addActivation("o", heads * headDim);
   const uint32_t g = t.addActivation("g", ffn);
   const uint32_t u = t.addActivation("u", ffn);
+  const uint32_t act = options.swiGluOwnOutput ? t.addActivation("act", ffn) : g;
   std::vector<float> inv(headDim / 2);
   for (int i = 0; i < headDim / 2; ++i)
     inv[size_t(i)] = 1.0f / std::pow(10000.0f, float(2 * i) / headDim);
@@ -113,8 +118,8 @@ inline TestPlan tinyModel(const TinyModelOptions &options) {
     linear(p + "up", h, u, hidden, ffn);
     plan::SwiGluAttrsT swi;
     swi.dim = ffn;
-    t.addOp(p + "swiglu", swi, {g, u}, {g});
-    linear(p + "down", g, h, ffn, hidden);
+    t.addOp(p + "swiglu", swi, {g, u}, {act});
+    linear(p + "down", act, h, ffn, hidden);
     t.addOp(p + "ffn_residual", add, {x, h}, {x});
   }
   norm("final_norm", x, h);
