@@ -37,6 +37,7 @@ Result<const CudaDriver *> loadDriver() {
   NINFER_RESOLVE(primaryCtxRetain, "cuDevicePrimaryCtxRetain")
   NINFER_RESOLVE(primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")
   NINFER_RESOLVE(ctxSetCurrent, "cuCtxSetCurrent")
+  NINFER_RESOLVE(ctxSynchronize, "cuCtxSynchronize")
   NINFER_RESOLVE(memGetInfo, "cuMemGetInfo_v2")
   NINFER_RESOLVE(moduleLoadDataEx, "cuModuleLoadDataEx")
   NINFER_RESOLVE(moduleUnload, "cuModuleUnload")

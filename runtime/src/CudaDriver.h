@@ -24,6 +24,7 @@ struct CudaDriver {
   decltype(&::cuDevicePrimaryCtxRetain) primaryCtxRetain = nullptr;
   decltype(&::cuDevicePrimaryCtxRelease) primaryCtxRelease = nullptr;
   decltype(&::cuCtxSetCurrent) ctxSetCurrent = nullptr;
+  decltype(&::cuCtxSynchronize) ctxSynchronize = nullptr;
   decltype(&::cuMemGetInfo) memGetInfo = nullptr;
   decltype(&::cuModuleLoadDataEx) moduleLoadDataEx = nullptr;
   decltype(&::cuModuleUnload) moduleUnload = nullptr;

@@ -350,7 +350,12 @@ Status CudaExecutor::uploadWeights() {
     NINFER_RETURN_IF_ERROR(
         cu_.check(cu_.memcpyHtoD(dst, data, b->size_bytes()), "cannot upload " + label));
   }
-  return cu_.check(cu_.streamSynchronize(stream_), "filling dummy weights failed");
+  // The arenas' memsets, the weight and tensor-map copies from pageable memory and the dummy
+  // fills must all have landed before the first step: the memsets run on the legacy default
+  // stream, asynchronously to the host, and a copy from pageable memory returns once its last
+  // chunk is staged, before that chunk's DMA. Neither is ordered before work on stream_ (a
+  // non-blocking stream), so a stream synchronize would leave the first step racing them.
+  return cu_.check(cu_.ctxSynchronize(), "preparing GPU memory (weights, zeroed arenas) failed");
 }
 
 Status CudaExecutor::init(int ordinal) {

@@ -71,6 +71,23 @@ TEST(OpParity, DummyFillIsBitExact) {
   }
 }
 
+// The first step of a fresh executor reads every upload whole: the last weight uploaded (the
+// readout's 64 MB identity) comes from pageable memory, whose copy returns before its last
+// chunk lands, and the arenas are zeroed on the legacy stream; the executor waits for the
+// whole context before it runs a step. Fresh executors, one step each, compared exactly.
+TEST(OpParity, FirstStepSeesEveryUpload) {
+  REQUIRE_GPU();
+  const int dim = 4096;
+  for (int run = 0; run < 4; ++run) {
+    std::mt19937 rng(run);
+    TestPlan t(8, 16);
+    const uint32_t table = t.addWeight("table", DType::F32, {kTokenVocab, dim},
+                                       test::randomValues(size_t(kTokenVocab) * dim, 1.0f, rng));
+    t.addReadout(t.addEmbedding("x", table, kTokenVocab, dim), dim);
+    expectParity(t, {8}, 0.0, "First step after the upload, run " + std::to_string(run));
+  }
+}
+
 TEST(OpParity, RmsNorm) {
   REQUIRE_GPU();
   struct Case {
