@@ -784,20 +784,32 @@ private:
     const SwiGluPair pair = swiGluPair(group);
     const OpT &gate = *pair.gate, &up = *pair.up, &swiGlu = *pair.swiGlu;
     const plan::LinearAttrsT &a = *gate.attrs.AsLinearAttrs();
-    const quant::QuantFormatTraits traits = quant::quantFormatTraits(static_cast<quant::QuantFormatId>(
-        quant::formatOfPlanDType(int(buf(gate.inputs[1]).dtype))));
-    const int64_t rowBytes = quant::quantRowWeightBytes(traits.bits, a.in_features);
-    const int box = gemv::bulkRowsLayout(traits.bits, traits.groupSize, int(a.in_features),
-                                         int(2 * a.out_features))
-                        .boxBytes;
+    const quant::QuantFormatTraits traits = quantTraitsOf(gate.inputs[1]);
     std::ostringstream call;
     call << "ninfer::dev::linearQuantRowsSwiGlu<" << traits.bits << ", " << traits.groupSize << ", "
          << a.in_features << ", " << a.out_features << ">(" << ptr("const float*", gate.inputs[0])
          << ", " << raw(gate.inputs[1]) << ", " << raw(up.inputs[1]) << ", "
          << ptr("float*", swiGlu.outputs[0]) << ", state, " << rowsSplit(k.rowsParts, tiles, 0)
-         << ", " << raw(tensorMapOf(gate.inputs[1], a.out_features, rowBytes, 8, box)) << ", "
-         << raw(tensorMapOf(up.inputs[1], a.out_features, rowBytes, 8, box)) << ")";
+         << ", " << raw(rowsCodeMap(gate, 8)) << ", " << raw(rowsCodeMap(up, 8)) << ")";
     return call.str();
+  }
+
+  // The format of quantized weight buffer `weight`.
+  quant::QuantFormatTraits quantTraitsOf(uint32_t weight) const {
+    return quant::quantFormatTraits(
+        static_cast<quant::QuantFormatId>(quant::formatOfPlanDType(int(buf(weight).dtype))));
+  }
+
+  // The tensor map of quantized linear `op`'s code plane for gemv_quant_rows.cuh: boxes of
+  // `boxRows` rows by a part of K (bulkRowsLayout's boxBytes, which depends on K alone).
+  uint32_t rowsCodeMap(const OpT &op, int boxRows) {
+    const plan::LinearAttrsT &a = *op.attrs.AsLinearAttrs();
+    const quant::QuantFormatTraits traits = quantTraitsOf(op.inputs[1]);
+    const int box = gemv::bulkRowsLayout(traits.bits, traits.groupSize, int(a.in_features),
+                                         int(a.out_features))
+                        .boxBytes;
+    return tensorMapOf(op.inputs[1], a.out_features,
+                       quant::quantRowWeightBytes(traits.bits, a.in_features), boxRows, box);
   }
 
   // The long-step GEMM of a gate/up group whose SwiGLU it writes as the down projection's
@@ -1101,13 +1113,7 @@ private:
         k.rowsCall = linearCall(op, a, "ninfer::dev::linearQuantRows<" + args.str());
         k.rowsParts = static_cast<uint32_t>(gemv::rowsParts(int(a.in_features)));
         k.rowsShared = static_cast<uint32_t>(rows.sharedBytes);
-        const uint32_t weight = op.inputs[1];
-        const int64_t rowBytes = quant::quantRowWeightBytes(traits.bits, a.in_features);
-        const int64_t outF = a.out_features;
-        const int box = rows.boxBytes;
-        k.rowsMap = [this, weight, outF, rowBytes, box] {
-          return tensorMapOf(weight, outF, rowBytes, gemv::kBulkTileRows, box);
-        };
+        k.rowsMap = [this, &op] { return rowsCodeMap(op, gemv::kBulkTileRows); };
       }
     }
     return Status::ok();

@@ -31,6 +31,8 @@ failed=0
 for job in $(jobs -p); do wait "$job" || failed=1; done
 echo "gpu_tests: $(cat "$out"/gpu_tests.*.log | grep -c '^\[       OK ]') passed, $(cat "$out"/gpu_tests.*.log | grep -cE '^\[  FAILED  \].*\([0-9]+ ms\)$') failed$([ $failed = 0 ] || echo ', a shard exited non-zero')"
 cat "$out"/gpu_tests.*.log | grep -E '^\[  FAILED  \].*\([0-9]+ ms\)$' | head -20
+# The failures' messages too: the shards' logs may not all come back from the device.
+grep -h -A3 ': Failure$' "$out"/gpu_tests.*.log | head -40
 
 echo "== goldens (cuda)"
 models=$(cd "$plans" && ls *.nplan 2>/dev/null | grep -v '^bench-' | sed 's/\.nplan$//' | paste -sd, -)

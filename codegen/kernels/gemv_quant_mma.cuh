@@ -501,6 +501,13 @@ template <class CODEC> NINFER_HD constexpr bool pairsShareParity() {
   return true;
 }
 
+// Pair j of a run in CODEC's order from the run's adjacent pairs (words[m]: values 2m, 2m + 1).
+template <class CODEC, class WORDS>
+__device__ __forceinline__ unsigned int codecPair(const WORDS &words, int j) {
+  const int f = CODEC::first(j), s = CODEC::second(j);
+  return prmt(words[f / 2], words[s / 2], f % 2 ? 0x7632u : 0x5410u);
+}
+
 // Run c of token g from the stage as f16 pairs in CODEC's order.
 template <class CODEC>
 __device__ __forceinline__ void stagedXPairs(const XStage &stage, int g, int c,
@@ -517,8 +524,7 @@ __device__ __forceinline__ void stagedXPairs(const XStage &stage, int g, int c,
   }
 #pragma unroll
   for (int j = 0; j < 16; ++j)
-    p[j] = prmt(v[CODEC::first(j) / 2], v[CODEC::second(j) / 2],
-                CODEC::first(j) % 2 ? 0x7632u : 0x5410u);
+    p[j] = codecPair<CODEC>(v, j);
 }
 
 // ---- One-token steps (decode) ----

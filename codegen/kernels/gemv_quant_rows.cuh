@@ -74,7 +74,6 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct RowsGemv {
   static constexpr int kTileOutputs = SWIGLU ? 8 : gemv::kBulkTileRows;
   static constexpr int kTiles = N / kTileOutputs;
   static constexpr int kParts = gemv::rowsParts(K);
-  static constexpr long long kRowWeightBytes = quant::quantRowWeightBytes(BITS, K);
   static constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
   static constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
   static constexpr int kMathThreads = gemv::kBulkConsumerWarps * kWarpSize;
@@ -181,10 +180,8 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct RowsGemv {
         scratch[2 * lane + 1] = packPair<kF16>(v[u].z, v[u].w);
         __syncwarp();
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int f = Codec::first(j + i), s = Codec::second(j + i);
-          p[i] = prmt(scratch[16 * c + f / 2], scratch[16 * c + s / 2], f % 2 ? 0x7632u : 0x5410u);
-        }
+        for (int i = 0; i < 2; ++i)
+          p[i] = codecPair<Codec>(scratch + 16 * c, j + i);
         __syncwarp();
       }
       *reinterpret_cast<uint2 *>(smem + xOffset(u, warp, c, j)) = make_uint2(p[0], p[1]);
