@@ -80,9 +80,15 @@ public:
                          float *logits) override;
   Status forwardBatch(const int32_t *tokens, const int32_t *positions, const int32_t *sequences,
                       int batch, float *logits) override;
+  bool picksGreedyTokens() const override { return argmax_ != nullptr; }
+  Status forwardSequenceGreedy(int sequence, const int32_t *tokens, int n, int pos,
+                               int32_t *id) override;
+  Status forwardBatchGreedy(const int32_t *tokens, const int32_t *positions,
+                            const int32_t *sequences, int batch, int32_t *ids) override;
   int maxBatch() const override { return file_.plan().max_batch(); }
   std::string name() const override {
-    return "CUDA (" + deviceName_ + ", " + codeArch_ + (decodeGraph_ ? ", graphs" : "") +
+    const bool graphs = decodeGraphs_[kLogits] || decodeGraphs_[kGreedyIds];
+    return "CUDA (" + deviceName_ + ", " + codeArch_ + (graphs ? ", graphs" : "") +
            (dependentLaunch_ ? ", pdl" : "") + ")";
   }
   uint64_t deviceMemoryBytes() const override { return allocatedBytes_; }
@@ -103,6 +109,10 @@ private:
     KernelArgs args;                     // resolved once the arenas exist
   };
 
+  // What a step hands the host: the logits (a batch step's rows, else the last token's), or
+  // each of those rows' greedy token, picked on the device.
+  enum Output { kLogits = 0, kGreedyIds = 1 };
+
   // Whether launch l runs in a step of n rows, a batch step or not (non-empty
   // grid, n in its token range, the step's kind among its steps).
   static bool runsAt(const LaunchInfo &l, int n, bool batch);
@@ -112,18 +122,23 @@ private:
   Status uploadWeights();
   Status encodeTensorMaps(const std::vector<CUdeviceptr> &table);
   // Puts one step of n rows (a batch step when batch) on stream_: tokens and
-  // StepState copies, the launches, the logits copy (no synchronize). Also what
+  // StepState copies, the launches, the output's copy (no synchronize). Also what
   // the decode graphs capture.
   // timers: null, or launches_.size() + 1 events recorded around the launches.
-  Status enqueueStep(int n, bool batch, const std::string &step,
+  Status enqueueStep(int n, bool batch, Output output, const std::string &step,
                      const std::vector<CUevent> *timers = nullptr);
   // Captures and instantiates a step of n rows into `graph`; on failure leaves
   // it null, turns graphs off and says why on stderr once.
-  void captureGraph(int n, bool batch, CUgraphExec &graph);
+  void captureGraph(int n, bool batch, Output output, CUgraphExec &graph);
   // Runs the step whose state and tokens are in the pinned staging: the
   // graph when there is one (captured at the first step of its shape), else
   // launch by launch; then synchronizes.
-  Status runStaged(int n, bool batch, CUgraphExec *graph, const std::string &step);
+  Status runStaged(int n, bool batch, Output output, CUgraphExec *graph,
+                   const std::string &step);
+  // Stages and runs a single-sequence step, or a batch step (checked first).
+  Status runSequence(int sequence, const int32_t *tokens, int n, int pos, Output output);
+  Status runBatch(const int32_t *tokens, const int32_t *positions, const int32_t *sequences,
+                  int batch, Output output);
   std::string opLabel(uint32_t op) const;
   std::string kernelName(uint32_t function) const;
 
@@ -135,21 +150,25 @@ private:
   CUmodule module_ = nullptr;
   CUstream stream_ = nullptr;
   CUfunction fill_ = nullptr;
+  CUfunction argmax_ = nullptr; // null in plans compiled before device greedy sampling
   std::vector<LaunchInfo> launches_;
   std::vector<CUdeviceptr> allocations_;
   CUdeviceptr weights_ = 0, activations_ = 0, kv_ = 0, workspace_ = 0, tokens_ = 0, logits_ = 0,
               state_ = 0;
-  void *hostStaging_ = nullptr; // pinned: StepState, tokens, logits
+  // Greedy sampling's ids (kMaxBatch), tickets (kMaxBatch) and partial bests.
+  CUdeviceptr greedy_ = 0;
+  void *hostStaging_ = nullptr; // pinned: StepState, tokens, ids, logits
   StepState *hostState_ = nullptr;
   int32_t *hostTokens_ = nullptr;
+  int32_t *hostIds_ = nullptr;
   float *hostLogits_ = nullptr;
   uint64_t logitsBytes_ = 0;
   int embeddingVocab_ = 0;
   bool syncEachOp_ = false;
   bool graphsEnabled_ = false;
   bool dependentLaunch_ = false;
-  CUgraphExec decodeGraph_ = nullptr;
-  CUgraphExec batchGraphs_[kMaxBatch + 1] = {}; // by batch size
+  CUgraphExec decodeGraphs_[2] = {};                // by Output
+  CUgraphExec batchGraphs_[2][kMaxBatch + 1] = {}; // by Output and batch size
   uint64_t allocatedBytes_ = 0;
   std::string deviceName_;
   std::string codeArch_;
@@ -160,11 +179,13 @@ CudaExecutor::~CudaExecutor() {
     cu_.ctxSetCurrent(context_);
   if (stream_)
     cu_.streamSynchronize(stream_);
-  if (decodeGraph_)
-    cu_.graphExecDestroy(decodeGraph_);
-  for (CUgraphExec graph : batchGraphs_)
-    if (graph)
-      cu_.graphExecDestroy(graph);
+  for (int output = 0; output < 2; ++output) {
+    if (decodeGraphs_[output])
+      cu_.graphExecDestroy(decodeGraphs_[output]);
+    for (CUgraphExec graph : batchGraphs_[output])
+      if (graph)
+        cu_.graphExecDestroy(graph);
+  }
   if (stream_)
     cu_.streamDestroy(stream_);
   for (CUdeviceptr ptr : allocations_)
@@ -487,16 +508,22 @@ Status CudaExecutor::init(int ordinal) {
   }
   logitsBytes_ =
       std::max(logitsBytes_, uint64_t(p.max_batch()) * uint64_t(p.model()->vocab_size()) * 4);
+  // Plans compiled before device greedy sampling lack the kernel; their callers pick
+  // tokens from the logits (picksGreedyTokens()).
+  if (cu_.moduleGetFunction(&argmax_, module_, "ninfer_argmax_rows") != CUDA_SUCCESS)
+    argmax_ = nullptr;
   if (anyDummy) {
     CUresult rc = cu_.moduleGetFunction(&fill_, module_, "ninfer_fill_dummy");
     if (rc != CUDA_SUCCESS)
       return Status::error("this plan has dummy weights but its kernels lack ninfer_fill_dummy");
   }
+  // Greedy sampling's ids and tickets (kMaxBatch each) and partial bests.
+  const uint64_t greedyBytes = 2 * kMaxBatch * 4 + uint64_t(kMaxBatch) * kArgmaxSlices * 8;
   size_t freeBytes = 0, totalBytes = 0;
   NINFER_RETURN_IF_ERROR(
       cu_.check(cu_.memGetInfo(&freeBytes, &totalBytes), "cannot query free GPU memory"));
   const uint64_t needed = weightBytes + activationBytes + kvBytes + workspaceBytes + tokenBytes +
-                          logitsBytes_ + 7 * kAllocationAlignment;
+                          logitsBytes_ + greedyBytes + 8 * kAllocationAlignment;
   if (needed > freeBytes)
     return Status::error("the plan needs " + gib(needed) + " of GPU memory (weights " +
                          gib(weightBytes) + ", activations " + gib(activationBytes) +
@@ -510,12 +537,15 @@ Status CudaExecutor::init(int ordinal) {
   NINFER_RETURN_IF_ERROR(allocate(tokens_, tokenBytes, "tokens"));
   NINFER_RETURN_IF_ERROR(allocate(logits_, logitsBytes_, "logits"));
   NINFER_RETURN_IF_ERROR(allocate(state_, sizeof(StepState), "the step state"));
+  NINFER_RETURN_IF_ERROR(allocate(greedy_, greedyBytes, "greedy sampling"));
   // Zeroed like the CPU executor's arenas, so unwritten rows compare equal.
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(activations_, 0, activationBytes), "memset"));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(kv_, 0, kvBytes), "memset"));
   // Kernels that count finished blocks there expect zeros (attention.cuh).
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(workspace_, 0, workspaceBytes), "memset"));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(logits_, 0, logitsBytes_), "memset"));
+  // The sampling kernel's tickets start at zero (argmax.cuh).
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(greedy_, 0, greedyBytes), "memset"));
 
   std::vector<CUdeviceptr> table(buffers.size(), 0);
   for (uint32_t i = 0; i < buffers.size(); ++i) {
@@ -549,22 +579,23 @@ Status CudaExecutor::init(int ordinal) {
   NINFER_RETURN_IF_ERROR(encodeTensorMaps(table)); // after the workspace memset
 
   const size_t stateBytes = alignUp(sizeof(StepState), 64);
-  const size_t stagingBytes = stateBytes + tokenBytes + logitsBytes_;
+  const size_t idsBytes = alignUp(kMaxBatch * sizeof(int32_t), 64);
+  const size_t stagingBytes = stateBytes + tokenBytes + idsBytes + logitsBytes_;
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memAllocHost(&hostStaging_, stagingBytes),
                                    "cannot allocate " + gib(stagingBytes) + " of pinned memory"));
   hostState_ = static_cast<StepState *>(hostStaging_);
   *hostState_ = StepState{};
   hostTokens_ = reinterpret_cast<int32_t *>(static_cast<char *>(hostStaging_) + stateBytes);
-  hostLogits_ =
-      reinterpret_cast<float *>(static_cast<char *>(hostStaging_) + stateBytes + tokenBytes);
+  hostIds_ =
+      reinterpret_cast<int32_t *>(static_cast<char *>(hostStaging_) + stateBytes + tokenBytes);
+  hostLogits_ = reinterpret_cast<float *>(static_cast<char *>(hostStaging_) + stateBytes +
+                                          tokenBytes + idsBytes);
   allocatedBytes_ += stagingBytes; // pinned host memory the device maps, counted for the report
   return uploadWeights();
 }
 
-Status CudaExecutor::forwardSequence(int sequence, const int32_t *tokens, int n, int pos,
-                                     float *logits) {
-  const plan::Plan &p = file_.plan();
-  NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logits, embeddingVocab_, sequence));
+Status CudaExecutor::runSequence(int sequence, const int32_t *tokens, int n, int pos,
+                                 Output output) {
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
   // The graph's copies read these pinned slots when it runs, so they are
   // written first on both paths.
@@ -573,11 +604,47 @@ Status CudaExecutor::forwardSequence(int sequence, const int32_t *tokens, int n,
   hostState_->nTokens = n;
   hostState_->seq = sequence;
   std::memcpy(hostTokens_, tokens, size_t(n) * sizeof(int32_t));
-  NINFER_RETURN_IF_ERROR(runStaged(n, false, n == 1 ? &decodeGraph_ : nullptr,
-                                   " (step at position " + std::to_string(pos) + ", " +
-                                       std::to_string(n) + " tokens)"));
+  return runStaged(n, false, output, n == 1 ? &decodeGraphs_[output] : nullptr,
+                   " (step at position " + std::to_string(pos) + ", " + std::to_string(n) +
+                       " tokens)");
+}
+
+Status CudaExecutor::forwardSequence(int sequence, const int32_t *tokens, int n, int pos,
+                                     float *logits) {
+  const plan::Plan &p = file_.plan();
+  NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logits, embeddingVocab_, sequence));
+  NINFER_RETURN_IF_ERROR(runSequence(sequence, tokens, n, pos, kLogits));
   std::memcpy(logits, hostLogits_, size_t(p.model()->vocab_size()) * 4);
   return Status::ok();
+}
+
+Status CudaExecutor::forwardSequenceGreedy(int sequence, const int32_t *tokens, int n, int pos,
+                                           int32_t *id) {
+  if (!argmax_)
+    return Executor::forwardSequenceGreedy(sequence, tokens, n, pos, id);
+  if (!id)
+    return Status::error("no place for the step's token");
+  float unused = 0.0f; // checkStep asks for a logits pointer
+  NINFER_RETURN_IF_ERROR(
+      checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
+  NINFER_RETURN_IF_ERROR(runSequence(sequence, tokens, n, pos, kGreedyIds));
+  *id = hostIds_[0];
+  return Status::ok();
+}
+
+Status CudaExecutor::runBatch(const int32_t *tokens, const int32_t *positions,
+                              const int32_t *sequences, int batch, Output output) {
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
+  *hostState_ = StepState{};
+  hostState_->nTokens = batch;
+  hostState_->batch = batch;
+  for (int t = 0; t < batch; ++t) {
+    hostState_->rowPos[t] = positions[t];
+    hostState_->rowSeq[t] = sequences[t];
+  }
+  std::memcpy(hostTokens_, tokens, size_t(batch) * sizeof(int32_t));
+  return runStaged(batch, true, output, &batchGraphs_[output][batch],
+                   " (batch step of " + std::to_string(batch) + " sequences)");
 }
 
 Status CudaExecutor::forwardBatch(const int32_t *tokens, const int32_t *positions,
@@ -588,29 +655,37 @@ Status CudaExecutor::forwardBatch(const int32_t *tokens, const int32_t *position
     return forwardSequence(sequences[0], tokens, 1, positions[0], logits);
   NINFER_RETURN_IF_ERROR(
       checkBatchStep(p, tokens, positions, sequences, batch, logits, embeddingVocab_));
-  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
-  *hostState_ = StepState{};
-  hostState_->nTokens = batch;
-  hostState_->batch = batch;
-  for (int t = 0; t < batch; ++t) {
-    hostState_->rowPos[t] = positions[t];
-    hostState_->rowSeq[t] = sequences[t];
-  }
-  std::memcpy(hostTokens_, tokens, size_t(batch) * sizeof(int32_t));
-  NINFER_RETURN_IF_ERROR(runStaged(batch, true, &batchGraphs_[batch],
-                                   " (batch step of " + std::to_string(batch) + " sequences)"));
+  NINFER_RETURN_IF_ERROR(runBatch(tokens, positions, sequences, batch, kLogits));
   std::memcpy(logits, hostLogits_, size_t(batch) * size_t(p.model()->vocab_size()) * 4);
   return Status::ok();
 }
 
-Status CudaExecutor::runStaged(int n, bool batch, CUgraphExec *graph, const std::string &step) {
+Status CudaExecutor::forwardBatchGreedy(const int32_t *tokens, const int32_t *positions,
+                                        const int32_t *sequences, int batch, int32_t *ids) {
+  const plan::Plan &p = file_.plan();
+  if (!argmax_)
+    return Executor::forwardBatchGreedy(tokens, positions, sequences, batch, ids);
+  if (!ids)
+    return Status::error("no place for the batch step's tokens");
+  if (p.max_batch() == 1 && batch == 1 && positions && sequences)
+    return forwardSequenceGreedy(sequences[0], tokens, 1, positions[0], ids);
+  float unused = 0.0f; // checkBatchStep asks for a logits pointer
+  NINFER_RETURN_IF_ERROR(
+      checkBatchStep(p, tokens, positions, sequences, batch, &unused, embeddingVocab_));
+  NINFER_RETURN_IF_ERROR(runBatch(tokens, positions, sequences, batch, kGreedyIds));
+  std::memcpy(ids, hostIds_, size_t(batch) * sizeof(int32_t));
+  return Status::ok();
+}
+
+Status CudaExecutor::runStaged(int n, bool batch, Output output, CUgraphExec *graph,
+                               const std::string &step) {
   if (graph && graphsEnabled_ && !*graph)
-    captureGraph(n, batch, *graph);
+    captureGraph(n, batch, output, *graph);
   if (graph && *graph) {
     NINFER_RETURN_IF_ERROR(cu_.check(cu_.graphLaunch(*graph, stream_),
                                      "cannot launch the decode graph" + step));
   } else {
-    NINFER_RETURN_IF_ERROR(enqueueStep(n, batch, step));
+    NINFER_RETURN_IF_ERROR(enqueueStep(n, batch, output, step));
   }
   const CUresult rc = cu_.streamSynchronize(stream_);
   if (rc != CUDA_SUCCESS)
@@ -647,7 +722,7 @@ Result<std::vector<LaunchTiming>> CudaExecutor::profileStep(const int32_t *token
       status = cu_.check(cu_.eventCreate(&timer, CU_EVENT_DEFAULT), "cannot create a CUDA event");
   std::vector<LaunchTiming> timings;
   if (status.isOk())
-    status = enqueueStep(n, false, " (profiled step)", &timers);
+    status = enqueueStep(n, false, kLogits, " (profiled step)", &timers);
   if (status.isOk())
     status = cu_.check(cu_.streamSynchronize(stream_), "a kernel failed in the profiled step");
   for (size_t i = 0; status.isOk() && i < launches_.size(); ++i) {
@@ -666,7 +741,7 @@ Result<std::vector<LaunchTiming>> CudaExecutor::profileStep(const int32_t *token
   return timings;
 }
 
-Status CudaExecutor::enqueueStep(int n, bool batch, const std::string &step,
+Status CudaExecutor::enqueueStep(int n, bool batch, Output output, const std::string &step,
                                  const std::vector<CUevent> *timers) {
   const plan::Plan &p = file_.plan();
   NINFER_RETURN_IF_ERROR(
@@ -723,19 +798,32 @@ Status CudaExecutor::enqueueStep(int n, bool batch, const std::string &step,
   if (timers)
     NINFER_RETURN_IF_ERROR(cu_.check(cu_.eventRecord(timers->back(), stream_), "event"));
   // A batch step's logits are one row per sequence; otherwise the last token's row.
-  const uint64_t vocabBytes = uint64_t(batch ? n : 1) * uint64_t(p.model()->vocab_size()) * 4;
+  const int rows = batch ? n : 1;
+  int vocab = p.model()->vocab_size();
+  if (output == kGreedyIds) {
+    CUdeviceptr ids = greedy_, tickets = greedy_ + kMaxBatch * 4,
+                partial = greedy_ + 2 * kMaxBatch * 4;
+    void *params[] = {&logits_, &vocab, &ids, &partial, &tickets};
+    NINFER_RETURN_IF_ERROR(cu_.check(cu_.launchKernel(argmax_, kArgmaxSlices, unsigned(rows), 1,
+                                                      kArgmaxThreads, 1, 1, 0, stream_, params,
+                                                      nullptr),
+                                     "cannot launch the greedy sampling" + step));
+    return cu_.check(cu_.memcpyDtoHAsync(hostIds_, greedy_, size_t(rows) * 4, stream_),
+                     "cannot copy the sampled ids from the GPU" + step);
+  }
+  const uint64_t vocabBytes = uint64_t(rows) * uint64_t(vocab) * 4;
   return cu_.check(cu_.memcpyDtoHAsync(hostLogits_, logits_, vocabBytes, stream_),
                    "cannot copy logits from the GPU" + step);
 }
 
-void CudaExecutor::captureGraph(int n, bool batch, CUgraphExec &decodeGraph) {
+void CudaExecutor::captureGraph(int n, bool batch, Output output, CUgraphExec &decodeGraph) {
   // Thread-local mode: other threads' unrelated CUDA calls do not break the capture.
   CUresult rc = cu_.streamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
   std::string why;
   if (rc != CUDA_SUCCESS) {
     why = "cannot begin stream capture: " + cu_.errorText(rc);
   } else {
-    const Status enqueued = enqueueStep(n, batch, " (capturing a decode graph)");
+    const Status enqueued = enqueueStep(n, batch, output, " (capturing a decode graph)");
     CUgraph graph = nullptr;
     rc = cu_.streamEndCapture(stream_, &graph); // always ends the capture, even after an error
     if (!enqueued.isOk())

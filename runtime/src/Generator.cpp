@@ -54,13 +54,17 @@ Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, 
   promptLogits_ = logits_;
 
   start = std::chrono::steady_clock::now();
+  // Greedy decode steps let the executor pick the token (on the GPU: only the id comes
+  // back); the first token comes from the prompt's logits either way.
+  const bool executorPicks = sampler.greedy() && executor_.picksGreedyTokens();
+  int32_t picked = -1; // the executor's pick for the next token, or -1: sample the logits
   int pos = promptSize; // position of the next sampled token
   while (stats.generatedTokens < config_.maxNewTokens) {
     if (pos >= config_.context) {
       stats.stoppedAtContext = true;
       break;
     }
-    const int32_t id = sampler.sample(logits_.data(), config_.vocabSize);
+    const int32_t id = picked >= 0 ? picked : sampler.sample(logits_.data(), config_.vocabSize);
     if (!config_.ignoreEos &&
         std::find(config_.eosIds.begin(), config_.eosIds.end(), id) != config_.eosIds.end()) {
       stats.stoppedAtEos = true;
@@ -76,7 +80,10 @@ Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, 
       stats.stoppedAtContext = true;
       break;
     }
-    NINFER_RETURN_IF_ERROR(executor_.forward(&id, 1, pos, logits_.data()));
+    if (executorPicks)
+      NINFER_RETURN_IF_ERROR(executor_.forwardSequenceGreedy(0, &id, 1, pos, &picked));
+    else
+      NINFER_RETURN_IF_ERROR(executor_.forward(&id, 1, pos, logits_.data()));
     ++stats.decodeSteps;
     ++pos;
   }

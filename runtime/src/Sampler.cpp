@@ -11,7 +11,14 @@
 namespace ninfer {
 namespace {
 
-int32_t argmax(const float* logits, int vocab) {
+// Higher logit first; equal logits by lower id, so the order is total.
+bool before(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+
+} // namespace
+
+int32_t argmaxToken(const float* logits, int vocab) {
   int32_t best = 0;
   float bestValue = -INFINITY;
   bool found = false;
@@ -26,20 +33,13 @@ int32_t argmax(const float* logits, int vocab) {
   return best;
 }
 
-// Higher logit first; equal logits by lower id, so the order is total.
-bool before(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
-  return a.first > b.first || (a.first == b.first && a.second < b.second);
-}
-
-} // namespace
-
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
 
 int32_t Sampler::sample(const float* logits, int vocab) {
   if (vocab <= 0)
     return 0;
-  if (!(params_.temperature > 0.0f) || params_.topK == 1)
-    return argmax(logits, vocab);
+  if (greedy())
+    return argmaxToken(logits, vocab);
 
   scratch_.clear();
   for (int i = 0; i < vocab; ++i)
@@ -62,7 +62,7 @@ int32_t Sampler::sample(const float* logits, int vocab) {
     for (const auto& entry : scratch_)
       maxLogit = std::max(maxLogit, entry.first);
   if (!std::isfinite(maxLogit)) // all -inf, or +inf present: no distribution to draw from
-    return argmax(logits, vocab);
+    return argmaxToken(logits, vocab);
 
   // Probabilities (unnormalized) replace the logits in place.
   double total = 0;

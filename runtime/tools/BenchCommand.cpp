@@ -3,8 +3,9 @@
 // (in steps of at most max_step_tokens) followed by single-token decode steps.
 // Reports prefill and decode tok/s (median, min, max over runs), decode latency
 // percentiles, bytes read per decode token, achieved bandwidth and MBU per
-// docs/PERFORMANCE.md, and device memory. With --batch B[,B...] each run
-// instead prefills B sequences (each its own prompt, single-sequence steps into
+// docs/PERFORMANCE.md, and device memory. A decode step includes picking its
+// greedy token (on the GPU, so only the ids cross to the host), as generation
+// does. With --batch B[,B...] each run instead prefills B sequences (each its own prompt, single-sequence steps into
 // its own KV-cache slot) and then decodes all B together, one batch step per
 // token of each: aggregate and per-sequence decode tok/s, the ratio to batch 1,
 // step latency percentiles. --plot draws decode tok/s against the context
@@ -17,6 +18,7 @@
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
 #include "ninfer/Progress.h"
+#include "ninfer/Sampler.h"
 #include "ninfer/StepAbi.h"
 #include "plan_generated.h"
 
@@ -56,6 +58,9 @@ const char *const kBenchHelp =
                       batch size, a line per prompt length) into a PNG
   --profile           then time every kernel of one decode step (at the first prompt
                       length) and of one prefill step, grouped by kernel (not with --json)
+
+A decode step ends with its greedy token(s) picked, as generation does: on the GPU by the
+plan's sampling kernel, so only the ids cross to the host.
 )";
 
 struct BadUsage {
@@ -275,6 +280,25 @@ Status prefill(Executor &executor, const plan::Plan &p, const std::vector<int32_
   return Status::ok();
 }
 
+// A decode step's greedy tokens as generation gets them: picked by the executor where it
+// can (the CUDA executor on the GPU: only the ids cross to the host), else argmaxToken of
+// each row's logits. batch 0: a single-sequence step of sequence 0 at positions[0].
+Status greedyStep(Executor &executor, const plan::Plan &p, const int32_t *ids,
+                  const int32_t *positions, const int32_t *sequences, int batch,
+                  std::vector<float> &logits, int32_t *picked) {
+  const int rows = std::max(1, batch);
+  if (executor.picksGreedyTokens())
+    return batch ? executor.forwardBatchGreedy(ids, positions, sequences, batch, picked)
+                 : executor.forwardSequenceGreedy(0, ids, 1, positions[0], picked);
+  NINFER_RETURN_IF_ERROR(batch ? executor.forwardBatch(ids, positions, sequences, batch,
+                                                       logits.data())
+                               : executor.forward(ids, 1, positions[0], logits.data()));
+  const int vocab = p.model()->vocab_size();
+  for (int r = 0; r < rows; ++r)
+    picked[r] = argmaxToken(logits.data() + size_t(r) * size_t(vocab), vocab);
+  return Status::ok();
+}
+
 // One run: prefill `prompt` ids from position 0, then `gen` decode steps.
 Status runOnce(Executor &executor, const plan::Plan &p, int prompt, int gen,
                std::vector<float> &logits, double &prefillSeconds,
@@ -285,8 +309,9 @@ Status runOnce(Executor &executor, const plan::Plan &p, int prompt, int gen,
   for (int i = 0; i < gen; ++i) {
     const int pos = prompt + i;
     const int32_t id = decodeId(p, pos, 0);
+    int32_t picked = 0;
     const Clock::time_point t = Clock::now();
-    NINFER_RETURN_IF_ERROR(executor.forward(&id, 1, pos, logits.data()));
+    NINFER_RETURN_IF_ERROR(greedyStep(executor, p, &id, &pos, nullptr, 0, logits, &picked));
     latencies.push_back(secondsSince(t));
   }
   return Status::ok();
@@ -302,7 +327,8 @@ Status runBatchOnce(Executor &executor, const plan::Plan &p, int prompt, int gen
   for (int s = 0; s < batch; ++s)
     NINFER_RETURN_IF_ERROR(prefill(executor, p, promptIds(p, prompt, s), s, logits));
   prefillSeconds = secondsSince(start);
-  std::vector<int32_t> ids(size_t(batch), 0), positions(size_t(batch), 0), sequences(size_t(batch), 0);
+  std::vector<int32_t> ids(size_t(batch), 0), positions(size_t(batch), 0),
+      sequences(size_t(batch), 0), picked(size_t(batch), 0);
   for (int s = 0; s < batch; ++s)
     sequences[size_t(s)] = s;
   for (int i = 0; i < gen; ++i) {
@@ -311,8 +337,8 @@ Status runBatchOnce(Executor &executor, const plan::Plan &p, int prompt, int gen
       ids[size_t(s)] = decodeId(p, prompt + i, s);
     }
     const Clock::time_point t = Clock::now();
-    NINFER_RETURN_IF_ERROR(executor.forwardBatch(ids.data(), positions.data(), sequences.data(),
-                                                 batch, logits.data()));
+    NINFER_RETURN_IF_ERROR(greedyStep(executor, p, ids.data(), positions.data(),
+                                      sequences.data(), batch, logits, picked.data()));
     latencies.push_back(secondsSince(t));
   }
   return Status::ok();

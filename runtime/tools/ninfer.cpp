@@ -60,7 +60,8 @@ prompt (one of):
 
 options:
   -n N                  generate at most N tokens (default 128)
-  --temp T              sampling temperature (default 0 = greedy)
+  --temp T              sampling temperature (default 0 = greedy: on the GPU each token is
+                        picked there, so only its id comes back per step)
   --top-k K             keep the K most likely tokens (default 0 = off)
   --top-p P             keep the smallest set of tokens with probability >= P (default 1 = off)
   --seed S              random seed for sampling (default 0)

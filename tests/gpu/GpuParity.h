@@ -85,6 +85,27 @@ inline uint32_t inputRows(TestPlan &t, const std::string &name, int width, std::
   return t.addEmbedding(name, table, kTokenVocab, width);
 }
 
+// Emits `t`'s kernels for this GPU, writes the plan to a temporary file and opens it (the
+// file is removed; the mapping stays valid). Null, with the failure reported, on error.
+inline std::unique_ptr<PlanFile> emittedPlan(TestPlan &t, const std::string &stem) {
+  KernelOptions options;
+  options.archs = {gpu().codeArch};
+  options.embedPtx = false;
+  Status emitted = emitKernels(t.plan, options);
+  EXPECT_TRUE(emitted.isOk()) << stem << ": " << emitted.message();
+  if (!emitted.isOk())
+    return nullptr;
+  const std::string path = tempPlanPath(stem);
+  Status written = t.write(path);
+  EXPECT_TRUE(written.isOk()) << stem << ": " << written.message();
+  if (!written.isOk())
+    return nullptr;
+  Result<std::unique_ptr<PlanFile>> file = PlanFile::open(path);
+  std::remove(path.c_str());
+  EXPECT_TRUE(file.isOk()) << stem << ": " << file.status().message();
+  return file.isOk() ? std::move(*file) : nullptr;
+}
+
 // The squared error sum((gpu - cpu)^2) and the squared reference sum(cpu^2)
 // of compared values; steps add up to a pooled error.
 struct StepError {

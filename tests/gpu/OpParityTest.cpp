@@ -534,16 +534,9 @@ TEST(OpParity, PtxFallbackAndArchMismatch) {
 TEST(OpParity, ForwardRejectsBadSteps) {
   REQUIRE_GPU();
   TestPlan t = tinyModel(DType::F16, true);
-  KernelOptions options;
-  options.archs = {gpu().codeArch};
-  options.embedPtx = false;
-  ASSERT_TRUE(emitKernels(t.plan, options).isOk());
-  const std::string path = test::tempPlanPath("bad_steps");
-  ASSERT_TRUE(t.write(path).isOk());
-  Result<std::unique_ptr<PlanFile>> file = PlanFile::open(path);
-  std::remove(path.c_str());
-  ASSERT_TRUE(file.isOk()) << file.status().message();
-  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(**file, 0);
+  std::unique_ptr<PlanFile> file = test::emittedPlan(t, "bad_steps");
+  ASSERT_TRUE(file);
+  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*file, 0);
   ASSERT_TRUE(cuda.isOk()) << cuda.status().message();
   std::vector<float> logits(size_t(t.plan.model->vocab_size));
   std::vector<int32_t> ids(65, 1);
@@ -553,7 +546,7 @@ TEST(OpParity, ForwardRejectsBadSteps) {
   EXPECT_FALSE((*cuda)->forward(ids.data(), 1, 0, logits.data()).isOk()); // bad id
   ids[0] = 3;
   EXPECT_TRUE((*cuda)->forward(ids.data(), 1, 0, logits.data()).isOk());
-  EXPECT_FALSE(createCudaExecutor(**file, 1000).isOk());
+  EXPECT_FALSE(createCudaExecutor(*file, 1000).isOk());
 }
 
 // Model-sized linear layers on every path: decode GEMV (1 row), few-row GEMV (8),

@@ -131,6 +131,45 @@ TEST(Generator, RejectsTooLongAndEmptyPrompts) {
   EXPECT_TRUE(executor.calls.empty());
 }
 
+// Picks greedy tokens itself, as the CUDA executor does on the GPU: (last id + 2) % vocab,
+// unlike its logits (last id + 1), so the test sees which path each step took.
+class PickingExecutor : public CountingExecutor {
+public:
+  using CountingExecutor::CountingExecutor;
+  bool picksGreedyTokens() const override { return true; }
+  Status forwardSequenceGreedy(int /*sequence*/, const int32_t* tokens, int n, int pos,
+                               int32_t* id) override {
+    picks.push_back({n, pos});
+    *id = (tokens[n - 1] + 2) % 100;
+    return Status::ok();
+  }
+  std::vector<std::pair<int, int>> picks;
+};
+
+TEST(Generator, GreedyDecodeStepsLetTheExecutorPick) {
+  PickingExecutor executor(100);
+  Generator generator(executor, config(64, 8, 100, 4));
+  const std::vector<int32_t> out = collect(generator, {1, 2, 3});
+  // The first token from the prompt's logits (3 + 1), the rest picked (+ 2 each).
+  EXPECT_EQ(out, (std::vector<int32_t>{4, 6, 8, 10}));
+  EXPECT_EQ(executor.calls, (std::vector<std::pair<int, int>>{{3, 0}}));
+  EXPECT_EQ(executor.picks, (std::vector<std::pair<int, int>>{{1, 3}, {1, 4}, {1, 5}}));
+
+  // Sampling with a temperature reads the logits at every step.
+  PickingExecutor sampled(100);
+  Generator other(sampled, config(64, 8, 100, 3));
+  SamplingParams params;
+  params.temperature = 0.01f;
+  Sampler sampler(params);
+  std::vector<int32_t> tokens;
+  ASSERT_TRUE(other.generate({1, 2, 3}, sampler, [&](int32_t id) {
+                     tokens.push_back(id);
+                     return true;
+                   }).isOk());
+  EXPECT_EQ(tokens, (std::vector<int32_t>{4, 5, 6}));
+  EXPECT_TRUE(sampled.picks.empty());
+}
+
 TEST(Generator, ConfigFromPlanAndRealExecutor) {
   test::TinyModelSpec spec;
   test::TinyModel model = test::buildTinyModel(spec);

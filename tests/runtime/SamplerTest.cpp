@@ -41,6 +41,10 @@ TEST(Sampler, GreedyIsArgmaxWithLowestIndexOnTies) {
   EXPECT_EQ(greedy.sample(withNan.data(), 3), 2);
   const std::vector<float> allEqual(7, -INFINITY);
   EXPECT_EQ(greedy.sample(allEqual.data(), 7), 0);
+  const std::vector<float> allNan(4, NAN);
+  EXPECT_EQ(argmaxToken(allNan.data(), 4), 0);
+  EXPECT_EQ(argmaxToken(logits.data(), 5), 1);
+  EXPECT_TRUE(greedy.greedy());
 }
 
 TEST(Sampler, TopKOneEqualsGreedy) {
@@ -49,6 +53,9 @@ TEST(Sampler, TopKOneEqualsGreedy) {
   params.topK = 1;
   params.seed = 9;
   Sampler topOne(params);
+  EXPECT_TRUE(topOne.greedy());
+  params.topK = 2;
+  EXPECT_FALSE(Sampler(params).greedy());
   Sampler greedy(SamplingParams{});
   for (uint32_t seed = 0; seed < 50; ++seed) {
     const std::vector<float> logits = randomLogits(1000, seed);

@@ -52,6 +52,22 @@ public:
     (void)tokens, (void)positions, (void)sequences, (void)batch, (void)logits;
     return Status::error(name() + " cannot run batch steps");
   }
+  // Whether forwardSequenceGreedy() and forwardBatchGreedy() work for this executor and
+  // plan.
+  virtual bool picksGreedyTokens() const { return false; }
+  // Like forwardSequence() and forwardBatch(), but each row gets its greedy token
+  // (argmaxToken of its logits, Sampler.h) instead of its logits: the executor picks it,
+  // so only the ids leave the GPU.
+  virtual Status forwardSequenceGreedy(int sequence, const int32_t* tokens, int n, int pos,
+                                       int32_t* id) {
+    (void)sequence, (void)tokens, (void)n, (void)pos, (void)id;
+    return Status::error(name() + " cannot pick tokens itself");
+  }
+  virtual Status forwardBatchGreedy(const int32_t* tokens, const int32_t* positions,
+                                    const int32_t* sequences, int batch, int32_t* ids) {
+    (void)tokens, (void)positions, (void)sequences, (void)batch, (void)ids;
+    return Status::error(name() + " cannot pick tokens itself");
+  }
   // Whether forwardAllRows() works for this executor and plan.
   virtual bool hasAllRowsLogits() const { return false; }
   // Like forward(), but logits gets n x vocab_size floats: the logits of every

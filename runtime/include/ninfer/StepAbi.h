@@ -52,6 +52,12 @@ NINFER_HD inline int stepSequenceEnd(const StepState* s, int t) {
 
 constexpr int kMaxKernelArgs = 16;
 
+// Greedy sampling on the device (codegen/kernels/argmax.cuh, ninfer_argmax_rows): grid
+// (kArgmaxSlices, rows), block kArgmaxThreads, and per row kArgmaxSlices partial bests of
+// 8 bytes and a ticket.
+constexpr int kArgmaxSlices = 32;
+constexpr int kArgmaxThreads = 256;
+
 struct KernelArgs {
   void* buffers[kMaxKernelArgs];
 };

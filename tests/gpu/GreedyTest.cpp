@@ -1,0 +1,168 @@
+// Greedy sampling on the GPU (codegen/kernels/argmax.cuh): the tokens the CUDA executor
+// picks itself (forwardSequenceGreedy, forwardBatchGreedy) against argmaxToken
+// (runtime/src/Sampler.cpp) of the same rows on the host.
+//   GreedyTokens.CraftedLogits: an exact f32 lm_head puts crafted rows in the logits (ties
+//     across and within the kernel's slices, the first and last ids, huge and tiny values,
+//     a row of NaN only, NaN then +inf), in single-sequence and batch steps, twice over
+//     (the kernel's tickets must come back to zero).
+//   GreedyTokens.TinyModel: a two-layer model's batch and single-sequence steps, each run
+//     for its logits and then again for its tokens.
+// Skips (GTEST_SKIP) when libcuda.so.1 cannot be loaded or there is no GPU.
+#include "GpuParity.h"
+#include "TinyModelPlan.h"
+#include "ninfer/Sampler.h"
+#include "ninfer/StepAbi.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <limits>
+
+namespace ninfer {
+namespace {
+
+using plan::DType;
+using test::gpu;
+
+// Logits rows of 5,000: the kernel's 32 slices of 157 ids, the last of 133.
+constexpr int kWidth = 5000;
+constexpr int kCrafted = 10;          // finite rows, one per token 0..9
+constexpr int kTokens = kCrafted + 2; // and two whose rows hold NaN
+constexpr int kDim = kTokens;         // token t's embedding is e_t (times inf for 10, 11)
+
+// Token t's logits for t < kCrafted.
+std::vector<float> craftedRows() {
+  std::mt19937 rng(7);
+  std::vector<float> v = test::randomValues(size_t(kCrafted) * kWidth, 4.0f, rng);
+  auto row = [&](int r) { return v.data() + size_t(r) * kWidth; };
+  auto fill = [&](int r, float value) { std::fill(row(r), row(r) + kWidth, value); };
+  row(1)[4000] = row(1)[700] = row(1)[2501] = 50.0f; // a tie across slices: 700
+  fill(2, -1e30f);                                   // the lowest floats but one: 42
+  row(2)[42] = -1e29f;
+  row(3)[4999] = 60.0f;             // the last id
+  row(4)[0] = row(4)[4998] = 70.0f; // the first id, tied with the last slice
+  fill(5, 1.0f);                    // all equal: 0
+  row(6)[156] = row(6)[3] = 80.0f;  // a tie within slice 0: 3
+  row(7)[2000] = 3e38f;             // near the largest float
+  return v;
+}
+
+// The step's logits are its token's embedding e_t times an f32 weight (exact: one product
+// of 1 and the rest of 0): W[j][t] = crafted[t][j]. Tokens 10 and 11 embed as inf e_t, and
+// their columns of W are 0 (every logit NaN: 0) and 0 below id 100, 1 from it (NaN, then
+// +inf from 100: 100).
+std::unique_ptr<PlanFile> craftedPlan(const std::vector<float>& crafted) {
+  test::TestPlan t(kMaxBatch, 16, kMaxBatch);
+  std::vector<float> table(size_t(kTokens) * kDim, 0.0f), w(size_t(kWidth) * kDim, 0.0f);
+  for (int k = 0; k < kTokens; ++k)
+    table[size_t(k) * kDim + k] = k < kCrafted ? 1.0f : INFINITY;
+  for (int j = 0; j < kWidth; ++j) {
+    for (int k = 0; k < kCrafted; ++k)
+      w[size_t(j) * kDim + k] = crafted[size_t(k) * kWidth + j];
+    w[size_t(j) * kDim + kCrafted + 1] = j < 100 ? 0.0f : 1.0f;
+  }
+  const uint32_t x =
+      t.addEmbedding("x", t.addWeight("table", DType::F32, {kTokens, kDim}, table), kTokens, kDim);
+  const uint32_t weight = t.addWeight("w", DType::F32, {kWidth, kDim}, w);
+  t.addLmHeadLogits(kWidth);
+  plan::LinearAttrsT a;
+  a.in_features = kDim;
+  a.out_features = kWidth;
+  t.addOp("lm_head", a, {x, weight}, {t.logits});
+  return test::emittedPlan(t, "greedy");
+}
+
+TEST(GreedyTokens, CraftedLogits) {
+  REQUIRE_GPU();
+  const std::vector<float> crafted = craftedRows();
+  std::vector<int32_t> expected(kTokens);
+  for (int r = 0; r < kCrafted; ++r)
+    expected[size_t(r)] = argmaxToken(crafted.data() + size_t(r) * kWidth, kWidth);
+  expected[kCrafted] = 0;
+  expected[kCrafted + 1] = 100;
+  // The crafted cases are what they say (argmaxToken itself: tests/runtime/SamplerTest.cpp).
+  ASSERT_EQ(std::vector<int32_t>(expected.begin() + 1, expected.begin() + 8),
+            (std::vector<int32_t>{700, 42, 4999, 0, 0, 3, 2000}));
+
+  std::unique_ptr<PlanFile> file = craftedPlan(crafted);
+  ASSERT_TRUE(file);
+  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*file, 0);
+  ASSERT_TRUE(cuda.isOk()) << cuda.status().message();
+  Executor& e = **cuda;
+  ASSERT_TRUE(e.picksGreedyTokens());
+  std::vector<float> logits(size_t(kMaxBatch) * kWidth);
+  for (int round = 0; round < 2; ++round) {
+    for (int32_t r = 0; r < kTokens; ++r) {
+      int32_t id = -1;
+      Status s = e.forwardSequenceGreedy(r % kMaxBatch, &r, 1, r, &id);
+      ASSERT_TRUE(s.isOk()) << s.message();
+      EXPECT_EQ(id, expected[size_t(r)]) << "round " << round << ", single-sequence row " << r;
+      s = e.forwardSequence(r % kMaxBatch, &r, 1, r, logits.data());
+      ASSERT_TRUE(s.isOk()) << s.message();
+      EXPECT_EQ(argmaxToken(logits.data(), kWidth), expected[size_t(r)]) << "logits of row " << r;
+    }
+    for (int batch = 1; batch <= kMaxBatch; ++batch) {
+      std::vector<int32_t> tokens(static_cast<size_t>(batch)),
+          positions(static_cast<size_t>(batch), 3), sequences(static_cast<size_t>(batch)),
+          ids(static_cast<size_t>(batch), -1);
+      for (int t = 0; t < batch; ++t) {
+        tokens[size_t(t)] = (t * 5 + batch + round) % kTokens;
+        sequences[size_t(t)] = t;
+      }
+      Status s = e.forwardBatchGreedy(tokens.data(), positions.data(), sequences.data(), batch,
+                                      ids.data());
+      ASSERT_TRUE(s.isOk()) << s.message();
+      for (int t = 0; t < batch; ++t)
+        EXPECT_EQ(ids[size_t(t)], expected[size_t(tokens[size_t(t)])])
+            << "round " << round << ", batch " << batch << ", row " << t << " (token "
+            << tokens[size_t(t)] << ")";
+    }
+  }
+}
+
+TEST(GreedyTokens, TinyModel) {
+  REQUIRE_GPU();
+  test::TinyModelOptions options;
+  options.maxBatch = 4;
+  test::TestPlan t = test::tinyModel(options);
+  std::unique_ptr<PlanFile> file = test::emittedPlan(t, "greedy_tiny");
+  ASSERT_TRUE(file);
+  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*file, 0);
+  ASSERT_TRUE(cuda.isOk()) << cuda.status().message();
+  Executor& e = **cuda;
+  const int vocab = file->plan().model()->vocab_size();
+  std::vector<float> logits(size_t(options.maxBatch) * size_t(vocab));
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int32_t> token(0, test::kTokenVocab - 1);
+  // The same step twice (the second writes the same cache entries): for its logits, then
+  // for its tokens.
+  for (int pos = 0; pos < 6; ++pos) {
+    int32_t id = token(rng), picked = -1;
+    Status s = e.forwardSequence(0, &id, 1, pos, logits.data());
+    ASSERT_TRUE(s.isOk()) << s.message();
+    s = e.forwardSequenceGreedy(0, &id, 1, pos, &picked);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    EXPECT_EQ(picked, argmaxToken(logits.data(), vocab)) << "single-sequence step " << pos;
+    for (int batch = 1; batch <= options.maxBatch; ++batch) {
+      std::vector<int32_t> tokens(static_cast<size_t>(batch)),
+          positions(static_cast<size_t>(batch), pos), sequences(static_cast<size_t>(batch)),
+          ids(static_cast<size_t>(batch), -1);
+      for (int r = 0; r < batch; ++r) {
+        tokens[size_t(r)] = token(rng);
+        sequences[size_t(r)] = batch - 1 - r;
+      }
+      ASSERT_TRUE(
+          e.forwardBatch(tokens.data(), positions.data(), sequences.data(), batch, logits.data())
+              .isOk());
+      ASSERT_TRUE(
+          e.forwardBatchGreedy(tokens.data(), positions.data(), sequences.data(), batch, ids.data())
+              .isOk());
+      for (int r = 0; r < batch; ++r)
+        EXPECT_EQ(ids[size_t(r)], argmaxToken(logits.data() + size_t(r) * vocab, vocab))
+            << "step " << pos << ", batch " << batch << ", row " << r;
+    }
+  }
+}
+
+} // namespace
+} // namespace ninfer
