@@ -135,7 +135,7 @@ private:
   // launch by launch; then synchronizes.
   Status runStaged(int n, bool batch, Output output, CUgraphExec *graph,
                    const std::string &step);
-  // Stages and runs a single-sequence step, or a batch step (checked first).
+  // Stages and runs a single-sequence step, or a batch step (the caller has checked it).
   Status runSequence(int sequence, const int32_t *tokens, int n, int pos, Output output);
   Status runBatch(const int32_t *tokens, const int32_t *positions, const int32_t *sequences,
                   int batch, Output output);
