@@ -299,6 +299,18 @@ Status greedyStep(Executor &executor, const plan::Plan &p, const int32_t *ids,
   return Status::ok();
 }
 
+// Where greedyStep() picks the tokens, for the report: "device" or "host".
+const char *tokenPick(const Executor &executor) {
+  return executor.picksGreedyTokens() ? "device" : "host";
+}
+
+// The report's line on it.
+void printTokenPick(const Executor &executor) {
+  std::printf("tokens:   %s\n", executor.picksGreedyTokens()
+                                    ? "picked on the device (greedy), one id per row to the host"
+                                    : "the logits to the host, which takes their argmax");
+}
+
 // One run: prefill `prompt` ids from position 0, then `gen` decode steps.
 Status runOnce(Executor &executor, const plan::Plan &p, int prompt, int gen,
                std::vector<float> &logits, double &prefillSeconds,
@@ -494,6 +506,7 @@ int benchBatches(const BenchOptions &o, Executor &executor, const plan::Plan &p,
                 jsonEscape(name).c_str());
     std::printf("  \"gen\": %d,\n  \"reps\": %d,\n  \"warmup\": %d,\n  \"max_batch\": %d,\n",
                 o.gen, o.reps, o.warmup, p.max_batch());
+    std::printf("  \"token_pick\": \"%s\",\n", tokenPick(executor));
     std::printf("  \"device_memory_bytes\": %llu,\n", static_cast<unsigned long long>(deviceBytes));
     std::printf("  \"bandwidth_bytes_per_s\": %.6g,\n  \"bandwidth_source\": \"%s\",\n", bandwidth,
                 bandwidthSource);
@@ -521,6 +534,7 @@ int benchBatches(const BenchOptions &o, Executor &executor, const plan::Plan &p,
   } else {
     std::printf("plan:     %s (%d sequences)\nexecutor: %s\n", o.plan.c_str(), p.max_batch(),
                 name.c_str());
+    printTokenPick(executor);
     std::printf("memory:   %.2f GiB on the device\n", double(deviceBytes) / double(1ull << 30));
     if (bandwidth > 0)
       std::printf("bandwidth: %.3g GB/s (%s)\n", bandwidth / 1e9, bandwidthSource);
@@ -653,6 +667,7 @@ int bench(const BenchOptions &o) {
     std::printf("{\n  \"plan\": \"%s\",\n  \"executor\": \"%s\",\n", jsonEscape(o.plan).c_str(),
                 jsonEscape(name).c_str());
     std::printf("  \"gen\": %d,\n  \"reps\": %d,\n  \"warmup\": %d,\n", o.gen, o.reps, o.warmup);
+    std::printf("  \"token_pick\": \"%s\",\n", tokenPick(*executor));
     std::printf("  \"device_memory_bytes\": %llu,\n", static_cast<unsigned long long>(deviceBytes));
     std::printf("  \"bandwidth_bytes_per_s\": %.6g,\n  \"bandwidth_source\": \"%s\",\n", bandwidth,
                 bandwidthSource);
@@ -672,6 +687,7 @@ int bench(const BenchOptions &o) {
     std::printf("  ]\n}\n");
   } else {
     std::printf("plan:     %s\nexecutor: %s\n", o.plan.c_str(), name.c_str());
+    printTokenPick(*executor);
     std::printf("memory:   %.2f GiB on the device\n", double(deviceBytes) / double(1ull << 30));
     if (bandwidth > 0)
       std::printf("bandwidth: %.3g GB/s (%s)\n", bandwidth / 1e9, bandwidthSource);

@@ -252,7 +252,8 @@ int inkInRows(const std::vector<std::vector<uint8_t>> &rows, int y0, int y1) {
 }
 
 // ninfer bench --batch on the CPU executor: a row per batch size with the
-// ratio to batch 1, the same in JSON, a labelled plot, and clean refusals.
+// ratio to batch 1, the same in JSON, a labelled plot, and clean refusals; where
+// the tokens are picked, with and without --batch.
 TEST(Cli, BenchBatchSweep) {
   TinyModelSpec spec;
   spec.maxBatch = 4;
@@ -263,6 +264,8 @@ TEST(Cli, BenchBatchSweep) {
   ASSERT_EQ(table.exitCode, 0) << table.err;
   EXPECT_NE(table.out.find("(4 sequences)"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("x batch1"), std::string::npos) << table.out;
+  // The CPU executor leaves the pick to the host (the GPU's: tests/gpu/GreedyTest.cpp).
+  EXPECT_NE(table.out.find("tokens:   the logits to the host"), std::string::npos) << table.out;
   int rows = 0;
   std::istringstream lines(table.out);
   for (std::string line; std::getline(lines, line);) {
@@ -290,6 +293,11 @@ TEST(Cli, BenchBatchSweep) {
   EXPECT_NE(json.out.find("\"batch\": 4"), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"ratio_to_batch_1\": 1,"), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"decode_tok_s_per_sequence\""), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"token_pick\": \"host\""), std::string::npos) << json.out;
+  CliResult single = runCli("bench " + path + common + " --json");
+  ASSERT_EQ(single.exitCode, 0) << single.err;
+  EXPECT_NE(single.out.find("\"runs\""), std::string::npos) << single.out;
+  EXPECT_NE(single.out.find("\"token_pick\": \"host\""), std::string::npos) << single.out;
   expectOneErrorLine(runCli("bench " + path + common + " --batch 8"), 2,
                      "--batch 8 exceeds the 4 sequences the plan holds: compile it with ninferc "
                      "--batch 8");
