@@ -5,13 +5,14 @@
 // percentiles, bytes read per decode token, achieved bandwidth and MBU per
 // docs/PERFORMANCE.md, and device memory. A decode step includes picking its
 // greedy token (on the GPU, so only the ids cross to the host), as generation
-// does. With --batch B[,B...] each run instead prefills B sequences (each its own prompt, single-sequence steps into
-// its own KV-cache slot) and then decodes all B together, one batch step per
-// token of each: aggregate and per-sequence decode tok/s, the ratio to batch 1,
-// step latency percentiles. --plot draws decode tok/s against the context
-// length (or, with --batch, aggregate tok/s against batch size, a line per
-// prompt length) into a PNG, written by a minimal encoder at the end of this
-// file (stored deflate blocks, CRC-32, Adler-32; no compression library).
+// does. With --batch B[,B...] each run instead prefills B sequences (each its
+// own prompt, single-sequence steps into its own KV-cache slot) and then
+// decodes all B together, one batch step per token of each: aggregate and
+// per-sequence decode tok/s, the ratio to batch 1, step latency percentiles.
+// --plot draws decode tok/s against the context length (or, with --batch,
+// aggregate tok/s against batch size, a line per prompt length) into a PNG,
+// written by a minimal encoder at the end of this file (stored deflate blocks,
+// CRC-32, Adler-32; no compression library).
 #include "BenchCommand.h"
 #include "BenchProfile.h"
 

@@ -85,24 +85,27 @@ inline uint32_t inputRows(TestPlan &t, const std::string &name, int width, std::
   return t.addEmbedding(name, table, kTokenVocab, width);
 }
 
-// Emits `t`'s kernels for this GPU, writes the plan to a temporary file and opens it (the
-// file is removed; the mapping stays valid). Null, with the failure reported, on error.
-inline std::unique_ptr<PlanFile> emittedPlan(TestPlan &t, const std::string &stem) {
-  KernelOptions options;
-  options.archs = {gpu().codeArch};
-  options.embedPtx = false;
+// Emits `t`'s kernels (by default for this GPU), writes the plan to a temporary file and
+// opens it (the file is removed; the mapping stays valid). Null, with the failure reported
+// with `what`, on error.
+inline std::unique_ptr<PlanFile> emittedPlan(TestPlan &t, const std::string &what,
+                                             KernelOptions options = {}) {
+  if (options.archs.empty()) {
+    options.archs = {gpu().codeArch};
+    options.embedPtx = false;
+  }
   Status emitted = emitKernels(t.plan, options);
-  EXPECT_TRUE(emitted.isOk()) << stem << ": " << emitted.message();
+  EXPECT_TRUE(emitted.isOk()) << what << ": " << emitted.message();
   if (!emitted.isOk())
     return nullptr;
-  const std::string path = tempPlanPath(stem);
+  const std::string path = tempPlanPath("emitted");
   Status written = t.write(path);
-  EXPECT_TRUE(written.isOk()) << stem << ": " << written.message();
+  EXPECT_TRUE(written.isOk()) << what << ": " << written.message();
   if (!written.isOk())
     return nullptr;
   Result<std::unique_ptr<PlanFile>> file = PlanFile::open(path);
   std::remove(path.c_str());
-  EXPECT_TRUE(file.isOk()) << stem << ": " << file.status().message();
+  EXPECT_TRUE(file.isOk()) << what << ": " << file.status().message();
   return file.isOk() ? std::move(*file) : nullptr;
 }
 
@@ -127,27 +130,12 @@ struct StepError {
 inline std::vector<StepError> stepErrors(TestPlan &t, const std::vector<int> &steps,
                                          const std::string &what, KernelOptions options = {}) {
   std::vector<StepError> errors(steps.size());
-  if (options.archs.empty()) {
-    options.archs = {gpu().codeArch};
-    options.embedPtx = false;
-  }
-  Status emitted = emitKernels(t.plan, options);
-  EXPECT_TRUE(emitted.isOk()) << what << ": " << emitted.message();
-  if (!emitted.isOk())
+  std::unique_ptr<PlanFile> file = emittedPlan(t, what, options);
+  if (!file)
     return errors;
-  const std::string path = tempPlanPath("parity");
-  Status written = t.write(path);
-  EXPECT_TRUE(written.isOk()) << what << ": " << written.message();
-  if (!written.isOk())
-    return errors;
-  Result<std::unique_ptr<PlanFile>> file = PlanFile::open(path);
-  std::remove(path.c_str()); // the mapping stays valid
-  EXPECT_TRUE(file.isOk()) << what << ": " << file.status().message();
-  if (!file.isOk())
-    return errors;
-  Result<std::unique_ptr<Executor>> cpu = createCpuExecutor(**file, 0);
+  Result<std::unique_ptr<Executor>> cpu = createCpuExecutor(*file, 0);
   EXPECT_TRUE(cpu.isOk()) << what << ": " << cpu.status().message();
-  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(**file, 0);
+  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*file, 0);
   EXPECT_TRUE(cuda.isOk()) << what << ": " << cuda.status().message();
   if (!cpu.isOk() || !cuda.isOk())
     return errors;

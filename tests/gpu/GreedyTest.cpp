@@ -69,7 +69,7 @@ std::unique_ptr<PlanFile> craftedPlan(const std::vector<float>& crafted) {
   a.in_features = kDim;
   a.out_features = kWidth;
   t.addOp("lm_head", a, {x, weight}, {t.logits});
-  return test::emittedPlan(t, "greedy");
+  return test::emittedPlan(t, "crafted-logits plan");
 }
 
 TEST(GreedyTokens, CraftedLogits) {
@@ -125,7 +125,7 @@ TEST(GreedyTokens, TinyModel) {
   test::TinyModelOptions options;
   options.maxBatch = 4;
   test::TestPlan t = test::tinyModel(options);
-  std::unique_ptr<PlanFile> file = test::emittedPlan(t, "greedy_tiny");
+  std::unique_ptr<PlanFile> file = test::emittedPlan(t, "tiny model");
   ASSERT_TRUE(file);
   Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*file, 0);
   ASSERT_TRUE(cuda.isOk()) << cuda.status().message();

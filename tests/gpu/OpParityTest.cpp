@@ -534,7 +534,7 @@ TEST(OpParity, PtxFallbackAndArchMismatch) {
 TEST(OpParity, ForwardRejectsBadSteps) {
   REQUIRE_GPU();
   TestPlan t = tinyModel(DType::F16, true);
-  std::unique_ptr<PlanFile> file = test::emittedPlan(t, "bad_steps");
+  std::unique_ptr<PlanFile> file = test::emittedPlan(t, "tiny model");
   ASSERT_TRUE(file);
   Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*file, 0);
   ASSERT_TRUE(cuda.isOk()) << cuda.status().message();
