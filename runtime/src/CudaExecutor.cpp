@@ -52,6 +52,11 @@ using plan::DType;
 constexpr int kFillBlocks = 1024;
 constexpr int kFillThreads = 256;
 constexpr uint64_t kAllocationAlignment = 256;
+// The device's top-k results: kMaxTopKCandidates (value, id) pairs, the candidates' count and
+// the row's non-NaN count (kTopKResultBytes, copied to the host), the ticket; then per slice
+// its bests and its non-NaN count.
+constexpr uint64_t kTopKResultBytes = kMaxTopKCandidates * 8 + 8;
+constexpr uint64_t kTopKFixedBytes = kTopKResultBytes + 8;
 
 std::string gib(uint64_t bytes) {
   char text[32];
@@ -81,13 +86,18 @@ public:
   Status forwardBatch(const int32_t *tokens, const int32_t *positions, const int32_t *sequences,
                       int batch, float *logits) override;
   bool picksGreedyTokens() const override { return argmax_ != nullptr; }
+  int maxTopKCandidates() const override {
+    return topk_ ? std::min(kMaxTopKCandidates, kTopKSliceValues / topKSlices_) : 0;
+  }
+  Status forwardSequenceTopK(int sequence, const int32_t *tokens, int n, int pos, int k,
+                             TopKCandidates *candidates) override;
   Status forwardSequenceGreedy(int sequence, const int32_t *tokens, int n, int pos,
                                int32_t *id) override;
   Status forwardBatchGreedy(const int32_t *tokens, const int32_t *positions,
                             const int32_t *sequences, int batch, int32_t *ids) override;
   int maxBatch() const override { return file_.plan().max_batch(); }
   std::string name() const override {
-    const bool graphs = decodeGraphs_[kLogits] || decodeGraphs_[kGreedyIds];
+    const bool graphs = decodeGraphs_[kLogits] || decodeGraphs_[kGreedyIds] || decodeGraphs_[kTopK];
     return "CUDA (" + deviceName_ + ", " + codeArch_ + (graphs ? ", graphs" : "") +
            (dependentLaunch_ ? ", pdl" : "") + ")";
   }
@@ -109,9 +119,10 @@ private:
     KernelArgs args;                     // resolved once the arenas exist
   };
 
-  // What a step hands the host: the logits (a batch step's rows, else the last token's), or
-  // each of those rows' greedy token, picked on the device.
-  enum Output { kLogits = 0, kGreedyIds = 1 };
+  // What a step hands the host: the logits (a batch step's rows, else the last token's),
+  // each of those rows' greedy token, or (single-sequence steps) the top-topK_ candidates
+  // of its row, picked on the device.
+  enum Output { kLogits = 0, kGreedyIds = 1, kTopK = 2, kOutputs = 3 };
 
   // Whether launch l runs in a step of n rows, a batch step or not (non-empty
   // grid, n in its token range, the step's kind among its steps).
@@ -151,24 +162,32 @@ private:
   CUstream stream_ = nullptr;
   CUfunction fill_ = nullptr;
   CUfunction argmax_ = nullptr; // null in plans compiled before device greedy sampling
+  CUfunction topk_ = nullptr;   // and before device top-k candidates
   std::vector<LaunchInfo> launches_;
   std::vector<CUdeviceptr> allocations_;
   CUdeviceptr weights_ = 0, activations_ = 0, kv_ = 0, workspace_ = 0, tokens_ = 0, logits_ = 0,
               state_ = 0;
   // Greedy sampling's ids (kMaxBatch), tickets (kMaxBatch) and partial bests.
   CUdeviceptr greedy_ = 0;
+  // Top-k candidates (kTopKBytes: the candidates, their count and the non-NaN count, the
+  // ticket, the slices' non-NaN counts and bests) for a step's row; slices of the vocab.
+  CUdeviceptr topKDevice_ = 0;
+  int topKSlices_ = 1;
+  int topK_ = 0;       // the k of the next kTopK step
+  int topKGraphK_ = 0; // the k decodeGraphs_[kTopK] was captured with
   void *hostStaging_ = nullptr; // pinned: StepState, tokens, ids, logits
   StepState *hostState_ = nullptr;
   int32_t *hostTokens_ = nullptr;
   int32_t *hostIds_ = nullptr;
+  float *hostTopK_ = nullptr; // kMaxTopKCandidates (value, id bits), then count and non-NaN
   float *hostLogits_ = nullptr;
   uint64_t logitsBytes_ = 0;
   int embeddingVocab_ = 0;
   bool syncEachOp_ = false;
   bool graphsEnabled_ = false;
   bool dependentLaunch_ = false;
-  CUgraphExec decodeGraphs_[2] = {};                // by Output
-  CUgraphExec batchGraphs_[2][kMaxBatch + 1] = {}; // by Output and batch size
+  CUgraphExec decodeGraphs_[kOutputs] = {};                // by Output
+  CUgraphExec batchGraphs_[kOutputs][kMaxBatch + 1] = {}; // by Output and batch size
   uint64_t allocatedBytes_ = 0;
   std::string deviceName_;
   std::string codeArch_;
@@ -179,7 +198,7 @@ CudaExecutor::~CudaExecutor() {
     cu_.ctxSetCurrent(context_);
   if (stream_)
     cu_.streamSynchronize(stream_);
-  for (int output = 0; output < 2; ++output) {
+  for (int output = 0; output < kOutputs; ++output) {
     if (decodeGraphs_[output])
       cu_.graphExecDestroy(decodeGraphs_[output]);
     for (CUgraphExec graph : batchGraphs_[output])
@@ -512,6 +531,11 @@ Status CudaExecutor::init(int ordinal) {
   // tokens from the logits (picksGreedyTokens()).
   if (cu_.moduleGetFunction(&argmax_, module_, "ninfer_argmax_rows") != CUDA_SUCCESS)
     argmax_ = nullptr;
+  if (cu_.moduleGetFunction(&topk_, module_, "ninfer_topk_rows") != CUDA_SUCCESS)
+    topk_ = nullptr;
+  topKSlices_ = std::max(1, (p.model()->vocab_size() + kTopKSliceValues - 1) / kTopKSliceValues);
+  if (topKSlices_ > kTopKSliceValues)
+    topk_ = nullptr; // a vocabulary past 16M ids: not even one candidate per slice
   if (anyDummy) {
     CUresult rc = cu_.moduleGetFunction(&fill_, module_, "ninfer_fill_dummy");
     if (rc != CUDA_SUCCESS)
@@ -519,11 +543,12 @@ Status CudaExecutor::init(int ordinal) {
   }
   // Greedy sampling's ids and tickets (kMaxBatch each) and partial bests.
   const uint64_t greedyBytes = 2 * kMaxBatch * 4 + uint64_t(kMaxBatch) * kArgmaxSlices * 8;
+  const uint64_t topKBytes = kTopKFixedBytes + uint64_t(topKSlices_) * (4 + kMaxTopKCandidates * 8);
   size_t freeBytes = 0, totalBytes = 0;
   NINFER_RETURN_IF_ERROR(
       cu_.check(cu_.memGetInfo(&freeBytes, &totalBytes), "cannot query free GPU memory"));
   const uint64_t needed = weightBytes + activationBytes + kvBytes + workspaceBytes + tokenBytes +
-                          logitsBytes_ + greedyBytes + 8 * kAllocationAlignment;
+                          logitsBytes_ + greedyBytes + topKBytes + 9 * kAllocationAlignment;
   if (needed > freeBytes)
     return Status::error("the plan needs " + gib(needed) + " of GPU memory (weights " +
                          gib(weightBytes) + ", activations " + gib(activationBytes) +
@@ -538,6 +563,7 @@ Status CudaExecutor::init(int ordinal) {
   NINFER_RETURN_IF_ERROR(allocate(logits_, logitsBytes_, "logits"));
   NINFER_RETURN_IF_ERROR(allocate(state_, sizeof(StepState), "the step state"));
   NINFER_RETURN_IF_ERROR(allocate(greedy_, greedyBytes, "greedy sampling"));
+  NINFER_RETURN_IF_ERROR(allocate(topKDevice_, topKBytes, "top-k sampling"));
   // Zeroed like the CPU executor's arenas, so unwritten rows compare equal.
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(activations_, 0, activationBytes), "memset"));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(kv_, 0, kvBytes), "memset"));
@@ -546,6 +572,7 @@ Status CudaExecutor::init(int ordinal) {
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(logits_, 0, logitsBytes_), "memset"));
   // The sampling kernel's tickets start at zero (argmax.cuh).
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(greedy_, 0, greedyBytes), "memset"));
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(topKDevice_, 0, topKBytes), "memset"));
 
   std::vector<CUdeviceptr> table(buffers.size(), 0);
   for (uint32_t i = 0; i < buffers.size(); ++i) {
@@ -580,16 +607,18 @@ Status CudaExecutor::init(int ordinal) {
 
   const size_t stateBytes = alignUp(sizeof(StepState), 64);
   const size_t idsBytes = alignUp(kMaxBatch * sizeof(int32_t), 64);
-  const size_t stagingBytes = stateBytes + tokenBytes + idsBytes + logitsBytes_;
+  const size_t topKResultBytes = alignUp(kTopKResultBytes, 64);
+  const size_t stagingBytes = stateBytes + idsBytes + topKResultBytes + tokenBytes + logitsBytes_;
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memAllocHost(&hostStaging_, stagingBytes),
                                    "cannot allocate " + gib(stagingBytes) + " of pinned memory"));
-  hostState_ = static_cast<StepState *>(hostStaging_);
+  char *staging = static_cast<char *>(hostStaging_);
+  hostState_ = reinterpret_cast<StepState *>(staging);
   *hostState_ = StepState{};
-  hostTokens_ = reinterpret_cast<int32_t *>(static_cast<char *>(hostStaging_) + stateBytes);
-  hostIds_ =
-      reinterpret_cast<int32_t *>(static_cast<char *>(hostStaging_) + stateBytes + tokenBytes);
-  hostLogits_ = reinterpret_cast<float *>(static_cast<char *>(hostStaging_) + stateBytes +
-                                          tokenBytes + idsBytes);
+  hostIds_ = reinterpret_cast<int32_t *>(staging + stateBytes);
+  hostTopK_ = reinterpret_cast<float *>(staging + stateBytes + idsBytes);
+  hostTokens_ = reinterpret_cast<int32_t *>(staging + stateBytes + idsBytes + topKResultBytes);
+  hostLogits_ = reinterpret_cast<float *>(staging + stateBytes + idsBytes + topKResultBytes +
+                                          tokenBytes);
   allocatedBytes_ += stagingBytes; // pinned host memory the device maps, counted for the report
   return uploadWeights();
 }
@@ -629,6 +658,33 @@ Status CudaExecutor::forwardSequenceGreedy(int sequence, const int32_t *tokens, 
       checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
   NINFER_RETURN_IF_ERROR(runSequence(sequence, tokens, n, pos, kGreedyIds));
   *id = hostIds_[0];
+  return Status::ok();
+}
+
+Status CudaExecutor::forwardSequenceTopK(int sequence, const int32_t *tokens, int n, int pos,
+                                         int k, TopKCandidates *candidates) {
+  if (k < 1 || k > maxTopKCandidates())
+    return Executor::forwardSequenceTopK(sequence, tokens, n, pos, k, candidates);
+  if (!candidates)
+    return Status::error("no place for the step's top-k candidates");
+  float unused = 0.0f; // checkStep asks for a logits pointer
+  NINFER_RETURN_IF_ERROR(
+      checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
+  // k is a parameter of the captured sampling launch: another k captures the graph anew.
+  if (decodeGraphs_[kTopK] && topKGraphK_ != k) {
+    cu_.graphExecDestroy(decodeGraphs_[kTopK]);
+    decodeGraphs_[kTopK] = nullptr;
+  }
+  topK_ = topKGraphK_ = k;
+  NINFER_RETURN_IF_ERROR(runSequence(sequence, tokens, n, pos, kTopK));
+  int32_t counts[2];
+  std::memcpy(counts, hostTopK_ + 2 * kMaxTopKCandidates, sizeof(counts));
+  candidates->count = std::min(counts[0], k);
+  candidates->valid = counts[1];
+  for (int i = 0; i < candidates->count; ++i) {
+    candidates->values[i] = hostTopK_[2 * i];
+    std::memcpy(&candidates->ids[i], &hostTopK_[2 * i + 1], sizeof(int32_t));
+  }
   return Status::ok();
 }
 
@@ -800,6 +856,20 @@ Status CudaExecutor::enqueueStep(int n, bool batch, Output output, const std::st
   // A batch step's logits are one row per sequence; otherwise the last token's row.
   const int rows = batch ? n : 1;
   int vocab = p.model()->vocab_size();
+  if (output == kTopK) {
+    CUdeviceptr results = topKDevice_, tickets = topKDevice_ + kTopKResultBytes,
+                partial = topKDevice_ + kTopKFixedBytes,
+                partialValid = partial + uint64_t(topKSlices_) * kMaxTopKCandidates * 8,
+                counts = results + kMaxTopKCandidates * 8;
+    int k = topK_;
+    void *params[] = {&logits_, &vocab, &k, &results, &counts, &partial, &partialValid, &tickets};
+    NINFER_RETURN_IF_ERROR(cu_.check(cu_.launchKernel(topk_, unsigned(topKSlices_), 1, 1,
+                                                      kTopKThreads, 1, 1, 0, stream_, params,
+                                                      nullptr),
+                                     "cannot launch the top-k sampling" + step));
+    return cu_.check(cu_.memcpyDtoHAsync(hostTopK_, results, kTopKResultBytes, stream_),
+                     "cannot copy the top-k candidates from the GPU" + step);
+  }
   if (output == kGreedyIds) {
     CUdeviceptr ids = greedy_, tickets = greedy_ + kMaxBatch * 4,
                 partial = greedy_ + 2 * kMaxBatch * 4;

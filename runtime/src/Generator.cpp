@@ -54,17 +54,25 @@ Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, 
   promptLogits_ = logits_;
 
   start = std::chrono::steady_clock::now();
-  // Greedy decode steps let the executor pick the token (on the GPU: only the id comes
-  // back); the first token comes from the prompt's logits either way.
+  // Decode steps let the executor pick the greedy token, or top-k sampling's candidates,
+  // where it can (on the GPU only the id or k pairs come back); the first token comes from
+  // the prompt's logits either way.
   const bool executorPicks = sampler.greedy() && executor_.picksGreedyTokens();
-  int32_t picked = -1; // the executor's pick for the next token, or -1: sample the logits
+  const int candidatesK = sampler.candidatesK();
+  const bool executorCandidates =
+      candidatesK > 0 && executor_.maxTopKCandidates() >= candidatesK;
+  enum { kFromLogits, kPicked, kFromCandidates } next = kFromLogits;
+  int32_t picked = 0;
+  TopKCandidates candidates;
   int pos = promptSize; // position of the next sampled token
   while (stats.generatedTokens < config_.maxNewTokens) {
     if (pos >= config_.context) {
       stats.stoppedAtContext = true;
       break;
     }
-    const int32_t id = picked >= 0 ? picked : sampler.sample(logits_.data(), config_.vocabSize);
+    const int32_t id = next == kPicked           ? picked
+                       : next == kFromCandidates ? sampler.sampleTopK(candidates)
+                                                 : sampler.sample(logits_.data(), config_.vocabSize);
     if (!config_.ignoreEos &&
         std::find(config_.eosIds.begin(), config_.eosIds.end(), id) != config_.eosIds.end()) {
       stats.stoppedAtEos = true;
@@ -80,10 +88,16 @@ Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, 
       stats.stoppedAtContext = true;
       break;
     }
-    if (executorPicks)
+    if (executorPicks) {
       NINFER_RETURN_IF_ERROR(executor_.forwardSequenceGreedy(0, &id, 1, pos, &picked));
-    else
+      next = kPicked;
+    } else if (executorCandidates) {
+      NINFER_RETURN_IF_ERROR(
+          executor_.forwardSequenceTopK(0, &id, 1, pos, candidatesK, &candidates));
+      next = kFromCandidates;
+    } else {
       NINFER_RETURN_IF_ERROR(executor_.forward(&id, 1, pos, logits_.data()));
+    }
     ++stats.decodeSteps;
     ++pos;
   }

@@ -45,8 +45,6 @@ int32_t Sampler::sample(const float* logits, int vocab) {
   for (int i = 0; i < vocab; ++i)
     if (!std::isnan(logits[i]))
       scratch_.emplace_back(logits[i], i);
-  if (scratch_.empty())
-    return 0;
   bool sorted = false; // descending, so the first entry is the max
   if (params_.topK > 0 && size_t(params_.topK) < scratch_.size()) {
     const size_t keep = size_t(params_.topK);
@@ -57,12 +55,34 @@ int32_t Sampler::sample(const float* logits, int vocab) {
     std::sort(scratch_.begin(), scratch_.end(), before);
     sorted = true;
   }
+  return draw(sorted);
+}
+
+int32_t Sampler::sampleTopK(const TopKCandidates& candidates) {
+  scratch_.clear();
+  for (int i = 0; i < candidates.count; ++i)
+    scratch_.emplace_back(candidates.values[i], candidates.ids[i]);
+  // sample() sorts only when top-k leaves some out or top-p needs the order; otherwise it
+  // draws in id order, and so does this.
+  const bool sorted = params_.topK > 0 && params_.topK < candidates.valid;
+  if (!sorted && !(params_.topP < 1.0f))
+    std::sort(scratch_.begin(), scratch_.end(),
+              [](const auto& a, const auto& b) { return a.second < b.second; });
+  return draw(sorted || params_.topP < 1.0f);
+}
+
+int32_t Sampler::draw(bool sorted) {
+  if (scratch_.empty())
+    return 0;
   float maxLogit = scratch_[0].first;
   if (!sorted)
     for (const auto& entry : scratch_)
       maxLogit = std::max(maxLogit, entry.first);
-  if (!std::isfinite(maxLogit)) // all -inf, or +inf present: no distribution to draw from
-    return argmaxToken(logits, vocab);
+  // All -inf, or +inf present: no distribution to draw from, so the argmax (argmaxToken's
+  // pick: the first in `before` order).
+  if (!std::isfinite(maxLogit))
+    return (sorted ? scratch_.front() : *std::min_element(scratch_.begin(), scratch_.end(), before))
+        .second;
 
   // Probabilities (unnormalized) replace the logits in place.
   double total = 0;

@@ -1,6 +1,7 @@
 // The generation loop with a scripted executor: chunked prefill, decode steps,
 // stopping at EOS / -n / the context, and the prompt-length error.
 #include "TestModel.h"
+#include "TopKReference.h"
 
 #include "ninfer/Generator.h"
 #include "ninfer/Plan.h"
@@ -168,6 +169,50 @@ TEST(Generator, GreedyDecodeStepsLetTheExecutorPick) {
                    }).isOk());
   EXPECT_EQ(tokens, (std::vector<int32_t>{4, 5, 6}));
   EXPECT_TRUE(sampled.picks.empty());
+}
+
+// Hands back top-k candidates of CountingExecutor's logits (up to 8), as the CUDA executor
+// does on the GPU.
+class CandidateExecutor : public CountingExecutor {
+public:
+  using CountingExecutor::CountingExecutor;
+  int maxTopKCandidates() const override { return 8; }
+  Status forwardSequenceTopK(int sequence, const int32_t* tokens, int n, int pos, int k,
+                             TopKCandidates* c) override {
+    std::vector<float> logits(100);
+    NINFER_RETURN_IF_ERROR(forwardSequence(sequence, tokens, n, pos, logits.data()));
+    *c = test::topKReference(logits.data(), 100, k);
+    ++topKSteps;
+    return Status::ok();
+  }
+  int topKSteps = 0;
+};
+
+TEST(Generator, TopKDecodeStepsLetTheExecutorPickTheCandidates) {
+  SamplingParams params;
+  params.temperature = 1.0f;
+  params.topK = 3;
+  params.seed = 11;
+  auto run = [&](CountingExecutor& executor) {
+    Generator generator(executor, config(64, 8, 100, 12));
+    Sampler sampler(params);
+    std::vector<int32_t> tokens;
+    EXPECT_TRUE(generator.generate({1, 2, 3}, sampler, [&](int32_t id) {
+                  tokens.push_back(id);
+                  return true;
+                }).isOk());
+    return tokens;
+  };
+  CountingExecutor logits(100);
+  CandidateExecutor candidates(100);
+  const std::vector<int32_t> expected = run(logits);
+  EXPECT_EQ(run(candidates), expected); // the same draws from the same seed
+  EXPECT_EQ(candidates.topKSteps, 11);
+  // Top-k past what the executor picks reads the logits.
+  params.topK = 9;
+  CandidateExecutor tooMany(100);
+  run(tooMany);
+  EXPECT_EQ(tooMany.topKSteps, 0);
 }
 
 TEST(Generator, ConfigFromPlanAndRealExecutor) {

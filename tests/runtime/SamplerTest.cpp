@@ -1,7 +1,9 @@
 // Sampler: greedy, top-k, top-p and seeding, checked with exact expectations and
 // with frequencies over many draws (fixed seed, so the test is deterministic).
+#include "TopKReference.h"
 #include "ninfer/Sampler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 #include <map>
@@ -152,6 +154,52 @@ TEST(Sampler, TopKKeepsTheKMostLikely) {
   EXPECT_EQ(counts.size(), 2u);
   EXPECT_NEAR(double(counts[1]) / draws, 4.0 / 7.0, 0.01);
   EXPECT_NEAR(double(counts[3]) / draws, 3.0 / 7.0, 0.01);
+}
+
+// sampleTopK() on a row's candidates draws what sample() draws on the whole row, with the
+// same random numbers: rows with ties, NaN, fewer valid logits than k, and +-inf.
+TEST(Sampler, TopKCandidatesDrawWhatTheLogitsDraw) {
+  std::vector<std::vector<float>> rows;
+  for (uint32_t seed = 0; seed < 6; ++seed)
+    rows.push_back(randomLogits(3000, seed)); // values on a 0.001 grid: many ties
+  rows[1][7] = rows[1][2999] = 9.0f;
+  for (size_t i = 0; i < rows[2].size(); ++i)
+    if (i % 3)
+      rows[2][i] = NAN;
+  std::vector<float> fewValid(3000, NAN);
+  fewValid[5] = 1.0f, fewValid[900] = 2.0f, fewValid[17] = 2.0f;
+  rows.push_back(fewValid);
+  std::vector<float> infinite = randomLogits(3000, 9);
+  infinite[40] = INFINITY;
+  infinite[20] = INFINITY;
+  rows.push_back(infinite);
+  rows.push_back(std::vector<float>(3000, -INFINITY));
+  rows.push_back(std::vector<float>(3000, NAN));
+  for (int k : {2, 5, 40, kMaxTopKCandidates})
+    for (float topP : {1.0f, 0.9f, 0.3f})
+      for (float temperature : {0.5f, 1.0f, 2.0f}) {
+        SamplingParams params;
+        params.temperature = temperature;
+        params.topK = k;
+        params.topP = topP;
+        params.seed = uint64_t(k) * 31 + uint64_t(topP * 10);
+        Sampler whole(params), fromCandidates(params);
+        ASSERT_EQ(fromCandidates.candidatesK(), k);
+        for (int round = 0; round < 20; ++round)
+          for (size_t r = 0; r < rows.size(); ++r) {
+            const TopKCandidates c = test::topKReference(rows[r].data(), 3000, k);
+            EXPECT_EQ(fromCandidates.sampleTopK(c), whole.sample(rows[r].data(), 3000))
+                << "k " << k << ", top-p " << topP << ", temperature " << temperature << ", row "
+                << r << ", round " << round;
+          }
+      }
+  SamplingParams params;
+  params.temperature = 1.0f;
+  EXPECT_EQ(Sampler(params).candidatesK(), 0); // no top-k: the whole row
+  params.topK = kMaxTopKCandidates + 1;
+  EXPECT_EQ(Sampler(params).candidatesK(), 0);
+  params.topK = 1;
+  EXPECT_EQ(Sampler(params).candidatesK(), 0); // greedy
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 // reference.
 #pragma once
 
+#include "ninfer/Sampler.h"
 #include "ninfer/Status.h"
 
 #include <cstdint>
@@ -67,6 +68,17 @@ public:
                                     const int32_t* sequences, int batch, int32_t* ids) {
     (void)tokens, (void)positions, (void)sequences, (void)batch, (void)ids;
     return Status::error(name() + " cannot pick tokens itself");
+  }
+  // The largest k for which forwardSequenceTopK() works for this executor and plan (0:
+  // none).
+  virtual int maxTopKCandidates() const { return 0; }
+  // Like forwardSequence(), but `candidates` gets the top-k candidates of the step's logits
+  // (Sampler::sampleTopK) instead of the logits: the executor picks them, so only k pairs
+  // leave the GPU.
+  virtual Status forwardSequenceTopK(int sequence, const int32_t* tokens, int n, int pos, int k,
+                                     TopKCandidates* candidates) {
+    (void)sequence, (void)tokens, (void)n, (void)pos, (void)k, (void)candidates;
+    return Status::error(name() + " cannot pick top-k candidates itself");
   }
   // Whether forwardAllRows() works for this executor and plan.
   virtual bool hasAllRowsLogits() const { return false; }

@@ -1,6 +1,8 @@
 // Picks the next token from logits: greedy, or temperature + top-k + top-p with a seed.
 #pragma once
 
+#include "ninfer/StepAbi.h"
+
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -19,14 +21,36 @@ struct SamplingParams {
 // follows the same rule.
 int32_t argmaxToken(const float* logits, int vocab);
 
+// A row's top-k candidates (at most kMaxTopKCandidates, StepAbi.h, as an executor picks them:
+// Executor::forwardSequenceTopK): its `count` (at most k) highest non-NaN logits, higher first and
+// lower id first among equal ones, and how many of the row's logits are not NaN.
+struct TopKCandidates {
+  float values[kMaxTopKCandidates];
+  int32_t ids[kMaxTopKCandidates];
+  int count = 0;
+  int64_t valid = 0;
+};
+
 class Sampler {
 public:
   explicit Sampler(const SamplingParams& params);
   int32_t sample(const float* logits, int vocab);
   // Whether sample() is argmaxToken(), so an executor may pick the token itself.
   bool greedy() const { return !(params_.temperature > 0.0f) || params_.topK == 1; }
+  // The top-k that sample() keeps, where an executor may pick the candidates (1 to
+  // kMaxTopKCandidates), else 0.
+  int candidatesK() const {
+    return !greedy() && params_.topK > 0 && params_.topK <= kMaxTopKCandidates ? params_.topK : 0;
+  }
+  // sample() of the logits whose top-k candidates (k = candidatesK()) these are: the same
+  // token, and the same random draw.
+  int32_t sampleTopK(const TopKCandidates& candidates);
 
 private:
+  // The draw over scratch_ (descending when sorted, else in id order): softmax with the
+  // temperature, top-p, one uniform.
+  int32_t draw(bool sorted);
+
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> scratch_;

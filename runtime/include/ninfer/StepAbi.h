@@ -58,6 +58,13 @@ constexpr int kMaxKernelArgs = 16;
 constexpr int kArgmaxSlices = 32;
 constexpr int kArgmaxThreads = 256;
 
+// Top-k sampling's candidates on the device (codegen/kernels/topk.cuh, ninfer_topk_rows):
+// at most kMaxTopKCandidates per row; a block sorts a slice of at most kTopKSliceValues
+// logits, and the merge as many of the slices' bests (so slices x k <= kTopKSliceValues).
+constexpr int kMaxTopKCandidates = 64;
+constexpr int kTopKSliceValues = 4096;
+constexpr int kTopKThreads = 256;
+
 struct KernelArgs {
   void* buffers[kMaxKernelArgs];
 };

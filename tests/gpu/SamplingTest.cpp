@@ -1,15 +1,20 @@
-// Greedy sampling on the GPU (codegen/kernels/argmax.cuh): the tokens the CUDA executor
-// picks itself (forwardSequenceGreedy, forwardBatchGreedy) against argmaxToken
-// (runtime/src/Sampler.cpp) of the same rows on the host.
+// Sampling on the GPU: the greedy tokens the CUDA executor picks itself
+// (codegen/kernels/argmax.cuh: forwardSequenceGreedy, forwardBatchGreedy) against argmaxToken
+// (runtime/src/Sampler.cpp) of the same rows on the host, and the top-k candidates it picks
+// (codegen/kernels/topk.cuh: forwardSequenceTopK) against a sort of the same rows
+// (tests/common/TopKReference.h).
 //   GreedyTokens.CraftedLogits: an exact f32 lm_head puts crafted rows in the logits (ties
 //     across and within the kernel's slices, the first and last ids, huge and tiny values,
 //     a row of NaN only, NaN then +inf), in single-sequence and batch steps, twice over
 //     (the kernel's tickets must come back to zero).
 //   GreedyTokens.TinyModel: a two-layer model's batch and single-sequence steps, each run
 //     for its logits and then again for its tokens.
+//   TopKCandidates.CraftedLogits: the crafted rows, and 200,000-wide ones (49 slices), for
+//     k of 1 to 64; TopKCandidates.TinyModel: a two-layer model's steps.
 // Skips (GTEST_SKIP) when libcuda.so.1 cannot be loaded or there is no GPU.
 #include "GpuParity.h"
 #include "TinyModelPlan.h"
+#include "TopKReference.h"
 #include "ninfer/Sampler.h"
 #include "ninfer/StepAbi.h"
 
@@ -51,25 +56,73 @@ std::vector<float> craftedRows() {
 // of 1 and the rest of 0): W[j][t] = crafted[t][j]. Tokens 10 and 11 embed as inf e_t, and
 // their columns of W are 0 (every logit NaN: 0) and 0 below id 100, 1 from it (NaN, then
 // +inf from 100: 100).
-std::unique_ptr<PlanFile> craftedPlan(const std::vector<float>& crafted) {
+// crafted: kCrafted rows of `width`.
+std::unique_ptr<PlanFile> craftedPlan(const std::vector<float>& crafted, int width = kWidth) {
   test::TestPlan t(kMaxBatch, 16, kMaxBatch);
-  std::vector<float> table(size_t(kTokens) * kDim, 0.0f), w(size_t(kWidth) * kDim, 0.0f);
+  std::vector<float> table(size_t(kTokens) * kDim, 0.0f), w(size_t(width) * kDim, 0.0f);
   for (int k = 0; k < kTokens; ++k)
     table[size_t(k) * kDim + k] = k < kCrafted ? 1.0f : INFINITY;
-  for (int j = 0; j < kWidth; ++j) {
+  for (int j = 0; j < width; ++j) {
     for (int k = 0; k < kCrafted; ++k)
-      w[size_t(j) * kDim + k] = crafted[size_t(k) * kWidth + j];
+      w[size_t(j) * kDim + k] = crafted[size_t(k) * width + j];
     w[size_t(j) * kDim + kCrafted + 1] = j < 100 ? 0.0f : 1.0f;
   }
   const uint32_t x =
       t.addEmbedding("x", t.addWeight("table", DType::F32, {kTokens, kDim}, table), kTokens, kDim);
-  const uint32_t weight = t.addWeight("w", DType::F32, {kWidth, kDim}, w);
-  t.addLmHeadLogits(kWidth);
+  const uint32_t weight = t.addWeight("w", DType::F32, {width, kDim}, w);
+  t.addLmHeadLogits(width);
   plan::LinearAttrsT a;
   a.in_features = kDim;
-  a.out_features = kWidth;
+  a.out_features = width;
   t.addOp("lm_head", a, {x, weight}, {t.logits});
   return test::emittedPlan(t, "crafted-logits plan");
+}
+
+// Token t's logits in craftedPlan(crafted, width).
+std::vector<float> craftedLogits(const std::vector<float>& crafted, int width, int t) {
+  if (t < kCrafted)
+    return std::vector<float>(crafted.begin() + size_t(t) * width,
+                              crafted.begin() + size_t(t + 1) * width);
+  std::vector<float> row(size_t(width), std::numeric_limits<float>::quiet_NaN());
+  if (t == kCrafted + 1)
+    std::fill(row.begin() + 100, row.end(), INFINITY);
+  return row;
+}
+
+void expectCandidates(const TopKCandidates& actual, const TopKCandidates& expected,
+                      const std::string& what) {
+  EXPECT_EQ(actual.valid, expected.valid) << what;
+  ASSERT_EQ(actual.count, expected.count) << what;
+  for (int i = 0; i < expected.count; ++i) {
+    EXPECT_EQ(actual.ids[i], expected.ids[i]) << what << ", candidate " << i;
+    EXPECT_EQ(actual.values[i], expected.values[i]) << what << ", candidate " << i;
+  }
+}
+
+// The top-k candidates of every crafted row against topKReference, for several k, twice
+// over (the kernel's tickets must come back to zero); the second plan's 200,000-wide rows
+// take 49 slices.
+void expectTopKOfCraftedRows(const std::vector<float>& crafted, int width) {
+  std::unique_ptr<PlanFile> file = craftedPlan(crafted, width);
+  ASSERT_TRUE(file);
+  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*file, 0);
+  ASSERT_TRUE(cuda.isOk()) << cuda.status().message();
+  Executor& e = **cuda;
+  ASSERT_EQ(e.maxTopKCandidates(), kMaxTopKCandidates);
+  for (int round = 0; round < 2; ++round)
+    for (int k : {1, 7, 40, kMaxTopKCandidates})
+      for (int32_t r = 0; r < kTokens; ++r) {
+        TopKCandidates c;
+        Status s = e.forwardSequenceTopK(r % kMaxBatch, &r, 1, r, k, &c);
+        ASSERT_TRUE(s.isOk()) << s.message();
+        const std::vector<float> row = craftedLogits(crafted, width, r);
+        expectCandidates(c, test::topKReference(row.data(), width, k),
+                         "width " + std::to_string(width) + ", k " + std::to_string(k) + ", row " +
+                             std::to_string(r) + ", round " + std::to_string(round));
+      }
+  TopKCandidates c;
+  int32_t token = 0;
+  EXPECT_FALSE(e.forwardSequenceTopK(0, &token, 1, 0, kMaxTopKCandidates + 1, &c).isOk());
 }
 
 TEST(GreedyTokens, CraftedLogits) {
@@ -120,6 +173,17 @@ TEST(GreedyTokens, CraftedLogits) {
   }
 }
 
+TEST(TopKCandidates, CraftedLogits) {
+  REQUIRE_GPU();
+  expectTopKOfCraftedRows(craftedRows(), kWidth);
+  const int wide = 200000;
+  std::mt19937 rng(8);
+  std::vector<float> crafted = test::randomValues(size_t(kCrafted) * wide, 4.0f, rng);
+  crafted[5] = crafted[wide - 1] = crafted[123456] = 100.0f;           // a tie across three slices
+  std::fill(crafted.begin() + wide, crafted.begin() + 2 * wide, 2.0f); // all equal
+  expectTopKOfCraftedRows(crafted, wide);
+}
+
 TEST(GreedyTokens, TinyModel) {
   REQUIRE_GPU();
   test::TinyModelOptions options;
@@ -161,6 +225,33 @@ TEST(GreedyTokens, TinyModel) {
         EXPECT_EQ(ids[size_t(r)], argmaxToken(logits.data() + size_t(r) * vocab, vocab))
             << "step " << pos << ", batch " << batch << ", row " << r;
     }
+  }
+}
+
+TEST(TopKCandidates, TinyModel) {
+  REQUIRE_GPU();
+  test::TestPlan t = test::tinyModel(test::TinyModelOptions{});
+  std::unique_ptr<PlanFile> file = test::emittedPlan(t, "tiny model");
+  ASSERT_TRUE(file);
+  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*file, 0);
+  ASSERT_TRUE(cuda.isOk()) << cuda.status().message();
+  Executor& e = **cuda;
+  const int vocab = file->plan().model()->vocab_size();
+  std::vector<float> logits(static_cast<size_t>(vocab));
+  std::mt19937 rng(6);
+  std::uniform_int_distribution<int32_t> token(0, test::kTokenVocab - 1);
+  // The same step twice (the second writes the same cache entries): for its logits, then
+  // for its candidates.
+  for (int pos = 0; pos < 8; ++pos) {
+    const int k = std::vector<int>{1, 20, kMaxTopKCandidates}[size_t(pos % 3)];
+    int32_t id = token(rng);
+    TopKCandidates c;
+    Status s = e.forwardSequence(0, &id, 1, pos, logits.data());
+    ASSERT_TRUE(s.isOk()) << s.message();
+    s = e.forwardSequenceTopK(0, &id, 1, pos, k, &c);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    expectCandidates(c, test::topKReference(logits.data(), vocab, k),
+                     "step " + std::to_string(pos) + ", k " + std::to_string(k));
   }
 }
 
