@@ -49,7 +49,7 @@ run)
       >"$out/$name.bench"
     "$ninfer" bench "$plan" --device cuda --prompt 512 --gen 128 --warmup 3 --reps 5 --json \
       >"$out/$name.json"
-    echo "== $name: $(sed -n 8p "$out/$name.bench")"
+    echo "== $name: $(awk '/^ +prompt/ { getline; print; exit }' "$out/$name.bench")"
     echo "   without PDL: $(NINFER_PDL=0 "$ninfer" bench "$plan" --device cuda --prompt 512 \
       --gen 128 --warmup 1 --reps 3 | tail -1)"
   done
