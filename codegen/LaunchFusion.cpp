@@ -373,7 +373,10 @@ private:
       if (!ok)
         continue;
       out_.ropeAppendOf[i - 2] = out_.ropeAppendOf[i - 1] = out_.ropeAppendOf[i] = int(out_.ropeAppends.size());
-      out_.ropeAppends.push_back({i - 2, i - 1, i});
+      const bool decodeRopes = tensorCoreDecode(choices_, DType::F16, att->head_dim) &&
+                               !readFrom(i + 1, attention.inputs[0]) &&
+                               !readFrom(i + 1, attention.inputs[1]);
+      out_.ropeAppends.push_back({i - 2, i - 1, i, decodeRopes});
     }
   }
 
@@ -398,6 +401,11 @@ private:
 };
 
 } // namespace
+
+bool tensorCoreDecode(const FusionChoices &choices, plan::DType kvType, int headDim) {
+  return choices.tensorCoreGemm && kvType == plan::DType::F16 && headDim % 16 == 0 &&
+         headDim <= 128;
+}
 
 LaunchFusions findLaunchFusions(const plan::PlanT &plan, const FusionChoices &choices) {
   return FusionSearch(plan, choices).run();

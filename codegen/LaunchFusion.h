@@ -1,7 +1,8 @@
 // Which launches the kernel emitter (KernelEmitter.cpp) shares between ops, decided over
 // the whole plan before any kernel is written: consecutive linears with one input in one
 // GEMV grid (q/k/v, gate/up), the SwiGLU computed by its gate/up GEMV, RoPE of q and k with
-// the KV append, and RMSNorms computed by the GEMVs that read them.
+// the KV append (in decode steps by the attention kernel), and RMSNorms computed by the
+// GEMVs that read them.
 #pragma once
 
 #include "PlanQueries.h"
@@ -29,10 +30,12 @@ struct LinearGroup {
 };
 
 // RoPE of q, RoPE of k and the KV append of the Attention op after them as one
-// launch for short steps (f16 caches): the first Rope op carries it; both Rope
-// ops and the append keep their own launches for longer steps.
+// launch (f16 caches), carried by the first Rope op. decodeRopes: the tensor-core decode
+// kernel rotates and appends itself in single-sequence one-token steps (no other op reads
+// the rotated q or k), so that launch runs the longer steps and batch steps only.
 struct RopeAppend {
   size_t first = 0, second = 0, attention = 0; // op indices
+  bool decodeRopes = false;
 };
 
 // What the targets and options allow.
@@ -43,6 +46,10 @@ struct FusionChoices {
   bool wgmmaGemm = false;     // every target is sm_90a: prefill GEMMs on gemm_wgmma.cuh
   bool fuseNorms = true;      // RMSNorms into their readers (NINFER_NO_NORM_FUSION unset)
 };
+
+// Whether decode attention runs on tensor cores (attentionDecodeMma): sm_80+ targets, f16
+// caches, head_dim 16..128 in steps of 16.
+bool tensorCoreDecode(const FusionChoices &choices, plan::DType kvType, int headDim);
 
 struct LaunchFusions {
   // Op index -> its group (a group of one where it has none).

@@ -34,7 +34,8 @@
 //   one round of loads for the split weights, float4 partials eight splits at
 //   a time; a combine that walked the splits one load after another took 4.5
 //   of the kernel's 11 us on the H200). attentionDecodeMma (below) is the same
-//   kernel on tensor cores for f16 caches.
+//   kernel on tensor cores for f16 caches; in single-sequence one-token steps it
+//   also takes the RoPE of q and k and the append (rope.cuh DecodeRope).
 //   Workspace (f32 units): acc [HEADS][SPLITS][HD], max [HEADS][SPLITS],
 //   sum [HEADS][SPLITS], then KVH * HCH u32 counters (zeroed at load), padded to 16 bytes;
 //   attentionWorkspaceBytes in KernelEmitter.cpp sizes it the same way. A batch
@@ -56,6 +57,7 @@
 #include "KvFormat.h"
 #include "common.cuh"
 #include "gemm_mma.cuh"
+#include "rope.cuh"
 
 namespace ninfer {
 namespace dev {
@@ -508,6 +510,75 @@ __device__ __forceinline__ void splitHalves(float a, float b, unsigned int &hi, 
                       b - f16ToF32(static_cast<unsigned short>(hi >> 16)));
 }
 
+// The fused decode RoPE (rope.cuh DecodeRope), after the block's wait for the previous
+// kernel: rotates the block's query heads of its row into sQ ([HPB][HD] f32) and, in the
+// blocks of the last split (the only ones that read the row's own key), appends the row's
+// rotated k and its v to the caches at its position (each head chunk's block writes the
+// same bytes) and keeps them in sKV ([2][HD] f16) for the block's own ring, whose copy of
+// that row was fetched before it was written. Returns the index of the tile that holds the
+// row in the block's split, or -1. The same ropePair as ropeAppend, so q and the cache hold
+// what the separate launch would have written. Every load is issued before the math.
+template <int KVH, int HD, int CONTEXT, int HPB, bool DYNAMIC>
+__device__ __forceinline__ int decodeRopeAppend(const DecodeRope<HD, DYNAMIC> &rope,
+                                                const float *q, const DecodeSlice &slice,
+                                                const StepState *state, float (*sQ)[HD],
+                                                unsigned short (*sKV)[HD]) {
+  constexpr int kHalf = HD / 2;
+  constexpr int kQPairs = (HPB * kHalf + kDecodeThreads - 1) / kDecodeThreads;
+  static_assert(HD <= kDecodeThreads, "a thread per value of the k and v rows");
+  const int row = blockIdx.z, t = threadIdx.x;
+  const int position = stepPosition(state, row);
+  const bool appends = slice.split == slice.splits - 1 && position < CONTEXT;
+  const long long in = (static_cast<long long>(row) * KVH + slice.kvh) * HD;
+  float q0[kQPairs], q1[kQPairs], k0 = 0.0f, k1 = 0.0f, v = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kQPairs; ++j) {
+    const int idx = t + j * kDecodeThreads;
+    if (idx < slice.heads * kHalf) {
+      const float *x = q + static_cast<long long>(slice.firstHead + idx / kHalf) * HD + idx % kHalf;
+      q0[j] = loadProducedScalar(x);
+      q1[j] = loadProducedScalar(x + kHalf);
+    }
+  }
+  if (appends) {
+    if (t < kHalf) {
+      k0 = loadProducedScalar(rope.k + in + t);
+      k1 = loadProducedScalar(rope.k + in + t + kHalf);
+    }
+    if (t < HD)
+      v = loadProducedScalar(rope.v + in + t);
+  }
+  const RopeStep r = rope.step(row, state);
+#pragma unroll
+  for (int j = 0; j < kQPairs; ++j) {
+    const int idx = t + j * kDecodeThreads;
+    if (idx < slice.heads * kHalf) {
+      ropePair<HD>(r, rope.invFreq, idx % kHalf, rope.attentionFactor, q0[j], q1[j]);
+      sQ[idx / kHalf][idx % kHalf] = q0[j];
+      sQ[idx / kHalf][idx % kHalf + kHalf] = q1[j];
+    }
+  }
+  if (appends) {
+    const int sequence = stepSequence(state, row);
+    const long long at = (static_cast<long long>(position) * KVH + slice.kvh) * HD;
+    unsigned short *kc =
+        static_cast<unsigned short *>(slotCache<kKvF16, CONTEXT, KVH, HD>(rope.kCache, sequence)) +
+        at;
+    unsigned short *vc =
+        static_cast<unsigned short *>(slotCache<kKvF16, CONTEXT, KVH, HD>(rope.vCache, sequence)) +
+        at;
+    if (t < kHalf) {
+      ropePair<HD>(r, rope.invFreq, t, rope.attentionFactor, k0, k1);
+      kc[t] = sKV[0][t] = f32ToF16(k0);
+      kc[t + kHalf] = sKV[0][t + kHalf] = f32ToF16(k1);
+    }
+    if (t < HD)
+      vc[t] = sKV[1][t] = f32ToF16(v);
+  }
+  __syncthreads();
+  return appends ? (position - slice.j0) / kDecodeTileKeys : -1;
+}
+
 // attentionDecode on tensor cores, for f16 caches with HD % 16 == 0 and
 // HD <= 128 (the emitter picks it on sm_80+): same grid, block, workspace and
 // split combine, splits of at least kDecodeMmaMinKeys keys. Warp w takes the
@@ -524,11 +595,15 @@ __device__ __forceinline__ void splitHalves(float a, float b, unsigned int &hi, 
 //   O += P V   P's accumulator registers are already the A fragment of the
 //              next mma (hi + lo again), V fragments by ldmatrix.trans.
 // Then the warps' states go through finishDecodeBlock in natural-log units.
-template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int SPLITS>
+// With a DecodeRope (rope.cuh) q and k come unrotated, and the block rotates and appends
+// them first (decodeRopeAppend).
+template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int SPLITS,
+          class ROPE = NoDecodeRope>
 __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *kCache,
                                                    const void *vCache, float *out,
                                                    void *workspace, float scale,
-                                                   const StepState *state) {
+                                                   const StepState *state,
+                                                   const ROPE &rope = {}) {
   static_assert(HD % 16 == 0 && HD <= 128, "tensor-core decode: head_dim % 16 == 0, <= 128");
   constexpr int kGroup = HEADS / KVH;
   constexpr int kHpb = decodeHeadsPerBlock(kGroup);
@@ -569,12 +644,26 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
   };
   if (warp < tiles)
     fetch(warp, 0);
+  // With a DecodeRope the launch waits here, after its first copies (rows of earlier steps;
+  // the row of this step is patched in below), and the block rotates its query heads.
+  const float *qHeads = q + static_cast<long long>(slice.firstHead) * HD;
+  int ownTile = -1;
+  const unsigned short(*ownKV)[HD] = nullptr; // the row's k and v (f16)
+  if constexpr (ROPE::kOn) {
+    __shared__ float sQ[kHpb][HD];
+    __shared__ unsigned short sKV[2][HD];
+    gridDependencyWait();
+    gridDependencyTrigger(state->batch == 0); // one-token steps, as the wrappers (common.cuh)
+    ownTile = decodeRopeAppend<KVH, HD, CONTEXT, kHpb>(rope, q, slice, state, sQ, sKV);
+    qHeads = &sQ[0][0];
+    ownKV = sKV;
+  }
 
   // Q as A fragments: row g = head firstHead + g (zero past the block's heads),
   // k-step ks columns 16 ks + 2t, +1 (a[0]) and +8, +9 (a[2]); rows 8-15 are zero.
   const float qScale = scale * 1.4426950408889634f;
   unsigned int qHi[kSteps][2], qLo[kSteps][2];
-  const float *qRow = q + static_cast<long long>(slice.firstHead + min(g, slice.heads - 1)) * HD;
+  const float *qRow = qHeads + min(g, slice.heads - 1) * HD;
 #pragma unroll
   for (int ks = 0; ks < kSteps; ++ks)
 #pragma unroll
@@ -601,6 +690,15 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
       cpAsyncWait<0>();
     }
     __syncwarp();
+    if (ROPE::kOn && tile == ownTile) { // the step's own row, copied before it was written
+      const int r = slice.j1 - 1 - slice.j0 - tile * kDecodeTileKeys;
+      unsigned short *own = ring + 2 * st * kTile + r * kLd;
+      for (int c = lane; c < HD; c += kWarpSize) {
+        own[c] = ownKV[0][c];
+        own[kTile + c] = ownKV[1][c];
+      }
+      __syncwarp();
+    }
     const unsigned short *kS = ring + 2 * st * kTile;
     const unsigned short *vS = kS + kTile;
 

@@ -126,5 +126,27 @@ __device__ __forceinline__ void ropeAppend(float *q, float *k, const float *v,
   }
 }
 
+// RoPE of q and k and the f16 KV-cache append done by the tensor-core decode attention
+// kernel itself (attention.cuh, attentionDecodeMma with this argument), in single-sequence
+// one-token steps: the emitter then runs ropeAppend in the other steps only, one launch less
+// per layer and decode step. k and v are the step's rows as the k/v projections wrote them;
+// kCache and vCache the attention's caches.
+template <int HD, bool DYNAMIC> struct DecodeRope {
+  static constexpr bool kOn = true;
+  const float *k, *v, *invFreq;
+  void *kCache, *vCache;
+  float attentionFactor, theta, dynamicFactor;
+  int originalMaxPositions;
+
+  __device__ __forceinline__ RopeStep step(int t, const StepState *state) const {
+    return ropeStep<HD, DYNAMIC>(t, theta, dynamicFactor, originalMaxPositions, state);
+  }
+};
+
+// The decode kernel's q and k come rotated (the ropeAppend launch ran before it).
+struct NoDecodeRope {
+  static constexpr bool kOn = false;
+};
+
 } // namespace dev
 } // namespace ninfer

@@ -137,9 +137,9 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
   EXPECT_EQ(head[1].steps, S::Batch);
   EXPECT_EQ(head[1].maxTokens, 8u);
 
-  // Attention: no append (the fused RoPE launch appends), the decode kernel once per
-  // row of a batch step (grid z = rows) as its own launch of the same function,
-  // prefill in single-sequence steps only.
+  // Attention: no append (the fused RoPE launch or the one-token decode kernel appends), the
+  // decode kernel without the RoPE once per row of a batch step (grid z = rows) as a launch
+  // of its own, prefill in single-sequence steps only.
   const std::vector<LaunchRow> attention = launchesOf(many.plan, "l1.attn");
   ASSERT_EQ(attention.size(), 3u);
   EXPECT_EQ(attention[0].kernel, "attention_decode");
@@ -148,7 +148,7 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
   EXPECT_EQ(attention[0].zBase, 1u);
   EXPECT_EQ(attention[0].zPerToken, 0u);
   EXPECT_EQ(attention[1].kernel, "attention_decode");
-  EXPECT_EQ(attention[1].function, attention[0].function);
+  EXPECT_NE(attention[1].function, attention[0].function);
   EXPECT_EQ(attention[1].steps, S::Batch);
   EXPECT_EQ(attention[1].maxTokens, 8u);
   EXPECT_EQ(attention[1].zBase, 0u);
@@ -167,27 +167,34 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
       EXPECT_EQ(op->launches[batchLaunch]->args, op->launches[batchLaunch - 1]->args) << op->name;
     }
 
-  // The fusions still happen, and run in both kinds of step: RoPE + append,
-  // the grouped q/k/v GEMV.
+  // The fusions still happen: RoPE + append in batch steps and in single-sequence steps of
+  // 2 tokens or more (in one-token steps the tensor-core decode kernel rotates and appends),
+  // the grouped q/k/v GEMV in both kinds of step.
   const std::vector<LaunchRow> ropeQ = launchesOf(many.plan, "l0.rope_q");
-  ASSERT_EQ(ropeQ.size(), 1u);
+  ASSERT_EQ(ropeQ.size(), 2u);
   EXPECT_EQ(ropeQ[0].kernel, "rope_append");
-  EXPECT_EQ(ropeQ[0].steps, S::Any);
+  EXPECT_EQ(ropeQ[0].steps, S::Sequence);
+  EXPECT_EQ(ropeQ[0].minTokens, 2u);
   EXPECT_EQ(ropeQ[0].maxTokens, 0u);
+  EXPECT_EQ(ropeQ[1].function, ropeQ[0].function);
+  EXPECT_EQ(ropeQ[1].steps, S::Batch);
+  EXPECT_EQ(ropeQ[1].minTokens, 0u);
   EXPECT_TRUE(launchesOf(many.plan, "l0.rope_k").empty());
   const std::vector<LaunchRow> q = launchesOf(many.plan, "l0.q");
   ASSERT_EQ(q.size(), 2u);
   EXPECT_EQ(q[0].kernel, "linear_group3_gemv");
   EXPECT_EQ(q[0].steps, S::Any);
 
-  // Every other launch runs in both kinds of step; in the plan of one sequence
-  // every launch is single-sequence, with one launch less per attention op and
-  // for the lm_head, and otherwise the same launches.
+  // Every other launch runs in both kinds of step (but those above); in the plan of one
+  // sequence every launch is single-sequence, with one launch less per attention op, RoPE
+  // and for the lm_head, and otherwise the same launches; the kernels are those and the
+  // decode attention without the RoPE.
   size_t manyLaunches = 0, oneLaunches = 0;
   for (const auto &op : many.plan.ops)
     for (const auto &l : op->launches) {
       ++manyLaunches;
-      if (op->name != "lm_head" && op->name.find(".attn") == std::string::npos) {
+      if (op->name != "lm_head" && op->name.find(".attn") == std::string::npos &&
+          op->name.find(".rope_q") == std::string::npos) {
         EXPECT_EQ(l->steps, S::Any) << op->name;
       }
     }
@@ -196,8 +203,8 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
       ++oneLaunches;
       EXPECT_EQ(l->steps, S::Sequence) << op->name;
     }
-  EXPECT_EQ(manyLaunches, oneLaunches + 3); // two attention ops and the lm_head
-  EXPECT_EQ(many.plan.kernels->functions.size(), one.plan.kernels->functions.size() + 1);
+  EXPECT_EQ(manyLaunches, oneLaunches + 5); // two attention ops, two RoPE, the lm_head
+  EXPECT_EQ(many.plan.kernels->functions.size(), one.plan.kernels->functions.size() + 2);
 }
 
 // f16 or q4 linears (the quantized GEMV for the lm_head's rows, and the q/k/v group's

@@ -177,11 +177,12 @@ TEST(Nvrtc, FusesLaunchesForShortSteps) {
     const auto &ropeQ = t.plan.ops[5]->launches, &ropeK = t.plan.ops[6]->launches,
                &attn = t.plan.ops[7]->launches;
     if (group) {
-      // One launch for both RoPE ops and the append, in every step.
+      // One launch for both RoPE ops and the append, in steps of 2 tokens or more: in
+      // one-token steps the decode kernel rotates and appends itself.
       ASSERT_EQ(ropeQ.size(), 1u);
       EXPECT_TRUE(ropeK.empty());
       EXPECT_NE(fns[ropeQ[0]->function].find("rope_append"), std::string::npos);
-      EXPECT_EQ(ropeQ[0]->min_tokens, 0u);
+      EXPECT_EQ(ropeQ[0]->min_tokens, 2u);
       EXPECT_EQ(ropeQ[0]->max_tokens, 0u);
       // rope of q (4 heads x 8 pairs), of k (2 x 8) and the v copy (2 x 16): a block each.
       EXPECT_EQ(ropeQ[0]->grid_base[0], 3u);
@@ -218,6 +219,40 @@ TEST(Nvrtc, FusesLaunchesForShortSteps) {
       EXPECT_EQ(fns[q[0]->function].find("group"), std::string::npos);
       EXPECT_EQ(q[0]->grid_base[0], 8u);
     }
+  }
+}
+
+// The tensor-core decode kernel (sm_80+ targets, f16 caches, head_dim 16..128) rotates q
+// and k and appends them itself, so the fused RoPE launch skips one-token steps; not where
+// a target lacks tensor cores, nor where an op after the attention reads the rotated q.
+TEST(Nvrtc, DecodeAttentionRotatesAndAppendsItself) {
+  enum Variant { kSm90, kWithSm75, kQReadLater };
+  for (Variant variant : {kSm90, kWithSm75, kQReadLater}) {
+    TestPlan t = smallModel(DType::F16, 16);
+    if (variant == kQReadLater) {
+      plan::AddAttrsT add;
+      add.dim = 64;
+      const uint32_t probe = t.addActivation("probe", 64);
+      t.addOp("probe", add, {t.plan.ops[7]->inputs[0], t.plan.ops[7]->outputs[0]}, {probe});
+    }
+    KernelOptions options;
+    options.archs = variant == kWithSm75 ? std::vector<std::string>{"sm_75", "sm_90"}
+                                         : std::vector<std::string>{"sm_90"};
+    Status status = emitKernels(t.plan, options);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    const auto &rope = t.plan.ops[5]->launches;
+    const auto &attn = t.plan.ops[7]->launches;
+    ASSERT_EQ(rope.size(), 1u) << variant;
+    ASSERT_FALSE(attn.empty()) << variant;
+    const std::string &source = t.plan.kernels->source;
+    const bool decodeRopes = variant == kSm90;
+    EXPECT_EQ(rope[0]->min_tokens, decodeRopes ? 2u : 0u) << variant;
+    EXPECT_EQ(source.find("ninfer::dev::DecodeRope<16, false>{") != std::string::npos,
+              decodeRopes)
+        << variant;
+    EXPECT_EQ(source.find("attentionDecodeMma<4, 2, 16") != std::string::npos,
+              variant != kWithSm75)
+        << variant;
   }
 }
 
@@ -911,8 +946,9 @@ TEST(Nvrtc, FusesRmsNormIntoTheGemvsThatReadIt) {
 }
 
 // The f16/bf16/f32 GEMV launches (alone, grouped, the lm_head's last row) leave the
-// dependency wait to the GEMV, which waits after its first weight loads (linear.cuh);
-// the GEMM launches and the other kernels wait first thing in their wrapper.
+// dependency wait to the GEMV, which waits after its first weight loads (linear.cuh), and
+// the decode attention with the RoPE fused in waits after its first cache-row copies
+// (attention.cuh); the GEMM launches and the other kernels wait first thing in their wrapper.
 TEST(Nvrtc, DenseGemvWaitsAfterItsFirstWeightLoads) {
   TestPlan t = smallModel(DType::F16, 16);
   ASSERT_NO_FATAL_FAILURE(emitForSm90(t));
@@ -928,12 +964,13 @@ TEST(Nvrtc, DenseGemvWaitsAfterItsFirstWeightLoads) {
   for (const auto &op : t.plan.ops)
     for (const auto &launch : op->launches) {
       const std::string &name = kernels.functions[launch->function];
-      const bool gemv = name.find("linear") != std::string::npos &&
-                        name.find("gemm") == std::string::npos;
-      EXPECT_EQ(wrapperWaits(launch->function), !gemv) << name;
-      ++(gemv ? gemvs : others);
+      const bool waitsItself = (name.find("linear") != std::string::npos &&
+                                name.find("gemm") == std::string::npos) ||
+                               name.find("attention_decode") != std::string::npos;
+      EXPECT_EQ(wrapperWaits(launch->function), !waitsItself) << name;
+      ++(waitsItself ? gemvs : others);
     }
-  EXPECT_GE(gemvs, 3u); // q/k/v, o, lm_head
+  EXPECT_GE(gemvs, 4u); // q/k/v, o, lm_head, attention decode
   EXPECT_GE(others, 5u);
   EXPECT_NE(kernels.source.find("ninfer::dev::linear<1, 0, false, 64, 50, 3, true>("),
             std::string::npos); // the lm_head's last row

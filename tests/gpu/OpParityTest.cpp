@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace ninfer {
 namespace {
@@ -354,6 +355,30 @@ TEST(OpParity, LinearTernary) {
       }
 }
 
+// RoPE of base 10000 over an original context of 16 positions: its inv_freq weight and
+// the op's attributes.
+struct TestRope {
+  float factor = 1.0f, dynamic = 0.0f;
+};
+
+uint32_t addInvFreq(TestPlan &t, int headDim) {
+  std::vector<float> inv(size_t(headDim / 2));
+  for (int i = 0; i < headDim / 2; ++i)
+    inv[size_t(i)] = 1.0f / std::pow(10000.0f, float(2 * i) / float(headDim));
+  return t.addWeight("inv_freq", DType::F32, {headDim / 2}, inv);
+}
+
+plan::RopeAttrsT ropeAttrs(int heads, int headDim, const TestRope &r) {
+  plan::RopeAttrsT a;
+  a.heads = heads;
+  a.head_dim = headDim;
+  a.attention_factor = r.factor;
+  a.theta = 10000.0f;
+  a.dynamic_factor = r.dynamic;
+  a.original_max_positions = 16;
+  return a;
+}
+
 TEST(OpParity, Rope) {
   REQUIRE_GPU();
   struct Case {
@@ -366,18 +391,9 @@ TEST(OpParity, Rope) {
     TestPlan t(64, 128);
     const int width = c.heads * c.headDim;
     const uint32_t x = inputRows(t, "x", width, rng);
-    std::vector<float> inv(size_t(c.headDim / 2));
-    for (int i = 0; i < c.headDim / 2; ++i)
-      inv[size_t(i)] = 1.0f / std::pow(10000.0f, float(2 * i) / float(c.headDim));
-    const uint32_t invFreq = t.addWeight("inv_freq", DType::F32, {c.headDim / 2}, inv);
-    plan::RopeAttrsT a;
-    a.heads = c.heads;
-    a.head_dim = c.headDim;
-    a.attention_factor = c.factor;
-    a.theta = 10000.0f;
-    a.dynamic_factor = c.dynamic;
-    a.original_max_positions = 16;
-    t.addOp("rope", a, {x, invFreq}, {x});
+    const uint32_t invFreq = addInvFreq(t, c.headDim);
+    t.addOp("rope", ropeAttrs(c.heads, c.headDim, TestRope{c.factor, c.dynamic}), {x, invFreq},
+            {x});
     t.addReadout(x, width);
     char what[128];
     std::snprintf(what, sizeof(what), "Rope heads %d head_dim %d factor %.2f dynamic %.1f", c.heads,
@@ -395,8 +411,10 @@ struct AttentionCase {
   DType cache;
 };
 
+// With `rope`, RoPE ops rotate q and k in place before the attention.
 void expectAttentionParity(const AttentionCase &c, int context, int maxStep,
-                           const std::vector<int> &steps) {
+                           const std::vector<int> &steps,
+                           const std::optional<TestRope> &rope = std::nullopt) {
   std::mt19937 rng(c.heads * 100 + c.headDim + c.window);
   TestPlan t(maxStep, context);
   const uint32_t q = inputRows(t, "q", c.heads * c.headDim, rng, 2.0f);
@@ -407,14 +425,23 @@ void expectAttentionParity(const AttentionCase &c, int context, int maxStep,
   const uint32_t ws = t.addWorkspace(
       "workspace", attentionWorkspaceBytes(c.heads, c.kvHeads, c.headDim, context));
   const uint32_t o = t.addActivation("o", c.heads * c.headDim);
+  if (rope) {
+    const uint32_t invFreq = addInvFreq(t, c.headDim);
+    t.addOp("rope_q", ropeAttrs(c.heads, c.headDim, *rope), {q, invFreq}, {q});
+    t.addOp("rope_k", ropeAttrs(c.kvHeads, c.headDim, *rope), {k, invFreq}, {k});
+  }
   t.addOp("attention",
           test::attentionAttrs(c.heads, c.kvHeads, c.headDim, 1.0f / std::sqrt(float(c.headDim)),
                                context, c.window),
           {q, k, v, kc, vc, ws}, {o});
   t.addReadout(o, c.heads * c.headDim);
-  char what[160];
-  std::snprintf(what, sizeof(what), "Attention %s heads %d kv_heads %d head_dim %d window %d ctx %d",
-                typeName(c.cache), c.heads, c.kvHeads, c.headDim, c.window, context);
+  char ropeWhat[64] = "";
+  if (rope)
+    std::snprintf(ropeWhat, sizeof(ropeWhat), ", after RoPE factor %.2f dynamic %.1f",
+                  rope->factor, rope->dynamic);
+  char what[200];
+  std::snprintf(what, sizeof(what), "Attention %s heads %d kv_heads %d head_dim %d window %d ctx %d%s",
+                typeName(c.cache), c.heads, c.kvHeads, c.headDim, c.window, context, ropeWhat);
   expectParity(t, steps, 1e-8, what);
 }
 
@@ -441,6 +468,28 @@ TEST(OpParity, AttentionLongContext) {
                             AttentionCase{8, 1, 128, 1000, cache},
                             AttentionCase{4, 2, 256, 0, cache}})
       expectAttentionParity(c, 5000, 512, steps);
+}
+
+// RoPE of q and k, then attention over f16 caches: the emitter fuses the three into one
+// launch, and in one-token steps into the tensor-core decode kernel (head_dim 16..128 in
+// steps of 16), which rotates and appends itself; head_dim 80 keeps the launch in every
+// step. GQA up to 16 (two head chunks write the same cache row), windows, dynamic NTK past
+// the original 16 positions, decode at split counts 1 to 64.
+TEST(OpParity, RopeIntoDecodeAttention) {
+  REQUIRE_GPU();
+  const DType f16 = DType::F16;
+  for (const auto &[c, rope] :
+       {std::pair{AttentionCase{8, 2, 64, 0, f16}, TestRope{}},
+        std::pair{AttentionCase{32, 8, 128, 0, f16}, TestRope{1.0f, 2.0f}},
+        std::pair{AttentionCase{4, 4, 16, 0, f16}, TestRope{1.1f, 0.0f}},
+        std::pair{AttentionCase{6, 3, 96, 5, f16}, TestRope{1.0f, 4.0f}},
+        std::pair{AttentionCase{16, 1, 64, 0, f16}, TestRope{}},
+        std::pair{AttentionCase{4, 2, 80, 0, f16}, TestRope{}}})
+    expectAttentionParity(c, 160, 64, {7, 1, 1, 64, 1, 9, 1, 33, 1}, rope);
+  expectAttentionParity(AttentionCase{32, 8, 128, 0, f16}, 5000, 512,
+                        {1, 1, 30, 1, 200, 1, 512, 512, 512, 512, 512, 512, 512, 512, 512, 1, 1,
+                         83, 1},
+                        TestRope{});
 }
 
 TEST(OpParity, SwiGluAndAdd) {
