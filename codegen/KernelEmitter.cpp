@@ -1354,8 +1354,9 @@ private:
       decodeShape.gridPerToken[2] = 1;
       decodeShape.maxTokens = static_cast<uint32_t>(maxBatch());
       decodeShape.steps = plan::LaunchSteps::Batch;
-      // Without the RoPE (the fused RoPE launch runs in batch steps): with it, the 8B q4
-      // batch plan's 8-row step took 3.115-3.123 against 3.041-3.049 ms (H200).
+      // Without the RoPE (the fused RoPE launch runs in batch steps): with it the 8B q4 batch
+      // plan's 8-row step was no faster, 3.115-3.123 against 3.041-3.049 ms, or 3.032-3.042
+      // against 3.029-3.030 with batch steps triggering early but for the attention (H200).
       decodeShape.waitsItself = false;
       NINFER_RETURN_IF_ERROR(addKernel(op, "attention_decode", decode.str() + ")", decodeShape));
     }
