@@ -89,6 +89,21 @@ std::vector<float> craftedLogits(const std::vector<float>& crafted, int width, i
   return row;
 }
 
+// The CUDA executor of an emitted plan (the file must outlive it), or null with the failure
+// recorded.
+std::unique_ptr<Executor> openOnGpu(const std::unique_ptr<PlanFile>& file) {
+  if (!file) {
+    ADD_FAILURE() << "the plan did not open";
+    return nullptr;
+  }
+  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*file, 0);
+  if (!cuda.isOk()) {
+    ADD_FAILURE() << cuda.status().message();
+    return nullptr;
+  }
+  return std::move(*cuda);
+}
+
 void expectCandidates(const TopKCandidates& actual, const TopKCandidates& expected,
                       const std::string& what) {
   EXPECT_EQ(actual.valid, expected.valid) << what;
@@ -104,10 +119,9 @@ void expectCandidates(const TopKCandidates& actual, const TopKCandidates& expect
 // take 49 slices.
 void expectTopKOfCraftedRows(const std::vector<float>& crafted, int width) {
   std::unique_ptr<PlanFile> file = craftedPlan(crafted, width);
-  ASSERT_TRUE(file);
-  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*file, 0);
-  ASSERT_TRUE(cuda.isOk()) << cuda.status().message();
-  Executor& e = **cuda;
+  std::unique_ptr<Executor> cuda = openOnGpu(file);
+  ASSERT_TRUE(cuda);
+  Executor& e = *cuda;
   ASSERT_EQ(e.maxTopKCandidates(), kMaxTopKCandidates);
   for (int round = 0; round < 2; ++round)
     for (int k : {1, 7, 40, kMaxTopKCandidates})
@@ -138,10 +152,9 @@ TEST(GreedyTokens, CraftedLogits) {
             (std::vector<int32_t>{700, 42, 4999, 0, 0, 3, 2000}));
 
   std::unique_ptr<PlanFile> file = craftedPlan(crafted);
-  ASSERT_TRUE(file);
-  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*file, 0);
-  ASSERT_TRUE(cuda.isOk()) << cuda.status().message();
-  Executor& e = **cuda;
+  std::unique_ptr<Executor> cuda = openOnGpu(file);
+  ASSERT_TRUE(cuda);
+  Executor& e = *cuda;
   ASSERT_TRUE(e.picksGreedyTokens());
   std::vector<float> logits(size_t(kMaxBatch) * kWidth);
   for (int round = 0; round < 2; ++round) {
@@ -190,10 +203,9 @@ TEST(GreedyTokens, TinyModel) {
   options.maxBatch = 4;
   test::TestPlan t = test::tinyModel(options);
   std::unique_ptr<PlanFile> file = test::emittedPlan(t, "tiny model");
-  ASSERT_TRUE(file);
-  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*file, 0);
-  ASSERT_TRUE(cuda.isOk()) << cuda.status().message();
-  Executor& e = **cuda;
+  std::unique_ptr<Executor> cuda = openOnGpu(file);
+  ASSERT_TRUE(cuda);
+  Executor& e = *cuda;
   const int vocab = file->plan().model()->vocab_size();
   std::vector<float> logits(size_t(options.maxBatch) * size_t(vocab));
   std::mt19937 rng(5);
@@ -232,10 +244,9 @@ TEST(TopKCandidates, TinyModel) {
   REQUIRE_GPU();
   test::TestPlan t = test::tinyModel(test::TinyModelOptions{});
   std::unique_ptr<PlanFile> file = test::emittedPlan(t, "tiny model");
-  ASSERT_TRUE(file);
-  Result<std::unique_ptr<Executor>> cuda = createCudaExecutor(*file, 0);
-  ASSERT_TRUE(cuda.isOk()) << cuda.status().message();
-  Executor& e = **cuda;
+  std::unique_ptr<Executor> cuda = openOnGpu(file);
+  ASSERT_TRUE(cuda);
+  Executor& e = *cuda;
   const int vocab = file->plan().model()->vocab_size();
   std::vector<float> logits(static_cast<size_t>(vocab));
   std::mt19937 rng(6);
