@@ -173,8 +173,7 @@ private:
   // ticket, the slices' non-NaN counts and bests) for a step's row; slices of the vocab.
   CUdeviceptr topKDevice_ = 0;
   int topKSlices_ = 1;
-  int topK_ = 0;       // the k of the next kTopK step
-  int topKGraphK_ = 0; // the k decodeGraphs_[kTopK] was captured with
+  int topK_ = 0; // the k of kTopK steps, and of decodeGraphs_[kTopK] where captured
   void *hostStaging_ = nullptr; // pinned: StepState, tokens, ids, logits
   StepState *hostState_ = nullptr;
   int32_t *hostTokens_ = nullptr;
@@ -671,11 +670,11 @@ Status CudaExecutor::forwardSequenceTopK(int sequence, const int32_t *tokens, in
   NINFER_RETURN_IF_ERROR(
       checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
   // k is a parameter of the captured sampling launch: another k captures the graph anew.
-  if (decodeGraphs_[kTopK] && topKGraphK_ != k) {
+  if (decodeGraphs_[kTopK] && topK_ != k) {
     cu_.graphExecDestroy(decodeGraphs_[kTopK]);
     decodeGraphs_[kTopK] = nullptr;
   }
-  topK_ = topKGraphK_ = k;
+  topK_ = k;
   NINFER_RETURN_IF_ERROR(runSequence(sequence, tokens, n, pos, kTopK));
   int32_t counts[2];
   std::memcpy(counts, hostTopK_ + 2 * kMaxTopKCandidates, sizeof(counts));

@@ -42,10 +42,11 @@ GenerationConfig config(int context, int maxStep, int vocab, int maxNew) {
 }
 
 std::vector<int32_t> collect(Generator& generator, const std::vector<int32_t>& prompt,
-                             GenerationStats* stats = nullptr) {
-  Sampler greedy(SamplingParams{});
+                             GenerationStats* stats = nullptr,
+                             const SamplingParams& params = SamplingParams{}) {
+  Sampler sampler(params);
   std::vector<int32_t> out;
-  auto result = generator.generate(prompt, greedy, [&](int32_t id) {
+  auto result = generator.generate(prompt, sampler, [&](int32_t id) {
     out.push_back(id);
     return true;
   });
@@ -161,13 +162,7 @@ TEST(Generator, GreedyDecodeStepsLetTheExecutorPick) {
   Generator other(sampled, config(64, 8, 100, 3));
   SamplingParams params;
   params.temperature = 0.01f;
-  Sampler sampler(params);
-  std::vector<int32_t> tokens;
-  ASSERT_TRUE(other.generate({1, 2, 3}, sampler, [&](int32_t id) {
-                     tokens.push_back(id);
-                     return true;
-                   }).isOk());
-  EXPECT_EQ(tokens, (std::vector<int32_t>{4, 5, 6}));
+  EXPECT_EQ(collect(other, {1, 2, 3}, nullptr, params), (std::vector<int32_t>{4, 5, 6}));
   EXPECT_TRUE(sampled.picks.empty());
 }
 
@@ -195,13 +190,7 @@ TEST(Generator, TopKDecodeStepsLetTheExecutorPickTheCandidates) {
   params.seed = 11;
   auto run = [&](CountingExecutor& executor) {
     Generator generator(executor, config(64, 8, 100, 12));
-    Sampler sampler(params);
-    std::vector<int32_t> tokens;
-    EXPECT_TRUE(generator.generate({1, 2, 3}, sampler, [&](int32_t id) {
-                  tokens.push_back(id);
-                  return true;
-                }).isOk());
-    return tokens;
+    return collect(generator, {1, 2, 3}, nullptr, params);
   };
   CountingExecutor logits(100);
   CandidateExecutor candidates(100);
