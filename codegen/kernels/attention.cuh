@@ -207,9 +207,11 @@ struct DecodeSlice {
 
 // Moves q, the caches, out and the workspace to this block's row of the step
 // (grid z in batch steps; single-sequence steps decode one token) and splits
-// the visible keys into runs of at least minKeys. False when the block has
-// nothing to do (not a decode step, a row past the step, an empty split).
-template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int KVT, int SPLITS>
+// the visible keys into at most SPLITS runs of up to minKeys keys, or with BALANCED of
+// whole rounds of minKeys keys (AttentionShapes.h, kDecodeSplitBalance). False when
+// the block has nothing to do (not a decode step, a row past the step, an empty split).
+template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int KVT, int SPLITS,
+          bool BALANCED = false>
 __device__ __forceinline__ bool decodeSlice(int minKeys, const float *&q, const void *&kCache,
                                             const void *&vCache, float *&out, void *&workspace,
                                             const StepState *state, DecodeSlice &slice) {
@@ -229,7 +231,13 @@ __device__ __forceinline__ bool decodeSlice(int minKeys, const float *&q, const 
   const int p = min(stepPosition(state, row), CONTEXT - 1);
   const int lo = WINDOW > 0 ? max(0, p - WINDOW + 1) : 0;
   const int len = p - lo + 1;
-  int splits = min(SPLITS, (len + minKeys - 1) / minKeys);
+  int keys = minKeys, most = SPLITS; // keys per split, splits
+  if constexpr (BALANCED) {
+    const float rounds = sqrtf(static_cast<float>(len) / (minKeys * attn::kDecodeSplitBalance));
+    keys *= max(1, __float2int_rn(rounds));
+    most = min(SPLITS, attn::kDecodeMmaMaxSplits);
+  }
+  int splits = min(most, (len + keys - 1) / keys);
   const int chunk = (len + splits - 1) / splits;
   splits = (len + chunk - 1) / chunk; // every split below is non-empty
   slice.splits = splits;
@@ -581,7 +589,7 @@ __device__ __forceinline__ int decodeRopeAppend(const DecodeRope<HD, DYNAMIC> &r
 
 // attentionDecode on tensor cores, for f16 caches with HD % 16 == 0 and
 // HD <= 128 (the emitter picks it on sm_80+): same grid, block, workspace and
-// split combine, splits of at least kDecodeMmaMinKeys keys. Warp w takes the
+// split combine, splits of whole rounds of kDecodeMmaMinKeys keys. Warp w takes the
 // 16-key tiles w, w + 4, ... of its block's split, each copied into its own
 // two-stage shared ring with cp.async (rows padded to HD + 8 halves, so
 // ldmatrix's 8 rows fall in distinct banks), the next one in flight while it
@@ -614,7 +622,7 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
   extern __shared__ __align__(16) unsigned char decodeShared[];
 
   DecodeSlice slice;
-  if (!decodeSlice<HEADS, KVH, HD, WINDOW, CONTEXT, kKvF16, SPLITS>(
+  if (!decodeSlice<HEADS, KVH, HD, WINDOW, CONTEXT, kKvF16, SPLITS, true>(
           kDecodeMmaMinKeys, q, kCache, vCache, out, workspace, state, slice))
     return;
   const int lane = threadIdx.x % kWarpSize;

@@ -457,7 +457,8 @@ TEST(OpParity, Attention) {
       expectAttentionParity(c, 160, 64, {7, 1, 1, 64, 1, 9, 1, 33, 1});
 }
 
-// Long sequences: decode at positions that use 1, 2, 8 and all 64 splits,
+// Long sequences: decode at positions that use 1, 2, 8 and all 64 splits of the
+// CUDA-core kernel (int8 caches), 1, 4 and 26 splits of 3 rounds on tensor cores (f16),
 // prefill chunks of 512 rows far into the cache, a window of 1000.
 TEST(OpParity, AttentionLongContext) {
   REQUIRE_GPU();
@@ -474,7 +475,7 @@ TEST(OpParity, AttentionLongContext) {
 // launch, and in one-token steps into the tensor-core decode kernel (head_dim 16..128 in
 // steps of 16), which rotates and appends itself; head_dim 80 keeps the launch in every
 // step. GQA up to 16 (two head chunks write the same cache row), windows, dynamic NTK past
-// the original 16 positions, decode at split counts 1 to 64.
+// the original 16 positions, decode at split counts 1 to 26.
 TEST(OpParity, RopeIntoDecodeAttention) {
   REQUIRE_GPU();
   const DType f16 = DType::F16;

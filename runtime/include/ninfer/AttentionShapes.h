@@ -14,6 +14,18 @@ constexpr int kDecodeMinKeys = 32;    // keys per decode split at least (CUDA co
 constexpr int kDecodeMmaMinKeys = 64; // the same on tensor cores: 4 warps x one tile
 constexpr int kDecodeTileKeys = 16;   // keys per tile of the tensor-core decode kernel
 constexpr int kMaxDecodeSplits = 64;
+// The tensor-core decode kernel's splits: whole rounds of kDecodeMmaMinKeys keys (a tile per
+// warp), about sqrt(len / (kDecodeMmaMinKeys * kDecodeSplitBalance)) rounds each (to the
+// nearest), and at most kDecodeMmaMaxSplits splits. A block's time grows with its rounds, the
+// combine's (the last block of a kv head reads every split's partials) with the splits.
+// Measured on the H200, 8B q4 decode tok/s: at 512 keys 8 splits beat 4, 2 and 1 (535.8
+// against 531.5, 521.8, 512.0); at 8K 32 beat 64 and 16 (466.5 against 428.3, 461.2); at 32K
+// 32 beat 64 (331.2 against 311.5). The CUDA-core kernel (int8 caches) loses with fewer
+// splits (8K: 354.8 -> 297.5) and keeps one round of kDecodeMinKeys keys. Not understood:
+// batch-8 steps at 512-640 keys, whose splits the rule leaves as they were, went 3.03 -> 3.09
+// ms with it (docs/performance.md, nineteenth session).
+constexpr int kDecodeSplitBalance = 8;
+constexpr int kDecodeMmaMaxSplits = 32;
 constexpr int kPrefillThreads = 256;
 constexpr int kPrefillKeys = 32; // keys per prefill tile
 // Tensor-core prefill (attentionPrefillMma): 4 warps of 16 queries, tiles of 64 keys.
