@@ -139,24 +139,46 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
       staged[i / 8].corr[i % 8] = 0.0f;
     __syncwarp();
 
-    // Staged unit s = j * kUpw + i is unit j * chunkUnits + warp * kUpw + i of K.
+    // Staged unit s = j * kUpw + i is unit j * chunkUnits + warp * kUpw + i of K, staged in
+    // batches of kBatch units: their loads are all issued before any is used. The norm's
+    // weights are constants, so the first batch's are loaded before the dependency wait.
+    constexpr int kBatch = 16;
+    auto unitOf = [&](int s) { return s / kUpw * kLayout.chunkUnits + warp * kUpw + s % kUpw; };
+    auto staging = [&](int s) { return s < kStaged && unitOf(s) < kUnits; };
+    float gw[kBatch][4];
+    auto normWeights = [&](int s0) {
+      if constexpr (NORM::kOn) {
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i)
+          if (staging(s0 + i))
+            norm.weights(unitOf(s0 + i) * quant::kQuantUnitValues + 4 * lane, gw[i]);
+      }
+    };
+    normWeights(0);
     const bool oneToken = state->nTokens == 1;
     gridDependencyWait();
     gridDependencyTrigger(oneToken);
     if (lastRow) // the last row of the step (x is written by the previous kernel)
       x += static_cast<long long>(state->nTokens - 1) * K;
     const int stageByte = oneTokenSlotByte<BITS, GROUP>(4 * lane);
-    auto unitOf = [&](int s) { return s / kUpw * kLayout.chunkUnits + warp * kUpw + s % kUpw; };
-    auto xAt = [&](int s) { return x + unitOf(s) * quant::kQuantUnitValues + 4 * lane; };
+    float4 xv[kBatch];
+    auto loadX = [&](int s0) {
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i)
+        if (staging(s0 + i))
+          xv[i] = loadProduced(x + unitOf(s0 + i) * quant::kQuantUnitValues + 4 * lane);
+    };
     float inv = 1.0f;
     if constexpr (NORM::kOn) {
       float sq = 0.0f;
 #pragma unroll
-      for (int s = 0; s < kStaged; ++s)
-        if (unitOf(s) < kUnits) {
-          const float4 v = loadProduced(xAt(s));
-          sq += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-        }
+      for (int s0 = 0; s0 < kStaged; s0 += kBatch) {
+        loadX(s0);
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i)
+          if (staging(s0 + i))
+            sq += xv[i].x * xv[i].x + xv[i].y * xv[i].y + xv[i].z * xv[i].z + xv[i].w * xv[i].w;
+      }
       sq = warpSum(sq);
       // The second partial buffer: its first use is the block's second tile, after the
       // first tile's barrier, which every warp reaches after it has read the sums.
@@ -171,24 +193,18 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
         total += sums[w];
       inv = norm.inverse(total, K);
     }
-    // Eight units' loads at a time (registers), then their staging.
-    constexpr int kBatch = 8;
 #pragma unroll
     for (int s0 = 0; s0 < kStaged; s0 += kBatch) {
-      float4 xv[kBatch];
+      if (!NORM::kOn || kStaged > kBatch) // else the norm's pass left the one batch in xv
+        loadX(s0);
+      if (s0 > 0)
+        normWeights(s0);
 #pragma unroll
       for (int i = 0; i < kBatch; ++i)
-        if (s0 + i < kStaged && unitOf(s0 + i) < kUnits)
-          xv[i] = loadProduced(xAt(s0 + i));
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i)
-        if (s0 + i < kStaged && unitOf(s0 + i) < kUnits) {
-          if constexpr (NORM::kOn) {
-            float g[4];
-            norm.weights(unitOf(s0 + i) * quant::kQuantUnitValues + 4 * lane, g);
-            xv[i] = make_float4(xv[i].x * inv * g[0], xv[i].y * inv * g[1], xv[i].z * inv * g[2],
-                                xv[i].w * inv * g[3]);
-          }
+        if (staging(s0 + i)) {
+          if constexpr (NORM::kOn)
+            xv[i] = make_float4(xv[i].x * inv * gw[i][0], xv[i].y * inv * gw[i][1],
+                                xv[i].z * inv * gw[i][2], xv[i].w * inv * gw[i][3]);
           stageOneTokenValues<BITS, GROUP>(xv[i], staged[s0 + i], stageByte, lane);
         }
     }
@@ -201,9 +217,19 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
     const int xLowStep = low ? sizeof(OneTokenUnitStage) : 0;
     const int xHighStep = high ? sizeof(OneTokenUnitStage) : 0;
 
+    constexpr int kOutputs = SWIGLU ? 8 : gemv::kBulkTileRows;
     int stage = 0, n = 0;
     for (int tile = blocks.index; tile < kTiles; tile += blocks.count, ++n) {
       const int b = n % 2;
+      // The output's bias and residual, loaded while the tile streams.
+      const int o = tile * kOutputs + threadIdx.x;
+      float bv = 0.0f, rv = 0.0f;
+      if (!SWIGLU && threadIdx.x < kOutputs) {
+        if constexpr (HAS_BIAS)
+          bv = loadAsFloat<BDT>(bias, o);
+        if (residual)
+          rv = loadProducedScalar(residual + o);
+      }
       barrierWait(scalesFull(b), (n / 2) & 1);
       const unsigned short *scales = reinterpret_cast<const unsigned short *>(
           smem + kLayout.offScales + b * kLayout.scaleBytes);
@@ -249,7 +275,6 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
         partial[warp * gemv::kBulkTileRows + g + 8] = sum1;
       }
       asm volatile("bar.sync 1, %0;" ::"n"(kMathThreads) : "memory");
-      constexpr int kOutputs = SWIGLU ? 8 : gemv::kBulkTileRows;
       if (threadIdx.x < kOutputs) {
         auto rowSum = [&](int r) {
           float v = 0.0f;
@@ -258,15 +283,10 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
             v += partial[w * gemv::kBulkTileRows + r];
           return v;
         };
-        const int o = tile * kOutputs + threadIdx.x;
-        if constexpr (SWIGLU) {
+        if constexpr (SWIGLU)
           y[o] = siluTimes(rowSum(threadIdx.x), rowSum(threadIdx.x + 8));
-        } else {
-          float bv = 0.0f;
-          if constexpr (HAS_BIAS)
-            bv = loadAsFloat<BDT>(bias, o);
-          storeLinearOut(y, residual, o, rowSum(threadIdx.x) + bv);
-        }
+        else
+          y[o] = residual ? rowSum(threadIdx.x) + bv + rv : rowSum(threadIdx.x) + bv;
       }
     }
   }
