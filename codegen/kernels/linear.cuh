@@ -156,6 +156,23 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
       for (int i = 0; i < RPW; ++i)
         acc[i][r] = 0.0f;
     }
+    // The lane that stores the outputs loads their bias and residual right after the wait
+    // (the first step of slice 0, full or tail), so the loads overlap the dot products.
+    float bv[RPW], rv[RPW][MAXR];
+    auto loadAddends = [&] {
+      if (SWIGLU || slice != 0 || lane != 0)
+        return;
+#pragma unroll
+      for (int i = 0; i < RPW; ++i) {
+        const int o = min(o0 + i, N - 1);
+        bv[i] = HAS_BIAS ? loadAsFloat<BDT>(bias, o) : 0.0f;
+#pragma unroll
+        for (int r = 0; r < MAXR; ++r)
+          rv[i][r] = residual && (MAXR == 1 || r < rows)
+                         ? loadProducedScalar(residual + static_cast<long long>(r) * N + o)
+                         : 0.0f;
+      }
+    };
     for (int it = slice; it < kFull; it += KS) {
       const int base = it * kStep + lane;
       uint4 wv[kUnroll][RPW];
@@ -165,6 +182,8 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
         for (int i = 0; i < RPW; ++i)
           wv[u][i] = loadStream16(wRow[i] + base + u * kWarpSize);
       waitOnce();
+      if (it == slice)
+        loadAddends();
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
         gemvChunk<WDT, K, MAXR, RPW>(x, rows, base + u * kWarpSize, wv[u], acc, sq, norm);
@@ -180,6 +199,8 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
             wv[u][i] = base + u * kWarpSize < kChunks ? loadStream16(wRow[i] + base + u * kWarpSize)
                                                        : make_uint4(0, 0, 0, 0);
         waitOnce();
+        if (kFull == 0)
+          loadAddends();
 #pragma unroll
         for (int u = 0; u < kTailIters; ++u)
           if (base + u * kWarpSize < kChunks)
@@ -233,13 +254,12 @@ __device__ __forceinline__ void linearGemvVec(const float *x, int rows, const vo
 #pragma unroll
         for (int i = 0; i < RPW; ++i) {
           const int o = o0 + i;
-          float b = 0.0f;
-          if constexpr (HAS_BIAS)
-            b = loadAsFloat<BDT>(bias, min(o, N - 1));
 #pragma unroll
           for (int r = 0; r < MAXR; ++r)
-            if ((MAXR == 1 || r < rows) && lane == 0 && o < N)
-              storeLinearOut(y, residual, static_cast<long long>(r) * N + o, total(i, r) + b);
+            if ((MAXR == 1 || r < rows) && lane == 0 && o < N) {
+              const float v = total(i, r) + bv[i];
+              y[static_cast<long long>(r) * N + o] = residual ? v + rv[i][r] : v;
+            }
         }
       }
     }
