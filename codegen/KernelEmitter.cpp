@@ -1329,14 +1329,20 @@ private:
     // With the RoPE fused in, the kernel waits for the previous one itself, after its first
     // copies of cache rows (attentionDecodeMma).
     const std::string rope = decodeRope(op, a);
-    std::ostringstream decode;
-    decode << "ninfer::dev::" << (mmaDecode ? "attentionDecodeMma<" : "attentionDecode<")
+    // balanced: the tensor-core kernel's split rule of single-sequence steps (batch steps keep
+    // one round per split: AttentionShapes.h).
+    const auto decode = [&](bool balanced) {
+      std::ostringstream call;
+      call << "ninfer::dev::" << (mmaDecode ? "attentionDecodeMma<" : "attentionDecode<")
            << a.heads << ", " << a.kv_heads << ", " << a.head_dim << ", " << a.window << ", "
-           << a.context << ", " << (mmaDecode ? "" : kvDtype + ", ") << splits << ">("
+           << a.context << ", " << (mmaDecode ? "" : kvDtype + ", ") << splits
+           << (mmaDecode && !balanced ? ", false" : "") << ">("
            << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[3]) << ", "
            << raw(op.inputs[4]) << ", " << ptr("float*", op.outputs[0]) << ", "
            << (op.inputs.size() == 6 ? raw(op.inputs[5]) : std::string("nullptr")) << ", "
            << floatLiteral(a.scale) << ", state";
+      return call.str();
+    };
     const uint32_t decodeBlocks = static_cast<uint32_t>(a.kv_heads * decodeHeadChunks(group));
     LaunchShape decodeShape{{decodeBlocks, static_cast<uint32_t>(splits), 1},
                             {0, 0, 0},
@@ -1347,7 +1353,7 @@ private:
     decodeShape.steps = plan::LaunchSteps::Sequence;
     decodeShape.waitsItself = !rope.empty();
     NINFER_RETURN_IF_ERROR(
-        addKernel(op, "attention_decode", decode.str() + rope + ")", decodeShape));
+        addKernel(op, "attention_decode", decode(true) + rope + ")", decodeShape));
     if (maxBatch() > 1) { // a grid layer per row of a batch step
       args_ = op.launches.back()->args; // and the same buffers (addKernel took them)
       decodeShape.gridBase[2] = 0;
@@ -1358,7 +1364,7 @@ private:
       // plan's 8-row step was no faster, 3.115-3.123 against 3.041-3.049 ms, or 3.032-3.042
       // against 3.029-3.030 with batch steps triggering early but for the attention (H200).
       decodeShape.waitsItself = false;
-      NINFER_RETURN_IF_ERROR(addKernel(op, "attention_decode", decode.str() + ")", decodeShape));
+      NINFER_RETURN_IF_ERROR(addKernel(op, "attention_decode", decode(false) + ")", decodeShape));
     }
 
     // Prefill: the tensor-core kernel where decode takes it (f16 caches, head_dim 16..128);

@@ -604,8 +604,9 @@ __device__ __forceinline__ int decodeRopeAppend(const DecodeRope<HD, DYNAMIC> &r
 //              next mma (hi + lo again), V fragments by ldmatrix.trans.
 // Then the warps' states go through finishDecodeBlock in natural-log units.
 // With a DecodeRope (rope.cuh) q and k come unrotated, and the block rotates and appends
-// them first (decodeRopeAppend).
-template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int SPLITS,
+// them first (decodeRopeAppend). BALANCED false: splits of one round each, up to SPLITS (the
+// rule before kDecodeSplitBalance, which batch steps keep: AttentionShapes.h).
+template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int SPLITS, bool BALANCED = true,
           class ROPE = NoDecodeRope>
 __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *kCache,
                                                    const void *vCache, float *out,
@@ -622,7 +623,7 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
   extern __shared__ __align__(16) unsigned char decodeShared[];
 
   DecodeSlice slice;
-  if (!decodeSlice<HEADS, KVH, HD, WINDOW, CONTEXT, kKvF16, SPLITS, true>(
+  if (!decodeSlice<HEADS, KVH, HD, WINDOW, CONTEXT, kKvF16, SPLITS, BALANCED>(
           kDecodeMmaMinKeys, q, kCache, vCache, out, workspace, state, slice))
     return;
   const int lane = threadIdx.x % kWarpSize;

@@ -155,6 +155,17 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
   EXPECT_EQ(attention[1].zPerToken, 1u);
   EXPECT_EQ(attention[2].kernel, "attention_prefill");
   EXPECT_EQ(attention[2].steps, S::Sequence);
+  // The batch launch keeps one round of keys per split; the single-sequence one takes the
+  // balanced split rule (AttentionShapes.h).
+  const std::string &source = many.plan.kernels->source;
+  auto callOf = [&](uint32_t function) {
+    const size_t at = source.find(" " + many.plan.kernels->functions[function] + "(");
+    return at == std::string::npos ? std::string() : source.substr(at, source.find("\n}\n", at) - at);
+  };
+  EXPECT_NE(callOf(attention[1].function).find("attentionDecodeMma<"), std::string::npos);
+  EXPECT_NE(callOf(attention[1].function).find(", false>("), std::string::npos);
+  EXPECT_NE(callOf(attention[0].function).find("attentionDecodeMma<"), std::string::npos);
+  EXPECT_EQ(callOf(attention[0].function).find(", false>("), std::string::npos);
   // Multi-row GEMV steps stage x in shared memory in plans of several sequences only.
   EXPECT_NE(many.plan.kernels->source.find("#define NINFER_GEMV_STAGE_X 1"), std::string::npos);
   EXPECT_EQ(one.plan.kernels->source.find("NINFER_GEMV_STAGE_X"), std::string::npos);

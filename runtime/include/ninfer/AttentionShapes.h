@@ -21,9 +21,9 @@ constexpr int kMaxDecodeSplits = 64;
 // Measured on the H200, 8B q4 decode tok/s: at 512 keys 8 splits beat 4, 2 and 1 (535.8
 // against 531.5, 521.8, 512.0); at 8K 32 beat 64 and 16 (466.5 against 428.3, 461.2); at 32K
 // 32 beat 64 (331.2 against 311.5). The CUDA-core kernel (int8 caches) loses with fewer
-// splits (8K: 354.8 -> 297.5) and keeps one round of kDecodeMinKeys keys. Not understood:
-// batch-8 steps at 512-640 keys, whose splits the rule leaves as they were, went 3.03 -> 3.09
-// ms with it (docs/performance.md, nineteenth session).
+// splits (8K: 354.8 -> 297.5) and keeps one round of kDecodeMinKeys keys. So do batch steps:
+// with the rule their kernel made batch-8 steps at 512-640 keys, whose splits it leaves as they
+// were, 3.03 -> 3.09 ms (not understood; docs/performance.md, nineteenth session).
 constexpr int kDecodeSplitBalance = 8;
 constexpr int kDecodeMmaMaxSplits = 32;
 constexpr int kPrefillThreads = 256;
