@@ -38,6 +38,7 @@
 #include "plan_generated.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -93,11 +94,15 @@ public:
                              TopKCandidates *candidates) override;
   Status forwardSequenceGreedy(int sequence, const int32_t *tokens, int n, int pos,
                                int32_t *id) override;
+  bool samplesTokens() const override { return argmax_ && sample_; }
+  Status forwardSequenceSample(int sequence, const int32_t *tokens, int n, int pos,
+                               float temperature, double uniform, int32_t *id) override;
   Status forwardBatchGreedy(const int32_t *tokens, const int32_t *positions,
                             const int32_t *sequences, int batch, int32_t *ids) override;
   int maxBatch() const override { return file_.plan().max_batch(); }
   std::string name() const override {
-    const bool graphs = decodeGraphs_[kLogits] || decodeGraphs_[kGreedyIds] || decodeGraphs_[kTopK];
+    const bool graphs = decodeGraphs_[kLogits] || decodeGraphs_[kGreedyIds] ||
+                        decodeGraphs_[kTopK] || decodeGraphs_[kSampled];
     return "CUDA (" + deviceName_ + ", " + codeArch_ + (graphs ? ", graphs" : "") +
            (dependentLaunch_ ? ", pdl" : "") + ")";
   }
@@ -121,8 +126,8 @@ private:
 
   // What a step hands the host: the logits (a batch step's rows, else the last token's),
   // each of those rows' greedy token, or (single-sequence steps) the top-topK_ candidates
-  // of its row, picked on the device.
-  enum Output { kLogits = 0, kGreedyIds = 1, kTopK = 2, kOutputs = 3 };
+  // of its row, picked on the device, or its token drawn on the device with temperature_.
+  enum Output { kLogits = 0, kGreedyIds = 1, kTopK = 2, kSampled = 3, kOutputs = 4 };
 
   // Whether launch l runs in a step of n rows, a batch step or not (non-empty
   // grid, n in its token range, the step's kind among its steps).
@@ -147,7 +152,9 @@ private:
   Status runStaged(int n, bool batch, Output output, CUgraphExec *graph,
                    const std::string &step);
   // Stages and runs a single-sequence step, or a batch step (the caller has checked it).
-  Status runSequence(int sequence, const int32_t *tokens, int n, int pos, Output output);
+  // uniform: the row's StepState::uniform (kSampled steps).
+  Status runSequence(int sequence, const int32_t *tokens, int n, int pos, Output output,
+                     double uniform = 0.0);
   Status runBatch(const int32_t *tokens, const int32_t *positions, const int32_t *sequences,
                   int batch, Output output);
   std::string opLabel(uint32_t op) const;
@@ -163,6 +170,7 @@ private:
   CUfunction fill_ = nullptr;
   CUfunction argmax_ = nullptr; // null in plans compiled before device greedy sampling
   CUfunction topk_ = nullptr;   // and before device top-k candidates
+  CUfunction sample_ = nullptr; // and before device temperature sampling
   std::vector<LaunchInfo> launches_;
   std::vector<CUdeviceptr> allocations_;
   CUdeviceptr weights_ = 0, activations_ = 0, kv_ = 0, workspace_ = 0, tokens_ = 0, logits_ = 0,
@@ -174,6 +182,10 @@ private:
   CUdeviceptr topKDevice_ = 0;
   int topKSlices_ = 1;
   int topK_ = 0; // the k of kTopK steps, and of decodeGraphs_[kTopK] where captured
+  // Temperature sampling (kMaxBatch rows): the slices' sums and last non-NaN ids, the
+  // tickets, the ids; the temperature of kSampled steps and of their graph.
+  CUdeviceptr sampleDevice_ = 0;
+  float temperature_ = 0.0f;
   void *hostStaging_ = nullptr; // pinned: StepState, tokens, ids, logits
   StepState *hostState_ = nullptr;
   int32_t *hostTokens_ = nullptr;
@@ -532,6 +544,8 @@ Status CudaExecutor::init(int ordinal) {
     argmax_ = nullptr;
   if (cu_.moduleGetFunction(&topk_, module_, "ninfer_topk_rows") != CUDA_SUCCESS)
     topk_ = nullptr;
+  if (cu_.moduleGetFunction(&sample_, module_, "ninfer_sample_rows") != CUDA_SUCCESS)
+    sample_ = nullptr;
   topKSlices_ = std::max(1, (p.model()->vocab_size() + kTopKSliceValues - 1) / kTopKSliceValues);
   if (topKSlices_ > kTopKSliceValues)
     topk_ = nullptr; // a vocabulary past 16M ids: not even one candidate per slice
@@ -543,11 +557,13 @@ Status CudaExecutor::init(int ordinal) {
   // Greedy sampling's ids and tickets (kMaxBatch each) and partial bests.
   const uint64_t greedyBytes = 2 * kMaxBatch * 4 + uint64_t(kMaxBatch) * kArgmaxSlices * 8;
   const uint64_t topKBytes = kTopKFixedBytes + uint64_t(topKSlices_) * (4 + kMaxTopKCandidates * 8);
+  const uint64_t sampleBytes = uint64_t(kMaxBatch) * (kArgmaxSlices * 12 + 8);
   size_t freeBytes = 0, totalBytes = 0;
   NINFER_RETURN_IF_ERROR(
       cu_.check(cu_.memGetInfo(&freeBytes, &totalBytes), "cannot query free GPU memory"));
   const uint64_t needed = weightBytes + activationBytes + kvBytes + workspaceBytes + tokenBytes +
-                          logitsBytes_ + greedyBytes + topKBytes + 9 * kAllocationAlignment;
+                          logitsBytes_ + greedyBytes + topKBytes + sampleBytes +
+                          10 * kAllocationAlignment;
   if (needed > freeBytes)
     return Status::error("the plan needs " + gib(needed) + " of GPU memory (weights " +
                          gib(weightBytes) + ", activations " + gib(activationBytes) +
@@ -563,6 +579,7 @@ Status CudaExecutor::init(int ordinal) {
   NINFER_RETURN_IF_ERROR(allocate(state_, sizeof(StepState), "the step state"));
   NINFER_RETURN_IF_ERROR(allocate(greedy_, greedyBytes, "greedy sampling"));
   NINFER_RETURN_IF_ERROR(allocate(topKDevice_, topKBytes, "top-k sampling"));
+  NINFER_RETURN_IF_ERROR(allocate(sampleDevice_, sampleBytes, "temperature sampling"));
   // Zeroed like the CPU executor's arenas, so unwritten rows compare equal.
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(activations_, 0, activationBytes), "memset"));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(kv_, 0, kvBytes), "memset"));
@@ -572,6 +589,7 @@ Status CudaExecutor::init(int ordinal) {
   // The sampling kernel's tickets start at zero (argmax.cuh).
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(greedy_, 0, greedyBytes), "memset"));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(topKDevice_, 0, topKBytes), "memset"));
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(sampleDevice_, 0, sampleBytes), "memset"));
 
   std::vector<CUdeviceptr> table(buffers.size(), 0);
   for (uint32_t i = 0; i < buffers.size(); ++i) {
@@ -623,7 +641,7 @@ Status CudaExecutor::init(int ordinal) {
 }
 
 Status CudaExecutor::runSequence(int sequence, const int32_t *tokens, int n, int pos,
-                                 Output output) {
+                                 Output output, double uniform) {
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
   // The graph's copies read these pinned slots when it runs, so they are
   // written first on both paths.
@@ -631,6 +649,7 @@ Status CudaExecutor::runSequence(int sequence, const int32_t *tokens, int n, int
   hostState_->pos = pos;
   hostState_->nTokens = n;
   hostState_->seq = sequence;
+  hostState_->uniform[0] = uniform;
   std::memcpy(hostTokens_, tokens, size_t(n) * sizeof(int32_t));
   return runStaged(n, false, output, n == 1 ? &decodeGraphs_[output] : nullptr,
                    " (step at position " + std::to_string(pos) + ", " + std::to_string(n) +
@@ -656,6 +675,31 @@ Status CudaExecutor::forwardSequenceGreedy(int sequence, const int32_t *tokens, 
   NINFER_RETURN_IF_ERROR(
       checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
   NINFER_RETURN_IF_ERROR(runSequence(sequence, tokens, n, pos, kGreedyIds));
+  *id = hostIds_[0];
+  return Status::ok();
+}
+
+Status CudaExecutor::forwardSequenceSample(int sequence, const int32_t *tokens, int n,
+                                           int pos, float temperature, double uniform,
+                                           int32_t *id) {
+  if (!samplesTokens())
+    return Executor::forwardSequenceSample(sequence, tokens, n, pos, temperature, uniform, id);
+  if (!id)
+    return Status::error("no place for the step's token");
+  if (!(temperature > 0.0f) || !std::isfinite(temperature))
+    return Status::error("temperature sampling needs a finite temperature above 0");
+  if (!(uniform >= 0.0 && uniform < 1.0))
+    return Status::error("the sampling uniform must lie in [0, 1)");
+  float unused = 0.0f; // checkStep asks for a logits pointer
+  NINFER_RETURN_IF_ERROR(
+      checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
+  // The temperature is a kernel argument: a graph captured with another one is replaced.
+  if (decodeGraphs_[kSampled] && temperature_ != temperature) {
+    cu_.graphExecDestroy(decodeGraphs_[kSampled]);
+    decodeGraphs_[kSampled] = nullptr;
+  }
+  temperature_ = temperature;
+  NINFER_RETURN_IF_ERROR(runSequence(sequence, tokens, n, pos, kSampled, uniform));
   *id = hostIds_[0];
   return Status::ok();
 }
@@ -869,7 +913,7 @@ Status CudaExecutor::enqueueStep(int n, bool batch, Output output, const std::st
     return cu_.check(cu_.memcpyDtoHAsync(hostTopK_, results, kTopKResultBytes, stream_),
                      "cannot copy the top-k candidates from the GPU" + step);
   }
-  if (output == kGreedyIds) {
+  if (output == kGreedyIds || output == kSampled) {
     CUdeviceptr ids = greedy_, tickets = greedy_ + kMaxBatch * 4,
                 partial = greedy_ + 2 * kMaxBatch * 4;
     void *params[] = {&logits_, &vocab, &ids, &partial, &tickets};
@@ -877,7 +921,21 @@ Status CudaExecutor::enqueueStep(int n, bool batch, Output output, const std::st
                                                       kArgmaxThreads, 1, 1, 0, stream_, params,
                                                       nullptr),
                                      "cannot launch the greedy sampling" + step));
-    return cu_.check(cu_.memcpyDtoHAsync(hostIds_, greedy_, size_t(rows) * 4, stream_),
+    if (output == kSampled) { // the row's max (its argmax) first, then the draw
+      CUdeviceptr sums = sampleDevice_, lasts = sums + kMaxBatch * kArgmaxSlices * 8,
+                  sampleTickets = lasts + kMaxBatch * kArgmaxSlices * 4,
+                  sampled = sampleTickets + kMaxBatch * 4;
+      float temperature = temperature_;
+      CUdeviceptr state = state_;
+      void *drawParams[] = {&logits_, &vocab, &temperature, &ids, &state,
+                            &sampled, &sums, &lasts, &sampleTickets};
+      NINFER_RETURN_IF_ERROR(cu_.check(cu_.launchKernel(sample_, kArgmaxSlices, unsigned(rows), 1,
+                                                        kArgmaxThreads, 1, 1, 0, stream_,
+                                                        drawParams, nullptr),
+                                       "cannot launch the temperature sampling" + step));
+      ids = sampled;
+    }
+    return cu_.check(cu_.memcpyDtoHAsync(hostIds_, ids, size_t(rows) * 4, stream_),
                      "cannot copy the sampled ids from the GPU" + step);
   }
   const uint64_t vocabBytes = uint64_t(rows) * uint64_t(vocab) * 4;

@@ -54,10 +54,11 @@ Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, 
   promptLogits_ = logits_;
 
   start = std::chrono::steady_clock::now();
-  // Decode steps let the executor pick the greedy token, or top-k sampling's candidates,
-  // where it can (on the GPU only the id or k pairs come back); the first token comes from
-  // the prompt's logits either way.
+  // Decode steps let the executor pick the greedy token, draw with a temperature alone, or
+  // pick top-k sampling's candidates, where it can (on the GPU only the id or k pairs come
+  // back); the first token comes from the prompt's logits either way.
   const bool executorPicks = sampler.greedy() && executor_.picksGreedyTokens();
+  const bool executorSamples = sampler.temperatureOnly() && executor_.samplesTokens();
   const int candidatesK = sampler.candidatesK();
   const bool executorCandidates =
       candidatesK > 0 && executor_.maxTopKCandidates() >= candidatesK;
@@ -90,6 +91,10 @@ Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, 
     }
     if (executorPicks) {
       NINFER_RETURN_IF_ERROR(executor_.forwardSequenceGreedy(0, &id, 1, pos, &picked));
+      next = kPicked;
+    } else if (executorSamples) {
+      NINFER_RETURN_IF_ERROR(executor_.forwardSequenceSample(
+          0, &id, 1, pos, sampler.temperature(), sampler.nextUniform(), &picked));
       next = kPicked;
     } else if (executorCandidates) {
       NINFER_RETURN_IF_ERROR(

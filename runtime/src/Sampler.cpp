@@ -40,7 +40,15 @@ int32_t Sampler::sample(const float* logits, int vocab) {
     return 0;
   if (greedy())
     return argmaxToken(logits, vocab);
+  return sampleWith(logits, vocab, nextUniform());
+}
 
+double Sampler::nextUniform() {
+  // 53 random bits -> uniform double in [0, 1).
+  return double(rng_() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+int32_t Sampler::sampleWith(const float* logits, int vocab, double uniform) {
   scratch_.clear();
   for (int i = 0; i < vocab; ++i)
     if (!std::isnan(logits[i]))
@@ -55,7 +63,7 @@ int32_t Sampler::sample(const float* logits, int vocab) {
     std::sort(scratch_.begin(), scratch_.end(), before);
     sorted = true;
   }
-  return draw(sorted);
+  return draw(sorted, uniform);
 }
 
 int32_t Sampler::sampleTopK(const TopKCandidates& candidates) {
@@ -68,10 +76,10 @@ int32_t Sampler::sampleTopK(const TopKCandidates& candidates) {
   if (!sorted && !(params_.topP < 1.0f))
     std::sort(scratch_.begin(), scratch_.end(),
               [](const auto& a, const auto& b) { return a.second < b.second; });
-  return draw(sorted || params_.topP < 1.0f);
+  return draw(sorted || params_.topP < 1.0f, nextUniform());
 }
 
-int32_t Sampler::draw(bool sorted) {
+int32_t Sampler::draw(bool sorted, double uniform) {
   if (scratch_.empty())
     return 0;
   float maxLogit = scratch_[0].first;
@@ -105,9 +113,7 @@ int32_t Sampler::draw(bool sorted) {
     total = cumulative;
   }
 
-  // 53 random bits -> uniform double in [0, 1).
-  const double u = double(rng_() >> 11) * (1.0 / 9007199254740992.0);
-  const double threshold = u * total;
+  const double threshold = uniform * total;
   double cumulative = 0;
   for (const auto& entry : scratch_) {
     cumulative += entry.first;

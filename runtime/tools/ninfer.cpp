@@ -60,8 +60,9 @@ prompt (one of):
 
 options:
   -n N                  generate at most N tokens (default 128)
-  --temp T              sampling temperature (default 0 = greedy: on the GPU each token is
-                        picked there, so only its id comes back per step)
+  --temp T              sampling temperature (default 0 = greedy). On the GPU each token is
+                        picked there, so only its id comes back per step: greedy, and a
+                        temperature without --top-k or --top-p
   --top-k K             keep the K most likely tokens (default 0 = off; on the GPU, K up to
                         64 are picked there, so only K pairs come back per step)
   --top-p P             keep the smallest set of tokens with probability >= P (default 1 = off)

@@ -11,6 +11,9 @@
 //     for its logits and then again for its tokens.
 //   TopKCandidates.CraftedLogits: the crafted rows, and 200,000-wide ones (49 slices), for
 //     k of 1 to 64; TopKCandidates.TinyModel: a two-layer model's steps.
+//   TemperatureTokens.CraftedLogits, TinyModel: the tokens drawn with a temperature
+//     (codegen/kernels/sample.cuh: forwardSequenceSample) against Sampler::sampleWith of the
+//     same rows and uniforms.
 // Skips (GTEST_SKIP) when libcuda.so.1 cannot be loaded or there is no GPU.
 #include "GpuParity.h"
 #include "TinyModelPlan.h"
@@ -21,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
 #include <limits>
 
 namespace ninfer {
@@ -197,6 +201,52 @@ TEST(TopKCandidates, CraftedLogits) {
   expectTopKOfCraftedRows(crafted, wide);
 }
 
+// The tokens the executor draws with a temperature (forwardSequenceSample) from every
+// crafted row against Sampler::sampleWith of the same row and uniform, for several
+// temperatures and uniforms (0, the largest below 1, and seeded ones), twice over (the
+// kernel's tickets must come back to zero).
+void expectDrawsOfCraftedRows(const std::vector<float>& crafted, int width) {
+  std::unique_ptr<PlanFile> file = craftedPlan(crafted, width);
+  std::unique_ptr<Executor> cuda = openOnGpu(file);
+  ASSERT_TRUE(cuda);
+  Executor& e = *cuda;
+  ASSERT_TRUE(e.samplesTokens());
+  std::mt19937_64 rng(3);
+  for (int round = 0; round < 2; ++round)
+    for (float temperature : {0.3f, 1.0f, 4.0f}) {
+      SamplingParams params;
+      params.temperature = temperature;
+      Sampler host(params);
+      for (int32_t r = 0; r < kTokens; ++r) {
+        const std::vector<float> row = craftedLogits(crafted, width, r);
+        for (int i = 0; i < 12; ++i) {
+          const double u = i == 0   ? 0.0
+                           : i == 1 ? 1.0 - 1.0 / 9007199254740992.0
+                                    : double(rng() >> 11) * (1.0 / 9007199254740992.0);
+          int32_t id = -1;
+          Status s = e.forwardSequenceSample(r % kMaxBatch, &r, 1, r, temperature, u, &id);
+          ASSERT_TRUE(s.isOk()) << s.message();
+          EXPECT_EQ(id, host.sampleWith(row.data(), width, u))
+              << "width " << width << ", temperature " << temperature << ", row " << r
+              << ", uniform " << u << ", round " << round;
+        }
+      }
+    }
+  int32_t token = 0, id = 0;
+  EXPECT_FALSE(e.forwardSequenceSample(0, &token, 1, 0, 0.0f, 0.5, &id).isOk());
+  EXPECT_FALSE(e.forwardSequenceSample(0, &token, 1, 0, 1.0f, 1.0, &id).isOk());
+}
+
+TEST(TemperatureTokens, CraftedLogits) {
+  REQUIRE_GPU();
+  expectDrawsOfCraftedRows(craftedRows(), kWidth);
+  const int wide = 200000;
+  std::mt19937 rng(9);
+  std::vector<float> crafted = test::randomValues(size_t(kCrafted) * wide, 4.0f, rng);
+  std::fill(crafted.begin() + wide, crafted.begin() + 2 * wide, 2.0f); // all equal
+  expectDrawsOfCraftedRows(crafted, wide);
+}
+
 TEST(GreedyTokens, TinyModel) {
   REQUIRE_GPU();
   test::TinyModelOptions options;
@@ -240,30 +290,52 @@ TEST(GreedyTokens, TinyModel) {
   }
 }
 
-TEST(TopKCandidates, TinyModel) {
-  REQUIRE_GPU();
+// Single-sequence steps of a two-layer model on the GPU, each run twice (the second writes the
+// same cache entries): for its logits, then in `check` (with the step's token, position and
+// logits) for what the executor picks from them.
+void checkTinyModelSteps(
+    uint32_t seed, int steps,
+    const std::function<void(Executor&, int32_t, int, const std::vector<float>&)>& check) {
   test::TestPlan t = test::tinyModel(test::TinyModelOptions{});
   std::unique_ptr<PlanFile> file = test::emittedPlan(t, "tiny model");
   std::unique_ptr<Executor> cuda = openOnGpu(file);
   ASSERT_TRUE(cuda);
-  Executor& e = *cuda;
-  const int vocab = file->plan().model()->vocab_size();
-  std::vector<float> logits(static_cast<size_t>(vocab));
-  std::mt19937 rng(6);
+  std::vector<float> logits(static_cast<size_t>(file->plan().model()->vocab_size()));
+  std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> token(0, test::kTokenVocab - 1);
-  // The same step twice (the second writes the same cache entries): for its logits, then
-  // for its candidates.
-  for (int pos = 0; pos < 8; ++pos) {
-    const int k = std::vector<int>{1, 20, kMaxTopKCandidates}[size_t(pos % 3)];
+  for (int pos = 0; pos < steps; ++pos) {
     int32_t id = token(rng);
-    TopKCandidates c;
-    Status s = e.forwardSequence(0, &id, 1, pos, logits.data());
+    Status s = cuda->forwardSequence(0, &id, 1, pos, logits.data());
     ASSERT_TRUE(s.isOk()) << s.message();
-    s = e.forwardSequenceTopK(0, &id, 1, pos, k, &c);
-    ASSERT_TRUE(s.isOk()) << s.message();
-    expectCandidates(c, test::topKReference(logits.data(), vocab, k),
-                     "step " + std::to_string(pos) + ", k " + std::to_string(k));
+    check(*cuda, id, pos, logits);
   }
+}
+
+TEST(TopKCandidates, TinyModel) {
+  REQUIRE_GPU();
+  checkTinyModelSteps(6, 8, [](Executor& e, int32_t id, int pos, const std::vector<float>& logits) {
+    const int k = std::vector<int>{1, 20, kMaxTopKCandidates}[size_t(pos % 3)];
+    TopKCandidates c;
+    Status s = e.forwardSequenceTopK(0, &id, 1, pos, k, &c);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    expectCandidates(c, test::topKReference(logits.data(), int(logits.size()), k),
+                     "step " + std::to_string(pos) + ", k " + std::to_string(k));
+  });
+}
+
+TEST(TemperatureTokens, TinyModel) {
+  REQUIRE_GPU();
+  SamplingParams params;
+  params.temperature = 0.8f;
+  params.seed = 4;
+  Sampler host(params), device(params);
+  checkTinyModelSteps(10, 8, [&](Executor& e, int32_t id, int pos, const std::vector<float>& logits) {
+    int32_t drawn = -1;
+    Status s = e.forwardSequenceSample(0, &id, 1, pos, device.temperature(), device.nextUniform(),
+                                       &drawn);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    EXPECT_EQ(drawn, host.sample(logits.data(), int(logits.size()))) << "step " << pos;
+  });
 }
 
 } // namespace

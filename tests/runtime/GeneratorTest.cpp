@@ -204,6 +204,48 @@ TEST(Generator, TopKDecodeStepsLetTheExecutorPickTheCandidates) {
   EXPECT_EQ(tooMany.topKSteps, 0);
 }
 
+// Draws with a temperature itself, from CountingExecutor's logits and the uniform it is
+// given, as the CUDA executor does on the GPU.
+class SamplingExecutor : public CountingExecutor {
+public:
+  using CountingExecutor::CountingExecutor;
+  bool samplesTokens() const override { return true; }
+  Status forwardSequenceSample(int sequence, const int32_t* tokens, int n, int pos,
+                               float temperature, double uniform, int32_t* id) override {
+    std::vector<float> logits(100);
+    NINFER_RETURN_IF_ERROR(forwardSequence(sequence, tokens, n, pos, logits.data()));
+    SamplingParams params;
+    params.temperature = temperature;
+    *id = Sampler(params).sampleWith(logits.data(), 100, uniform);
+    ++sampleSteps;
+    return Status::ok();
+  }
+  int sampleSteps = 0;
+};
+
+TEST(Generator, TemperatureDecodeStepsLetTheExecutorDraw) {
+  SamplingParams params;
+  params.temperature = 1.0f; // CountingExecutor's logits: every token about as likely
+  params.seed = 12;
+  auto run = [&](CountingExecutor& executor) {
+    Generator generator(executor, config(64, 8, 100, 40));
+    return collect(generator, {1, 2, 3}, nullptr, params);
+  };
+  CountingExecutor logits(100);
+  SamplingExecutor drawing(100);
+  const std::vector<int32_t> expected = run(logits);
+  EXPECT_EQ(run(drawing), expected); // the same draws from the same seed
+  EXPECT_EQ(drawing.sampleSteps, 39);
+  // With top-k or top-p the executor does not draw.
+  for (int k : {0, 50}) {
+    params.topK = k;
+    params.topP = k ? 1.0f : 0.9f;
+    SamplingExecutor other(100);
+    run(other);
+    EXPECT_EQ(other.sampleSteps, 0) << "top-k " << k;
+  }
+}
+
 TEST(Generator, ConfigFromPlanAndRealExecutor) {
   test::TinyModelSpec spec;
   test::TinyModel model = test::buildTinyModel(spec);

@@ -202,5 +202,41 @@ TEST(Sampler, TopKCandidatesDrawWhatTheLogitsDraw) {
   EXPECT_EQ(Sampler(params).candidatesK(), 0); // greedy
 }
 
+// sampleWith() with nextUniform() of a sampler seeded alike draws what sample() draws, for
+// every kind of sampling (the executor's temperature sampling takes that path), and a
+// sample() of a row with no distribution (all -inf, +inf present, all NaN) takes a uniform
+// too, so the next draws stay in step.
+TEST(Sampler, SampleWithTheNextUniformIsSample) {
+  std::vector<std::vector<float>> rows;
+  for (uint32_t seed = 0; seed < 4; ++seed)
+    rows.push_back(randomLogits(2000, seed));
+  rows.push_back(std::vector<float>(2000, -INFINITY));
+  std::vector<float> infinite = randomLogits(2000, 7);
+  infinite[1500] = INFINITY;
+  rows.push_back(infinite);
+  rows.push_back(std::vector<float>(2000, NAN));
+  rows.push_back(randomLogits(2000, 8));
+  for (int k : {0, 5})
+    for (float topP : {1.0f, 0.8f})
+      for (float temperature : {0.3f, 1.0f, 1.7f}) {
+        SamplingParams params;
+        params.temperature = temperature;
+        params.topK = k;
+        params.topP = topP;
+        params.seed = 77;
+        Sampler sampler(params), twin(params);
+        EXPECT_EQ(twin.temperatureOnly(), k == 0 && topP == 1.0f);
+        EXPECT_EQ(twin.temperature(), temperature);
+        for (int round = 0; round < 30; ++round)
+          for (size_t r = 0; r < rows.size(); ++r)
+            EXPECT_EQ(twin.sampleWith(rows[r].data(), 2000, twin.nextUniform()),
+                      sampler.sample(rows[r].data(), 2000))
+                << "k " << k << ", top-p " << topP << ", temperature " << temperature << ", row "
+                << r << ", round " << round;
+      }
+  SamplingParams greedy;
+  EXPECT_FALSE(Sampler(greedy).temperatureOnly());
+}
+
 } // namespace
 } // namespace ninfer

@@ -80,6 +80,16 @@ public:
     (void)sequence, (void)tokens, (void)n, (void)pos, (void)k, (void)candidates;
     return Status::error(name() + " cannot pick top-k candidates itself");
   }
+  // Whether forwardSequenceSample() works for this executor and plan.
+  virtual bool samplesTokens() const { return false; }
+  // Like forwardSequence(), but `id` gets the token that Sampler::sampleWith draws from the
+  // step's logits with `temperature` alone (Sampler::temperatureOnly) and `uniform` instead
+  // of the logits: the executor draws it, so only the id leaves the GPU.
+  virtual Status forwardSequenceSample(int sequence, const int32_t* tokens, int n, int pos,
+                                       float temperature, double uniform, int32_t* id) {
+    (void)sequence, (void)tokens, (void)n, (void)pos, (void)temperature, (void)uniform, (void)id;
+    return Status::error(name() + " cannot sample tokens itself");
+  }
   // Whether forwardAllRows() works for this executor and plan.
   virtual bool hasAllRowsLogits() const { return false; }
   // Like forward(), but logits gets n x vocab_size floats: the logits of every

@@ -45,11 +45,24 @@ public:
   // sample() of the logits whose top-k candidates (k = candidatesK()) these are: the same
   // token, and the same random draw.
   int32_t sampleTopK(const TopKCandidates& candidates);
+  // Whether sample() draws from the whole row with a temperature alone (neither top-k nor
+  // top-p), so an executor may draw itself (Executor::forwardSequenceSample) with
+  // nextUniform() and temperature().
+  bool temperatureOnly() const {
+    return !greedy() && params_.topK == 0 && !(params_.topP < 1.0f);
+  }
+  float temperature() const { return params_.temperature; }
+  // The uniform in [0, 1) that the next non-greedy sample() would draw: every non-greedy
+  // sample() and sampleTopK() takes one, so a draw made elsewhere with it keeps the seed's
+  // sequence.
+  double nextUniform();
+  // sample() without greedy's shortcut, with `uniform` as its draw.
+  int32_t sampleWith(const float* logits, int vocab, double uniform);
 
 private:
   // The draw over scratch_ (descending when sorted, else in id order): softmax with the
-  // temperature, top-p, one uniform.
-  int32_t draw(bool sorted);
+  // temperature, top-p, then `uniform`.
+  int32_t draw(bool sorted, double uniform);
 
   SamplingParams params_;
   std::mt19937_64 rng_;

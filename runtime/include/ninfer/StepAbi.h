@@ -31,6 +31,9 @@ struct StepState {
   int batch;   // 0: single-sequence step; else the sequences of a batch step (= nTokens)
   int rowPos[kMaxBatch];
   int rowSeq[kMaxBatch];
+  // Row t's uniform in [0, 1) for temperature sampling on the device (Sampler::nextUniform,
+  // read by ninfer_sample_rows only). After the fields above, which plans' kernels read.
+  double uniform[kMaxBatch];
 };
 
 // Position of row t's token.
@@ -64,6 +67,10 @@ constexpr int kArgmaxThreads = 256;
 constexpr int kMaxTopKCandidates = 64;
 constexpr int kTopKSliceValues = 4096;
 constexpr int kTopKThreads = 256;
+
+// Temperature sampling on the device (codegen/kernels/sample.cuh, ninfer_sample_rows): after
+// ninfer_argmax_rows of the same rows, the same grid and block; per row kArgmaxSlices partial
+// sums (8 bytes) and last non-NaN ids (4 bytes), a ticket, and the picked id.
 
 struct KernelArgs {
   void* buffers[kMaxKernelArgs];
