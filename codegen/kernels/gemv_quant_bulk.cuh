@@ -128,6 +128,10 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
                                           const NORM &norm) const {
     constexpr int kUpw = kLayout.unitsPerWarp;
     constexpr int kStaged = kLayout.chunks * kUpw;
+    // K is whole chunks: the units' loop of a chunk needs no exit, and the compiler
+    // interleaves the math of a warp's units (8B q4 decode: 578.6 -> 587.0 tok/s on the H200;
+    // with the exit it ran them one after the other).
+    constexpr bool kWholeChunks = kUnits % kLayout.chunkUnits == 0;
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int g = lane / 4, c = lane % 4;
     unsigned char *xw = smem + kLayout.offX + warp * kLayout.xWarpBytes;
@@ -243,7 +247,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
 #pragma unroll
         for (int i = 0; i < kUpw; ++i) {
           const int inChunk = warp * kUpw + i;
-          if (inChunk >= chunkUnits(j))
+          if (!kWholeChunks && inChunk >= chunkUnits(j))
             break;
           const int u = j * kLayout.chunkUnits + inChunk;
           RunCodec<BITS> run0, run1;

@@ -199,6 +199,10 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct RowsGemv {
     stageX(x, rows, reinterpret_cast<unsigned int *>(partial) + 64 * warp);
     // The warp's units of the part: warp, warp + 8, ...
     constexpr int kUpw = (kLayout.partUnits + gemv::kBulkConsumerWarps - 1) / gemv::kBulkConsumerWarps;
+    // Every warp has kUpw units of every part: the units' loop below needs no exit, and
+    // the compiler interleaves their math (as in gemv_quant_bulk.cuh).
+    constexpr bool kWholeParts = kUnits % kLayout.partUnits == 0 &&
+                                 kLayout.partUnits % gemv::kBulkConsumerWarps == 0;
     unsigned int xp[kUpw][16];
 #pragma unroll
     for (int i = 0; i < kUpw; ++i)
@@ -225,7 +229,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct RowsGemv {
 #pragma unroll
       for (int i = 0; i < kUpw; ++i) {
         const int u = warp + i * gemv::kBulkConsumerWarps;
-        if (u >= units)
+        if (!kWholeParts && u >= units)
           break;
         Codec run0, run1;
         run0.template load<true>(stage + g * kLayout.boxBytes + u * Packing::kUnitBytes, c);
