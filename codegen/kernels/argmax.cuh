@@ -77,16 +77,10 @@ extern "C" __global__ void __launch_bounds__(ninfer::kArgmaxThreads)
     }
   }
   argmaxBlock(best, bestId);
-  __shared__ bool last;
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0)
     partial[row * kArgmaxSlices + slice] = make_float2(best, __int_as_float(bestId));
-    __threadfence();
-    last = atomicAdd(&tickets[row], 1u) == kArgmaxSlices - 1;
-  }
-  __syncthreads();
-  if (!last)
+  if (!lastBlockOf(&tickets[row], kArgmaxSlices))
     return;
-  __threadfence();
   best = 0.0f;
   bestId = -1;
   if (threadIdx.x < kArgmaxSlices) {

@@ -262,10 +262,6 @@ __device__ __forceinline__ void finishDecodeBlock(const float *sM, const float *
                                                   const float *sAcc, const DecodeSlice &slice,
                                                   float *out, void *workspace) {
   __shared__ float sMax[HPB], sSum[HPB];
-  __shared__ float sW[HPB][SPLITS];
-  __shared__ bool sLast;
-  const int lane = threadIdx.x % kWarpSize;
-  const int warp = threadIdx.x / kWarpSize;
   const int heads = slice.heads, splits = slice.splits, s = slice.split;
   const float negInf = __int_as_float(0xff800000);
   __syncthreads();
@@ -312,66 +308,49 @@ __device__ __forceinline__ void finishDecodeBlock(const float *sM, const float *
   if (splits == 1)
     return;
 
-  // Last block of this kv head's head chunk combines the splits in order.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0)
-    sLast = atomicAdd(&counters[blockIdx.x], 1u) == static_cast<unsigned int>(splits - 1);
-  __syncthreads();
-  if (!sLast)
+  // The last block of this kv head's head chunk combines the splits in order: a float4 of
+  // one head's output per thread, its splits' partials, maxima and sums loaded eight
+  // splits at a time in one round, merged as an online softmax over the splits.
+  if (!lastBlockOf(&counters[blockIdx.x], static_cast<unsigned int>(splits)))
     return;
-  __threadfence();
-  // Split weights exp(m_i - max) / sum: a warp per head, each lane holding its
-  // splits' (max, sum) in registers (one round of loads).
-  constexpr int kPerLane = (SPLITS + kWarpSize - 1) / kWarpSize;
-  for (int g = warp; g < heads; g += WARPS) {
-    const int h = slice.firstHead + g;
-    float mi[kPerLane], li[kPerLane];
-    float mAll = negInf;
-#pragma unroll
-    for (int k = 0; k < kPerLane; ++k) {
-      const int i = lane + k * kWarpSize;
-      mi[k] = i < splits ? __ldcg(partMax + h * SPLITS + i) : negInf;
-      li[k] = i < splits ? __ldcg(partSum + h * SPLITS + i) : 0.0f;
-      mAll = fmaxf(mAll, mi[k]);
-    }
-    mAll = warpMax(mAll);
-    float lAll = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kPerLane; ++k) {
-      mi[k] = lane + k * kWarpSize < splits ? expf(mi[k] - mAll) : 0.0f;
-      lAll += li[k] * mi[k];
-    }
-    lAll = warpSum(lAll);
-#pragma unroll
-    for (int k = 0; k < kPerLane; ++k)
-      if (lane + k * kWarpSize < splits)
-        sW[g][lane + k * kWarpSize] = mi[k] / lAll;
-  }
-  __syncthreads();
-  // A float4 of one head's output per thread; its splits' partials are loaded
-  // eight at a time before they are summed (in split order).
   for (int idx = threadIdx.x; idx < heads * HD / 4; idx += blockDim.x) {
     const int g = idx / (HD / 4);
     const int d = 4 * (idx % (HD / 4));
     const int h = slice.firstHead + g;
     const float4 *part = reinterpret_cast<const float4 *>(partAcc + h * SPLITS * HD + d);
     float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float mAll = negInf, lAll = 0.0f;
     for (int i0 = 0; i0 < splits; i0 += 8) {
       float4 p[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k)
-        p[k] = i0 + k < splits ? __ldcg(part + (i0 + k) * (HD / 4)) : make_float4(0, 0, 0, 0);
+      float mi[8], li[8];
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
-        const float w = i0 + k < splits ? sW[g][i0 + k] : 0.0f;
+        const bool in = i0 + k < splits;
+        p[k] = in ? __ldcg(part + (i0 + k) * (HD / 4)) : make_float4(0, 0, 0, 0);
+        mi[k] = in ? __ldcg(partMax + h * SPLITS + i0 + k) : negInf;
+        li[k] = in ? __ldcg(partSum + h * SPLITS + i0 + k) : 0.0f;
+      }
+      float m = mAll;
+#pragma unroll
+      for (int k = 0; k < 8; ++k)
+        m = fmaxf(m, mi[k]);
+      const float r = expf(mAll - m); // 0 on the first batch (mAll is -inf)
+      o = make_float4(o.x * r, o.y * r, o.z * r, o.w * r);
+      lAll *= r;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const float w = i0 + k < splits ? expf(mi[k] - m) : 0.0f;
+        lAll += li[k] * w;
         o.x += p[k].x * w;
         o.y += p[k].y * w;
         o.z += p[k].z * w;
         o.w += p[k].w * w;
       }
+      mAll = m;
     }
-    *reinterpret_cast<float4 *>(out + static_cast<long long>(h) * HD + d) = o;
+    const float inv = 1.0f / lAll;
+    *reinterpret_cast<float4 *>(out + static_cast<long long>(h) * HD + d) =
+        make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv);
   }
   if (threadIdx.x == 0)
     counters[blockIdx.x] = 0u;

@@ -72,6 +72,27 @@ __device__ __forceinline__ void gridDependencyTrigger(bool oneToken) {
 #endif
 }
 
+// Whether this block is the last of `count` blocks to arrive at `ticket`, in every thread
+// of the block: the blocks publish partial results, and the last one combines them. The
+// block's writes before the call are visible to the last block's loads after it (bypassing
+// L1: __ldcg): a __syncthreads, then one acquire-release add at gpu scope by thread 0, then
+// a __syncthreads that passes the acquire on to the block's threads. (A __threadfence
+// before and after the add, fence.sc both, took longer: the decode attention's combine.)
+__device__ __forceinline__ bool lastBlockOf(unsigned int *ticket, unsigned int count) {
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned int before;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                 : "=r"(before)
+                 : "l"(ticket)
+                 : "memory");
+    last = before == count - 1;
+  }
+  __syncthreads();
+  return last;
+}
+
 // Which rows a linear kernel handles (template argument ROWS of linear,
 // linearQuant, linearTernary, linearTq1). The emitter gives decode-sized and
 // prefill-sized steps separate kernels (launches limited by token count), so a

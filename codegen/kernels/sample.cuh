@@ -85,7 +85,6 @@ extern "C" __global__ void __launch_bounds__(ninfer::kArgmaxThreads)
   __shared__ double scan[kArgmaxThreads];
   __shared__ int sliceLast, pick, found;
   __shared__ double base, threshold;
-  __shared__ bool last;
   const int row = blockIdx.y, slice = blockIdx.x;
   const float *x = logits + static_cast<long long>(row) * vocab;
   const int maxId = maxIds[row];
@@ -107,13 +106,9 @@ extern "C" __global__ void __launch_bounds__(ninfer::kArgmaxThreads)
   if (threadIdx.x == kArgmaxThreads - 1) {
     partial[at] = total;
     partialLast[at] = sliceLast;
-    __threadfence();
-    last = atomicAdd(&tickets[row], 1u) == static_cast<unsigned int>(kArgmaxSlices - 1);
   }
-  __syncthreads();
-  if (!last)
+  if (!lastBlockOf(&tickets[row], kArgmaxSlices))
     return;
-  __threadfence();
 
   // The row's sum over the slices in order, and the first slice whose running sum passes
   // u * sum; where none does (rounding), the row's last non-NaN id.

@@ -67,7 +67,6 @@ extern "C" __global__ void __launch_bounds__(ninfer::kTopKThreads)
   using namespace ninfer::dev;
   __shared__ unsigned long long keys[kTopKSliceValues];
   __shared__ int valid;
-  __shared__ bool last;
   const int row = blockIdx.y, slice = blockIdx.x, slices = gridDim.x;
   const long long rowBase = static_cast<long long>(row) * vocab;
   const int per = (vocab + slices - 1) / slices;
@@ -89,15 +88,10 @@ extern "C" __global__ void __launch_bounds__(ninfer::kTopKThreads)
                                            kMaxTopKCandidates;
   for (int i = threadIdx.x; i < k; i += kTopKThreads)
     best[i] = keys[i];
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0)
     partialValid[row * slices + slice] = valid;
-    __threadfence();
-    last = atomicAdd(&tickets[row], 1u) == static_cast<unsigned int>(slices - 1);
-  }
-  __syncthreads();
-  if (!last)
+  if (!lastBlockOf(&tickets[row], static_cast<unsigned int>(slices)))
     return;
-  __threadfence();
   const unsigned long long *bests = partial + static_cast<long long>(row) * slices *
                                                   kMaxTopKCandidates;
   for (int i = threadIdx.x; i < kTopKSliceValues; i += kTopKThreads)
