@@ -1273,7 +1273,12 @@ TEST(Nvrtc, AttentionVariantsCompile) {
       const Case &c = cases[i];
       const auto &launches = t.plan.ops[i]->launches;
       ASSERT_EQ(launches.size(), 3u);
-      EXPECT_EQ(launches[1]->grid_base, (std::vector<uint32_t>{c.decodeBlocks, 64, 1}));
+      const bool mma = tensorCores && c.cache == DType::F16 && c.headDim % 16 == 0 &&
+                       c.headDim <= 128;
+      // A row of blocks per split: up to 64 (kMaxDecodeSplits), and on tensor cores up to 32,
+      // the most its rule takes (kDecodeMmaMaxSplits).
+      EXPECT_EQ(launches[1]->grid_base,
+                (std::vector<uint32_t>{c.decodeBlocks, mma ? 32u : 64u, 1}));
       EXPECT_EQ(launches[1]->grid_per_token, (std::vector<uint32_t>{0, 0, 0}));
       EXPECT_EQ(launches[0]->min_tokens, 0u); // the append runs in every step
       EXPECT_EQ(launches[0]->max_tokens, 0u);
@@ -1281,8 +1286,6 @@ TEST(Nvrtc, AttentionVariantsCompile) {
       EXPECT_EQ(launches[1]->max_tokens, 1u);
       EXPECT_EQ(launches[2]->min_tokens, 2u); // prefill: the others
       EXPECT_EQ(launches[2]->max_tokens, 0u);
-      const bool mma = tensorCores && c.cache == DType::F16 && c.headDim % 16 == 0 &&
-                       c.headDim <= 128;
       // Prefill: on tensor cores a block per (head, 64 queries of the longest step), two
       // stages of a 64-key K and V tile; else a block row per token.
       EXPECT_EQ(launches[2]->grid_base[0], uint32_t(c.heads));
