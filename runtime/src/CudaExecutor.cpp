@@ -134,6 +134,16 @@ private:
   static bool runsAt(const LaunchInfo &l, int n, bool batch);
   Status selectCode(int ccMajor, int ccMinor, std::vector<char> &image, bool &isPtx);
   Status loadModule(const std::vector<char> &image, bool isPtx);
+  // Sets a kernel argument of the step's sampling launch (the temperature, top-k's k) for
+  // output's steps: a decode graph captured with another value is dropped, to be captured
+  // anew.
+  template <class T> void setSamplingParameter(Output output, T &parameter, T value) {
+    if (decodeGraphs_[output] && parameter != value) {
+      cu_.graphExecDestroy(decodeGraphs_[output]);
+      decodeGraphs_[output] = nullptr;
+    }
+    parameter = value;
+  }
   Status allocate(CUdeviceptr &ptr, uint64_t bytes, const char *what);
   Status uploadWeights();
   Status encodeTensorMaps(const std::vector<CUdeviceptr> &table);
@@ -693,12 +703,7 @@ Status CudaExecutor::forwardSequenceSample(int sequence, const int32_t *tokens, 
   float unused = 0.0f; // checkStep asks for a logits pointer
   NINFER_RETURN_IF_ERROR(
       checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
-  // The temperature is a kernel argument: a graph captured with another one is replaced.
-  if (decodeGraphs_[kSampled] && temperature_ != temperature) {
-    cu_.graphExecDestroy(decodeGraphs_[kSampled]);
-    decodeGraphs_[kSampled] = nullptr;
-  }
-  temperature_ = temperature;
+  setSamplingParameter(kSampled, temperature_, temperature);
   NINFER_RETURN_IF_ERROR(runSequence(sequence, tokens, n, pos, kSampled, uniform));
   *id = hostIds_[0];
   return Status::ok();
@@ -713,12 +718,7 @@ Status CudaExecutor::forwardSequenceTopK(int sequence, const int32_t *tokens, in
   float unused = 0.0f; // checkStep asks for a logits pointer
   NINFER_RETURN_IF_ERROR(
       checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
-  // k is a parameter of the captured sampling launch: another k captures the graph anew.
-  if (decodeGraphs_[kTopK] && topK_ != k) {
-    cu_.graphExecDestroy(decodeGraphs_[kTopK]);
-    decodeGraphs_[kTopK] = nullptr;
-  }
-  topK_ = k;
+  setSamplingParameter(kTopK, topK_, k);
   NINFER_RETURN_IF_ERROR(runSequence(sequence, tokens, n, pos, kTopK));
   int32_t counts[2];
   std::memcpy(counts, hostTopK_ + 2 * kMaxTopKCandidates, sizeof(counts));
