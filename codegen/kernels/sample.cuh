@@ -14,6 +14,8 @@
 // last finds the slice where the running sum passes u * sum, sums that slice's runs again
 // (the same values, so the same sums), and its threads walk their runs to the first id past
 // u * sum; it writes out[r] and resets the ticket (tickets: zero at load, zero after).
+// The row's sum of weights is also top-p sampling's mass (rowSums: the CUDA executor's
+// nucleus steps, which take their candidates from topk.cuh and draw on the host).
 // Not a plan op: every generated module carries it and the executor looks it up by name
 // with its own parameters (like ninfer_argmax_rows).
 #pragma once
@@ -75,11 +77,12 @@ __device__ __forceinline__ double sampleScan(double v, double *scan) {
 } // namespace ninfer
 
 // partial: rows x kArgmaxSlices sums; partialLast: rows x kArgmaxSlices ids; tickets: rows
-// counters; out: rows ids.
+// counters; out: rows ids; rowSums: null, or rows sums of all the row's weights (top-p's mass:
+// CudaExecutor::forwardSequenceNucleus; 0 where the row's max is not finite).
 extern "C" __global__ void __launch_bounds__(ninfer::kArgmaxThreads)
     ninfer_sample_rows(const float *logits, int vocab, float temperature, const int *maxIds,
                        const ninfer::StepState *state, int *out, double *partial,
-                       int *partialLast, unsigned int *tickets) {
+                       int *partialLast, unsigned int *tickets, double *rowSums) {
   using namespace ninfer;
   using namespace ninfer::dev;
   __shared__ double scan[kArgmaxThreads];
@@ -90,8 +93,11 @@ extern "C" __global__ void __launch_bounds__(ninfer::kArgmaxThreads)
   const int maxId = maxIds[row];
   const float maxLogit = x[maxId];
   if (!isfinite(maxLogit)) { // every block returns here: no ticket is taken
-    if (slice == 0 && threadIdx.x == 0)
+    if (slice == 0 && threadIdx.x == 0) {
       out[row] = maxId;
+      if (rowSums)
+        rowSums[row] = 0.0;
+    }
     return;
   }
   if (threadIdx.x == 0)
@@ -116,6 +122,8 @@ extern "C" __global__ void __launch_bounds__(ninfer::kArgmaxThreads)
     double rowSum = 0.0;
     for (int s = 0; s < kArgmaxSlices; ++s)
       rowSum += __ldcg(&partial[row * kArgmaxSlices + s]);
+    if (rowSums)
+      rowSums[row] = rowSum;
     threshold = state->uniform[row] * rowSum;
     double running = 0.0;
     found = -1;

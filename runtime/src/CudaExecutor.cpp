@@ -38,6 +38,7 @@
 #include "plan_generated.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -54,9 +55,10 @@ constexpr int kFillBlocks = 1024;
 constexpr int kFillThreads = 256;
 constexpr uint64_t kAllocationAlignment = 256;
 // The device's top-k results: kMaxTopKCandidates (value, id) pairs, the candidates' count and
-// the row's non-NaN count (kTopKResultBytes, copied to the host), the ticket; then per slice
-// its bests and its non-NaN count.
-constexpr uint64_t kTopKResultBytes = kMaxTopKCandidates * 8 + 8;
+// the row's non-NaN count, the row's mass (f64, nucleus steps) (kTopKResultBytes, copied to
+// the host), the ticket; then per slice its bests and its non-NaN count.
+constexpr uint64_t kTopKMassOffset = kMaxTopKCandidates * 8 + 8;
+constexpr uint64_t kTopKResultBytes = kTopKMassOffset + 8;
 constexpr uint64_t kTopKFixedBytes = kTopKResultBytes + 8;
 
 std::string gib(uint64_t bytes) {
@@ -97,12 +99,19 @@ public:
   bool samplesTokens() const override { return argmax_ && sample_; }
   Status forwardSequenceSample(int sequence, const int32_t *tokens, int n, int pos,
                                float temperature, double uniform, int32_t *id) override;
+  bool picksNucleus() const override {
+    return samplesTokens() && maxTopKCandidates() == kMaxTopKCandidates;
+  }
+  Status forwardSequenceNucleus(int sequence, const int32_t *tokens, int n, int pos,
+                                float temperature, TopKCandidates *candidates,
+                                double *mass) override;
+  Status lastLogits(float *logits) override;
   Status forwardBatchGreedy(const int32_t *tokens, const int32_t *positions,
                             const int32_t *sequences, int batch, int32_t *ids) override;
   int maxBatch() const override { return file_.plan().max_batch(); }
   std::string name() const override {
-    const bool graphs = decodeGraphs_[kLogits] || decodeGraphs_[kGreedyIds] ||
-                        decodeGraphs_[kTopK] || decodeGraphs_[kSampled];
+    const bool graphs = std::any_of(std::begin(decodeGraphs_), std::end(decodeGraphs_),
+                                    [](CUgraphExec g) { return g != nullptr; });
     return "CUDA (" + deviceName_ + ", " + codeArch_ + (graphs ? ", graphs" : "") +
            (dependentLaunch_ ? ", pdl" : "") + ")";
   }
@@ -126,14 +135,17 @@ private:
 
   // What a step hands the host: the logits (a batch step's rows, else the last token's),
   // each of those rows' greedy token, or (single-sequence steps) the top-topK_ candidates
-  // of its row, picked on the device, or its token drawn on the device with temperature_.
-  enum Output { kLogits = 0, kGreedyIds = 1, kTopK = 2, kSampled = 3, kOutputs = 4 };
+  // of its row, picked on the device, or its token drawn on the device with temperature_, or
+  // (kNucleus) its top kMaxTopKCandidates candidates and its mass at nucleusTemperature_.
+  enum Output { kLogits = 0, kGreedyIds = 1, kTopK = 2, kSampled = 3, kNucleus = 4, kOutputs = 5 };
 
   // Whether launch l runs in a step of n rows, a batch step or not (non-empty
   // grid, n in its token range, the step's kind among its steps).
   static bool runsAt(const LaunchInfo &l, int n, bool batch);
   Status selectCode(int ccMajor, int ccMinor, std::vector<char> &image, bool &isPtx);
   Status loadModule(const std::vector<char> &image, bool isPtx);
+  // The candidates (the first k) of the last kTopK or kNucleus step, from the staging copy.
+  void readCandidates(int k, TopKCandidates &candidates) const;
   // Sets a kernel argument of the step's sampling launch (the temperature, top-k's k) for
   // output's steps: a decode graph captured with another value is dropped, to be captured
   // anew.
@@ -164,6 +176,9 @@ private:
   // Stages and runs a single-sequence step, or a batch step (the caller has checked it).
   // uniform: the row's StepState::uniform (kSampled steps).
   Status runSequence(int sequence, const int32_t *tokens, int n, int pos, Output output,
+                     double uniform = 0.0);
+  // runSequence() of a step whose output is not the logits, after checkStep()'s checks.
+  Status runPickStep(int sequence, const int32_t *tokens, int n, int pos, Output output,
                      double uniform = 0.0);
   Status runBatch(const int32_t *tokens, const int32_t *positions, const int32_t *sequences,
                   int batch, Output output);
@@ -196,11 +211,12 @@ private:
   // tickets, the ids; the temperature of kSampled steps and of their graph.
   CUdeviceptr sampleDevice_ = 0;
   float temperature_ = 0.0f;
+  float nucleusTemperature_ = 0.0f; // of kNucleus steps and their graph
   void *hostStaging_ = nullptr; // pinned: StepState, tokens, ids, logits
   StepState *hostState_ = nullptr;
   int32_t *hostTokens_ = nullptr;
   int32_t *hostIds_ = nullptr;
-  float *hostTopK_ = nullptr; // kMaxTopKCandidates (value, id bits), then count and non-NaN
+  float *hostTopK_ = nullptr; // kMaxTopKCandidates (value, id bits), count, non-NaN, mass
   float *hostLogits_ = nullptr;
   uint64_t logitsBytes_ = 0;
   int embeddingVocab_ = 0;
@@ -666,6 +682,14 @@ Status CudaExecutor::runSequence(int sequence, const int32_t *tokens, int n, int
                        " tokens)");
 }
 
+Status CudaExecutor::runPickStep(int sequence, const int32_t *tokens, int n, int pos,
+                                 Output output, double uniform) {
+  float unused = 0.0f; // checkStep asks for a logits pointer
+  NINFER_RETURN_IF_ERROR(
+      checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
+  return runSequence(sequence, tokens, n, pos, output, uniform);
+}
+
 Status CudaExecutor::forwardSequence(int sequence, const int32_t *tokens, int n, int pos,
                                      float *logits) {
   const plan::Plan &p = file_.plan();
@@ -681,10 +705,7 @@ Status CudaExecutor::forwardSequenceGreedy(int sequence, const int32_t *tokens, 
     return Executor::forwardSequenceGreedy(sequence, tokens, n, pos, id);
   if (!id)
     return Status::error("no place for the step's token");
-  float unused = 0.0f; // checkStep asks for a logits pointer
-  NINFER_RETURN_IF_ERROR(
-      checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
-  NINFER_RETURN_IF_ERROR(runSequence(sequence, tokens, n, pos, kGreedyIds));
+  NINFER_RETURN_IF_ERROR(runPickStep(sequence, tokens, n, pos, kGreedyIds));
   *id = hostIds_[0];
   return Status::ok();
 }
@@ -700,11 +721,8 @@ Status CudaExecutor::forwardSequenceSample(int sequence, const int32_t *tokens, 
     return Status::error("temperature sampling needs a finite temperature above 0");
   if (!(uniform >= 0.0 && uniform < 1.0))
     return Status::error("the sampling uniform must lie in [0, 1)");
-  float unused = 0.0f; // checkStep asks for a logits pointer
-  NINFER_RETURN_IF_ERROR(
-      checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
   setSamplingParameter(kSampled, temperature_, temperature);
-  NINFER_RETURN_IF_ERROR(runSequence(sequence, tokens, n, pos, kSampled, uniform));
+  NINFER_RETURN_IF_ERROR(runPickStep(sequence, tokens, n, pos, kSampled, uniform));
   *id = hostIds_[0];
   return Status::ok();
 }
@@ -715,19 +733,51 @@ Status CudaExecutor::forwardSequenceTopK(int sequence, const int32_t *tokens, in
     return Executor::forwardSequenceTopK(sequence, tokens, n, pos, k, candidates);
   if (!candidates)
     return Status::error("no place for the step's top-k candidates");
-  float unused = 0.0f; // checkStep asks for a logits pointer
-  NINFER_RETURN_IF_ERROR(
-      checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
   setSamplingParameter(kTopK, topK_, k);
-  NINFER_RETURN_IF_ERROR(runSequence(sequence, tokens, n, pos, kTopK));
+  NINFER_RETURN_IF_ERROR(runPickStep(sequence, tokens, n, pos, kTopK));
+  readCandidates(k, *candidates);
+  return Status::ok();
+}
+
+void CudaExecutor::readCandidates(int k, TopKCandidates &candidates) const {
   int32_t counts[2];
   std::memcpy(counts, hostTopK_ + 2 * kMaxTopKCandidates, sizeof(counts));
-  candidates->count = std::min(counts[0], k);
-  candidates->valid = counts[1];
-  for (int i = 0; i < candidates->count; ++i) {
-    candidates->values[i] = hostTopK_[2 * i];
-    std::memcpy(&candidates->ids[i], &hostTopK_[2 * i + 1], sizeof(int32_t));
+  candidates.count = std::min(counts[0], k);
+  candidates.valid = counts[1];
+  for (int i = 0; i < candidates.count; ++i) {
+    candidates.values[i] = hostTopK_[2 * i];
+    std::memcpy(&candidates.ids[i], &hostTopK_[2 * i + 1], sizeof(int32_t));
   }
+}
+
+Status CudaExecutor::forwardSequenceNucleus(int sequence, const int32_t *tokens, int n,
+                                            int pos, float temperature,
+                                            TopKCandidates *candidates, double *mass) {
+  if (!picksNucleus())
+    return Executor::forwardSequenceNucleus(sequence, tokens, n, pos, temperature, candidates,
+                                            mass);
+  if (!candidates || !mass)
+    return Status::error("no place for the step's candidates and mass");
+  if (!(temperature > 0.0f) || !std::isfinite(temperature))
+    return Status::error("top-p sampling needs a finite temperature above 0");
+  setSamplingParameter(kNucleus, nucleusTemperature_, temperature);
+  NINFER_RETURN_IF_ERROR(runPickStep(sequence, tokens, n, pos, kNucleus));
+  readCandidates(kMaxTopKCandidates, *candidates);
+  std::memcpy(mass, reinterpret_cast<const char *>(hostTopK_) + kTopKMassOffset, sizeof(double));
+  return Status::ok();
+}
+
+Status CudaExecutor::lastLogits(float *logits) {
+  if (!logits)
+    return Status::error("no place for the logits");
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
+  const size_t bytes = size_t(file_.plan().model()->vocab_size()) * 4;
+  NINFER_RETURN_IF_ERROR(
+      cu_.check(cu_.memcpyDtoHAsync(hostLogits_, logits_, bytes, stream_),
+                "cannot copy the logits from the GPU"));
+  NINFER_RETURN_IF_ERROR(
+      cu_.check(cu_.streamSynchronize(stream_), "cannot copy the logits from the GPU"));
+  std::memcpy(logits, hostLogits_, bytes);
   return Status::ok();
 }
 
@@ -899,12 +949,41 @@ Status CudaExecutor::enqueueStep(int n, bool batch, Output output, const std::st
   // A batch step's logits are one row per sequence; otherwise the last token's row.
   const int rows = batch ? n : 1;
   int vocab = p.model()->vocab_size();
-  if (output == kTopK) {
+  if (output == kLogits) {
+    const uint64_t vocabBytes = uint64_t(rows) * uint64_t(vocab) * 4;
+    return cu_.check(cu_.memcpyDtoHAsync(hostLogits_, logits_, vocabBytes, stream_),
+                     "cannot copy logits from the GPU" + step);
+  }
+  CUdeviceptr ids = greedy_;
+  if (output != kTopK) { // the row's max (its argmax) first
+    CUdeviceptr tickets = greedy_ + kMaxBatch * 4, partial = greedy_ + 2 * kMaxBatch * 4;
+    void *params[] = {&logits_, &vocab, &ids, &partial, &tickets};
+    NINFER_RETURN_IF_ERROR(cu_.check(cu_.launchKernel(argmax_, kArgmaxSlices, unsigned(rows), 1,
+                                                      kArgmaxThreads, 1, 1, 0, stream_, params,
+                                                      nullptr),
+                                     "cannot launch the greedy sampling" + step));
+  }
+  if (output == kSampled || output == kNucleus) { // then the draw, and the row's mass
+    CUdeviceptr sums = sampleDevice_, lasts = sums + kMaxBatch * kArgmaxSlices * 8,
+                sampleTickets = lasts + kMaxBatch * kArgmaxSlices * 4,
+                sampled = sampleTickets + kMaxBatch * 4;
+    CUdeviceptr rowMass = output == kNucleus ? topKDevice_ + kTopKMassOffset : 0;
+    float temperature = output == kNucleus ? nucleusTemperature_ : temperature_;
+    CUdeviceptr state = state_;
+    void *drawParams[] = {&logits_, &vocab, &temperature, &ids, &state,
+                          &sampled, &sums, &lasts, &sampleTickets, &rowMass};
+    NINFER_RETURN_IF_ERROR(cu_.check(cu_.launchKernel(sample_, kArgmaxSlices, unsigned(rows), 1,
+                                                      kArgmaxThreads, 1, 1, 0, stream_,
+                                                      drawParams, nullptr),
+                                     "cannot launch the temperature sampling" + step));
+    ids = sampled;
+  }
+  if (output == kTopK || output == kNucleus) {
     CUdeviceptr results = topKDevice_, tickets = topKDevice_ + kTopKResultBytes,
                 partial = topKDevice_ + kTopKFixedBytes,
                 partialValid = partial + uint64_t(topKSlices_) * kMaxTopKCandidates * 8,
                 counts = results + kMaxTopKCandidates * 8;
-    int k = topK_;
+    int k = output == kTopK ? topK_ : kMaxTopKCandidates;
     void *params[] = {&logits_, &vocab, &k, &results, &counts, &partial, &partialValid, &tickets};
     NINFER_RETURN_IF_ERROR(cu_.check(cu_.launchKernel(topk_, unsigned(topKSlices_), 1, 1,
                                                       kTopKThreads, 1, 1, 0, stream_, params,
@@ -913,34 +992,8 @@ Status CudaExecutor::enqueueStep(int n, bool batch, Output output, const std::st
     return cu_.check(cu_.memcpyDtoHAsync(hostTopK_, results, kTopKResultBytes, stream_),
                      "cannot copy the top-k candidates from the GPU" + step);
   }
-  if (output == kGreedyIds || output == kSampled) {
-    CUdeviceptr ids = greedy_, tickets = greedy_ + kMaxBatch * 4,
-                partial = greedy_ + 2 * kMaxBatch * 4;
-    void *params[] = {&logits_, &vocab, &ids, &partial, &tickets};
-    NINFER_RETURN_IF_ERROR(cu_.check(cu_.launchKernel(argmax_, kArgmaxSlices, unsigned(rows), 1,
-                                                      kArgmaxThreads, 1, 1, 0, stream_, params,
-                                                      nullptr),
-                                     "cannot launch the greedy sampling" + step));
-    if (output == kSampled) { // the row's max (its argmax) first, then the draw
-      CUdeviceptr sums = sampleDevice_, lasts = sums + kMaxBatch * kArgmaxSlices * 8,
-                  sampleTickets = lasts + kMaxBatch * kArgmaxSlices * 4,
-                  sampled = sampleTickets + kMaxBatch * 4;
-      float temperature = temperature_;
-      CUdeviceptr state = state_;
-      void *drawParams[] = {&logits_, &vocab, &temperature, &ids, &state,
-                            &sampled, &sums, &lasts, &sampleTickets};
-      NINFER_RETURN_IF_ERROR(cu_.check(cu_.launchKernel(sample_, kArgmaxSlices, unsigned(rows), 1,
-                                                        kArgmaxThreads, 1, 1, 0, stream_,
-                                                        drawParams, nullptr),
-                                       "cannot launch the temperature sampling" + step));
-      ids = sampled;
-    }
-    return cu_.check(cu_.memcpyDtoHAsync(hostIds_, ids, size_t(rows) * 4, stream_),
-                     "cannot copy the sampled ids from the GPU" + step);
-  }
-  const uint64_t vocabBytes = uint64_t(rows) * uint64_t(vocab) * 4;
-  return cu_.check(cu_.memcpyDtoHAsync(hostLogits_, logits_, vocabBytes, stream_),
-                   "cannot copy logits from the GPU" + step);
+  return cu_.check(cu_.memcpyDtoHAsync(hostIds_, ids, size_t(rows) * 4, stream_),
+                   "cannot copy the sampled ids from the GPU" + step);
 }
 
 void CudaExecutor::captureGraph(int n, bool batch, Output output, CUgraphExec &decodeGraph) {

@@ -55,25 +55,38 @@ Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, 
 
   start = std::chrono::steady_clock::now();
   // Decode steps let the executor pick the greedy token, draw with a temperature alone, or
-  // pick top-k sampling's candidates, where it can (on the GPU only the id or k pairs come
-  // back); the first token comes from the prompt's logits either way.
+  // pick top-k sampling's candidates or top-p's (with the row's mass), where it can (on the
+  // GPU only the id or k pairs come back; top-p copies the logits only where its nucleus
+  // reaches past the candidates); the first token comes from the prompt's logits either way.
   const bool executorPicks = sampler.greedy() && executor_.picksGreedyTokens();
   const bool executorSamples = sampler.temperatureOnly() && executor_.samplesTokens();
   const int candidatesK = sampler.candidatesK();
   const bool executorCandidates =
       candidatesK > 0 && executor_.maxTopKCandidates() >= candidatesK;
-  enum { kFromLogits, kPicked, kFromCandidates } next = kFromLogits;
+  const bool executorNucleus = sampler.topPOnly() && executor_.picksNucleus();
+  enum { kFromLogits, kPicked, kFromCandidates, kFromNucleus } next = kFromLogits;
   int32_t picked = 0;
   TopKCandidates candidates;
+  double mass = 0.0;
   int pos = promptSize; // position of the next sampled token
   while (stats.generatedTokens < config_.maxNewTokens) {
     if (pos >= config_.context) {
       stats.stoppedAtContext = true;
       break;
     }
-    const int32_t id = next == kPicked           ? picked
-                       : next == kFromCandidates ? sampler.sampleTopK(candidates)
-                                                 : sampler.sample(logits_.data(), config_.vocabSize);
+    int32_t id = picked;
+    if (next == kFromNucleus) {
+      const double uniform = sampler.nextUniform();
+      id = sampler.sampleTopP(candidates, mass, uniform);
+      if (id < 0) { // the nucleus reaches past the candidates: the step's logits decide
+        NINFER_RETURN_IF_ERROR(executor_.lastLogits(logits_.data()));
+        id = sampler.sampleWith(logits_.data(), config_.vocabSize, uniform);
+      }
+    } else if (next == kFromCandidates) {
+      id = sampler.sampleTopK(candidates);
+    } else if (next == kFromLogits) {
+      id = sampler.sample(logits_.data(), config_.vocabSize);
+    }
     if (!config_.ignoreEos &&
         std::find(config_.eosIds.begin(), config_.eosIds.end(), id) != config_.eosIds.end()) {
       stats.stoppedAtEos = true;
@@ -100,6 +113,10 @@ Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, 
       NINFER_RETURN_IF_ERROR(
           executor_.forwardSequenceTopK(0, &id, 1, pos, candidatesK, &candidates));
       next = kFromCandidates;
+    } else if (executorNucleus) {
+      NINFER_RETURN_IF_ERROR(executor_.forwardSequenceNucleus(
+          0, &id, 1, pos, sampler.temperature(), &candidates, &mass));
+      next = kFromNucleus;
     } else {
       NINFER_RETURN_IF_ERROR(executor_.forward(&id, 1, pos, logits_.data()));
     }

@@ -79,7 +79,15 @@ int32_t Sampler::sampleTopK(const TopKCandidates& candidates) {
   return draw(sorted || params_.topP < 1.0f, nextUniform());
 }
 
-int32_t Sampler::draw(bool sorted, double uniform) {
+int32_t Sampler::sampleTopP(const TopKCandidates& candidates, double mass, double uniform) {
+  scratch_.clear();
+  for (int i = 0; i < candidates.count; ++i)
+    scratch_.emplace_back(candidates.values[i], candidates.ids[i]);
+  // Every non-NaN logit a candidate: the row itself.
+  return draw(true, uniform, candidates.count < candidates.valid ? mass : -1.0);
+}
+
+int32_t Sampler::draw(bool sorted, double uniform, double rowMass) {
   if (scratch_.empty())
     return 0;
   float maxLogit = scratch_[0].first;
@@ -100,7 +108,7 @@ int32_t Sampler::draw(bool sorted, double uniform) {
   }
   if (params_.topP < 1.0f) {
     // The smallest prefix whose mass reaches top_p (always at least one token).
-    const double target = double(params_.topP) * total;
+    const double target = double(params_.topP) * (rowMass >= 0 ? rowMass : total);
     double cumulative = 0;
     size_t cut = 0;
     while (cut < scratch_.size()) {
@@ -109,6 +117,8 @@ int32_t Sampler::draw(bool sorted, double uniform) {
       if (cumulative >= target)
         break;
     }
+    if (rowMass >= 0 && cumulative < target)
+      return -1;
     scratch_.resize(cut);
     total = cumulative;
   }

@@ -65,7 +65,9 @@ options:
                         temperature without --top-k or --top-p
   --top-k K             keep the K most likely tokens (default 0 = off; on the GPU, K up to
                         64 are picked there, so only K pairs come back per step)
-  --top-p P             keep the smallest set of tokens with probability >= P (default 1 = off)
+  --top-p P             keep the smallest set of tokens with probability >= P (default 1 = off;
+                        on the GPU without --top-k, the 64 most likely tokens and the row's
+                        mass come back, and the logits only where the set reaches past them)
   --seed S              random seed for sampling (default 0)
   --device D            cuda, cpu or auto (default auto: cuda when a usable GPU and a matching
                         cubin or PTX exist, else cpu; the choice is reported on stderr)

@@ -14,6 +14,10 @@
 //   TemperatureTokens.CraftedLogits, TinyModel: the tokens drawn with a temperature
 //     (codegen/kernels/sample.cuh: forwardSequenceSample) against Sampler::sampleWith of the
 //     same rows and uniforms.
+//   NucleusTokens.CraftedLogits, TinyModel: top-p's candidates and mass
+//     (forwardSequenceNucleus) against the host's, and the tokens Sampler::sampleTopP draws
+//     from them (or from lastLogits() where the nucleus reaches past them) against
+//     Sampler::sampleWith of the same rows and uniforms.
 // Skips (GTEST_SKIP) when libcuda.so.1 cannot be loaded or there is no GPU.
 #include "GpuParity.h"
 #include "TinyModelPlan.h"
@@ -23,6 +27,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -247,6 +252,73 @@ TEST(TemperatureTokens, CraftedLogits) {
   expectDrawsOfCraftedRows(crafted, wide);
 }
 
+// Top-p's candidates and mass (forwardSequenceNucleus) of every crafted row against
+// topKReference and nucleusMass, and the token Sampler::sampleTopP draws from them, or where
+// the nucleus reaches past the candidates sampleWith() of the logits lastLogits() gives,
+// against sampleWith() of the row with the same uniform; several temperatures and top-p,
+// twice over (the kernels' tickets must come back to zero). Counts the draws of each kind.
+void expectNucleusOfCraftedRows(const std::vector<float>& crafted, int width, int& fromCandidates,
+                                int& fromLogits) {
+  std::unique_ptr<PlanFile> file = craftedPlan(crafted, width);
+  std::unique_ptr<Executor> cuda = openOnGpu(file);
+  ASSERT_TRUE(cuda);
+  Executor& e = *cuda;
+  ASSERT_TRUE(e.picksNucleus());
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 2; ++round)
+    for (float temperature : {0.3f, 1.0f, 4.0f})
+      for (float topP : {0.9f, 0.3f}) {
+        SamplingParams params;
+        params.temperature = temperature;
+        params.topP = topP;
+        Sampler host(params);
+        for (int32_t r = 0; r < kTokens; ++r) {
+          const std::vector<float> row = craftedLogits(crafted, width, r);
+          const std::string what = "width " + std::to_string(width) + ", temperature " +
+                                   std::to_string(temperature) + ", top-p " +
+                                   std::to_string(topP) + ", row " + std::to_string(r);
+          TopKCandidates c;
+          double mass = -1.0;
+          Status s = e.forwardSequenceNucleus(r % kMaxBatch, &r, 1, r, temperature, &c, &mass);
+          ASSERT_TRUE(s.isOk()) << s.message();
+          expectCandidates(c, test::topKReference(row.data(), width, kMaxTopKCandidates), what);
+          const double expected = test::nucleusMass(row.data(), width, temperature);
+          EXPECT_NEAR(mass, expected, 1e-12 * expected) << what;
+          const double u = double(rng() >> 11) * (1.0 / 9007199254740992.0);
+          int32_t id = host.sampleTopP(c, mass, u);
+          if (id < 0) {
+            ++fromLogits;
+            std::vector<float> logits(size_t(width), 0.0f);
+            ASSERT_TRUE(e.lastLogits(logits.data()).isOk());
+            for (int i = 0; i < width; ++i)
+              if (!std::isnan(row[size_t(i)]))
+                ASSERT_EQ(logits[size_t(i)], row[size_t(i)]) << what << ", id " << i;
+            id = host.sampleWith(logits.data(), width, u);
+          } else {
+            ++fromCandidates;
+          }
+          EXPECT_EQ(id, host.sampleWith(row.data(), width, u)) << what;
+        }
+      }
+  TopKCandidates c;
+  double mass = 0.0;
+  int32_t token = 0;
+  EXPECT_FALSE(e.forwardSequenceNucleus(0, &token, 1, 0, 0.0f, &c, &mass).isOk());
+}
+
+TEST(NucleusTokens, CraftedLogits) {
+  REQUIRE_GPU();
+  int fromCandidates = 0, fromLogits = 0;
+  expectNucleusOfCraftedRows(craftedRows(), kWidth, fromCandidates, fromLogits);
+  const int wide = 200000;
+  std::mt19937 rng(9);
+  std::vector<float> crafted = test::randomValues(size_t(kCrafted) * wide, 4.0f, rng);
+  std::fill(crafted.begin() + wide, crafted.begin() + 2 * wide, 2.0f); // all equal
+  expectNucleusOfCraftedRows(crafted, wide, fromCandidates, fromLogits);
+  EXPECT_GT(fromCandidates, 0);
+  EXPECT_GT(fromLogits, 0); // the rows of equal logits, at least
+}
+
 TEST(GreedyTokens, TinyModel) {
   REQUIRE_GPU();
   test::TinyModelOptions options;
@@ -334,6 +406,30 @@ TEST(TemperatureTokens, TinyModel) {
     Status s = e.forwardSequenceSample(0, &id, 1, pos, device.temperature(), device.nextUniform(),
                                        &drawn);
     ASSERT_TRUE(s.isOk()) << s.message();
+    EXPECT_EQ(drawn, host.sample(logits.data(), int(logits.size()))) << "step " << pos;
+  });
+}
+
+TEST(NucleusTokens, TinyModel) {
+  REQUIRE_GPU();
+  SamplingParams params;
+  params.temperature = 0.8f;
+  params.topP = 0.9f;
+  params.seed = 4;
+  Sampler host(params), device(params);
+  checkTinyModelSteps(11, 8, [&](Executor& e, int32_t id, int pos, const std::vector<float>& logits) {
+    TopKCandidates c;
+    double mass = 0.0;
+    Status s = e.forwardSequenceNucleus(0, &id, 1, pos, device.temperature(), &c, &mass);
+    ASSERT_TRUE(s.isOk()) << s.message();
+    const double u = device.nextUniform();
+    int32_t drawn = device.sampleTopP(c, mass, u);
+    if (drawn < 0) {
+      std::vector<float> last(logits.size());
+      ASSERT_TRUE(e.lastLogits(last.data()).isOk());
+      EXPECT_EQ(last, logits) << "step " << pos;
+      drawn = device.sampleWith(last.data(), int(last.size()), u);
+    }
     EXPECT_EQ(drawn, host.sample(logits.data(), int(logits.size()))) << "step " << pos;
   });
 }

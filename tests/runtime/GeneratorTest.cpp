@@ -246,6 +246,51 @@ TEST(Generator, TemperatureDecodeStepsLetTheExecutorDraw) {
   }
 }
 
+// Hands back top-p's candidates and mass of CountingExecutor's logits, and those logits
+// after the step, as the CUDA executor does on the GPU.
+class NucleusExecutor : public CountingExecutor {
+public:
+  using CountingExecutor::CountingExecutor;
+  bool picksNucleus() const override { return true; }
+  Status forwardSequenceNucleus(int sequence, const int32_t* tokens, int n, int pos,
+                                float temperature, TopKCandidates* c, double* mass) override {
+    NINFER_RETURN_IF_ERROR(forwardSequence(sequence, tokens, n, pos, last_.data()));
+    *c = test::topKReference(last_.data(), 100, kMaxTopKCandidates);
+    *mass = test::nucleusMass(last_.data(), 100, temperature);
+    ++nucleusSteps;
+    return Status::ok();
+  }
+  Status lastLogits(float* logits) override {
+    std::copy(last_.begin(), last_.end(), logits);
+    ++logitsCopies;
+    return Status::ok();
+  }
+  int nucleusSteps = 0, logitsCopies = 0;
+
+private:
+  std::vector<float> last_ = std::vector<float>(100);
+};
+
+TEST(Generator, TopPDecodeStepsLetTheExecutorPickTheCandidates) {
+  for (float temperature : {0.02f, 1.0f}) {
+    SamplingParams params;
+    params.temperature = temperature;
+    params.topP = 0.9f;
+    params.seed = 13;
+    auto run = [&](CountingExecutor& executor) {
+      Generator generator(executor, config(64, 8, 100, 30));
+      return collect(generator, {1, 2, 3}, nullptr, params);
+    };
+    CountingExecutor logits(100);
+    NucleusExecutor nucleus(100);
+    EXPECT_EQ(run(nucleus), run(logits)) << "temperature " << temperature; // the same draws
+    EXPECT_EQ(nucleus.nucleusSteps, 29);
+    // CountingExecutor's logits at temperature 0.02: the nucleus is their 1; at 1 it holds
+    // about 90 of the 100 ids, past the 64 candidates, so every draw reads the logits.
+    EXPECT_EQ(nucleus.logitsCopies, temperature < 0.5f ? 0 : 29) << "temperature " << temperature;
+  }
+}
+
 TEST(Generator, ConfigFromPlanAndRealExecutor) {
   test::TinyModelSpec spec;
   test::TinyModel model = test::buildTinyModel(spec);

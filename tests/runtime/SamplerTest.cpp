@@ -202,6 +202,66 @@ TEST(Sampler, TopKCandidatesDrawWhatTheLogitsDraw) {
   EXPECT_EQ(Sampler(params).candidatesK(), 0); // greedy
 }
 
+// sampleTopP() on a row's 64 highest candidates and its mass draws what sampleWith() draws
+// on the whole row with the same uniform, or gives -1 where the nucleus reaches past the
+// candidates: random rows (many ties), NaN, fewer valid logits than candidates, +-inf, and a
+// flat row, whose nucleus holds most of it.
+TEST(Sampler, TopPCandidatesDrawWhatTheLogitsDraw) {
+  std::vector<std::vector<float>> rows;
+  for (uint32_t seed = 0; seed < 4; ++seed)
+    rows.push_back(randomLogits(3000, seed));
+  for (size_t i = 0; i < rows[1].size(); ++i)
+    if (i % 3)
+      rows[1][i] = NAN;
+  std::vector<float> fewValid(3000, NAN);
+  fewValid[5] = 1.0f, fewValid[900] = 2.0f, fewValid[17] = 2.0f;
+  rows.push_back(fewValid);
+  std::vector<float> infinite = randomLogits(3000, 9);
+  infinite[40] = INFINITY;
+  rows.push_back(infinite);
+  rows.push_back(std::vector<float>(3000, -INFINITY));
+  rows.push_back(std::vector<float>(3000, NAN));
+  rows.push_back(std::vector<float>(3000, 0.25f));
+  std::mt19937_64 rng(21);
+  int drawn = 0, past = 0;
+  for (float topP : {0.95f, 0.5f, 0.05f})
+    for (float temperature : {0.05f, 0.3f, 1.0f}) {
+      SamplingParams params;
+      params.temperature = temperature;
+      params.topP = topP;
+      Sampler whole(params), fromCandidates(params);
+      ASSERT_TRUE(fromCandidates.topPOnly());
+      for (size_t r = 0; r < rows.size(); ++r)
+        for (int i = 0; i < 8; ++i) {
+          const double u = double(rng() >> 11) * (1.0 / 9007199254740992.0);
+          const TopKCandidates c = test::topKReference(rows[r].data(), 3000, kMaxTopKCandidates);
+          const double mass = test::nucleusMass(rows[r].data(), 3000, temperature);
+          const int32_t id = fromCandidates.sampleTopP(c, mass, u);
+          if (id < 0) {
+            ++past;
+            continue;
+          }
+          ++drawn;
+          EXPECT_EQ(id, whole.sampleWith(rows[r].data(), 3000, u))
+              << "top-p " << topP << ", temperature " << temperature << ", row " << r;
+        }
+    }
+  EXPECT_GT(drawn, 0);
+  EXPECT_GT(past, 0); // the flat row, at least
+  SamplingParams params;
+  params.temperature = 1.0f;
+  params.topP = 0.9f;
+  EXPECT_TRUE(Sampler(params).topPOnly());
+  params.topK = 40;
+  EXPECT_FALSE(Sampler(params).topPOnly()); // top-k takes the candidates' path
+  params.topK = 0;
+  params.topP = 1.0f;
+  EXPECT_FALSE(Sampler(params).topPOnly());
+  params.topP = 0.9f;
+  params.temperature = 0.0f;
+  EXPECT_FALSE(Sampler(params).topPOnly()); // greedy
+}
+
 // sampleWith() with nextUniform() of a sampler seeded alike draws what sample() draws, for
 // every kind of sampling (the executor's temperature sampling takes that path), and a
 // sample() of a row with no distribution (all -inf, +inf present, all NaN) takes a uniform

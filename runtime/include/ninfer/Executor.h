@@ -90,6 +90,26 @@ public:
     (void)sequence, (void)tokens, (void)n, (void)pos, (void)temperature, (void)uniform, (void)id;
     return Status::error(name() + " cannot sample tokens itself");
   }
+  // Whether forwardSequenceNucleus() and lastLogits() work for this executor and plan.
+  virtual bool picksNucleus() const { return false; }
+  // Like forwardSequenceTopK() with k = kMaxTopKCandidates, for top-p sampling without top-k
+  // (Sampler::topPOnly) at `temperature`: `mass` also gets the sum over the step's non-NaN
+  // logits l of exp((l - max) / temperature), max the highest of them, so that
+  // Sampler::sampleTopP can tell whether the nucleus lies among the candidates. Where it does
+  // not, lastLogits() gives the step's logits.
+  virtual Status forwardSequenceNucleus(int sequence, const int32_t* tokens, int n, int pos,
+                                        float temperature, TopKCandidates* candidates,
+                                        double* mass) {
+    (void)sequence, (void)tokens, (void)n, (void)pos, (void)temperature, (void)candidates,
+        (void)mass;
+    return Status::error(name() + " cannot pick top-p candidates itself");
+  }
+  // The logits of the last single-sequence step's last row, after a step that returned
+  // something else (forwardSequenceNucleus) and before the next step.
+  virtual Status lastLogits(float* logits) {
+    (void)logits;
+    return Status::error(name() + " keeps no logits of its last step");
+  }
   // Whether forwardAllRows() works for this executor and plan.
   virtual bool hasAllRowsLogits() const { return false; }
   // Like forward(), but logits gets n x vocab_size floats: the logits of every

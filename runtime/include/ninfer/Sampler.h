@@ -51,6 +51,16 @@ public:
   bool temperatureOnly() const {
     return !greedy() && params_.topK == 0 && !(params_.topP < 1.0f);
   }
+  // Whether sample() is top-p sampling without top-k, so an executor may hand back the row's
+  // top candidates and its mass (Executor::forwardSequenceNucleus) for sampleTopP().
+  bool topPOnly() const { return !greedy() && params_.topK == 0 && params_.topP < 1.0f; }
+  // sampleWith() of the logits whose highest candidates (highest first, Executor::
+  // forwardSequenceNucleus) and mass (the sum of the row's weights exp((l - max) / T)) these
+  // are, with `uniform`; -1 where the nucleus reaches past the candidates, and only
+  // sampleWith() of the whole row can draw. The mass comes from the executor's sums, so the
+  // nucleus's cut can differ from sampleWith()'s where top_p * mass falls within rounding of
+  // a running sum.
+  int32_t sampleTopP(const TopKCandidates& candidates, double mass, double uniform);
   float temperature() const { return params_.temperature; }
   // The uniform in [0, 1) that the next non-greedy sample() would draw: every non-greedy
   // sample() and sampleTopK() takes one, so a draw made elsewhere with it keeps the seed's
@@ -61,8 +71,9 @@ public:
 
 private:
   // The draw over scratch_ (descending when sorted, else in id order): softmax with the
-  // temperature, top-p, then `uniform`.
-  int32_t draw(bool sorted, double uniform);
+  // temperature, top-p, then `uniform`. rowMass >= 0: scratch_ is the head of a row of that
+  // mass (top-p's target), and -1 comes back where the nucleus reaches past it.
+  int32_t draw(bool sorted, double uniform, double rowMass = -1.0);
 
   SamplingParams params_;
   std::mt19937_64 rng_;
