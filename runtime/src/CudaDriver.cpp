@@ -72,6 +72,7 @@ Result<const CudaDriver *> loadDriver() {
   resolve(library, "cuEventSynchronize", d.eventSynchronize);
   if (!resolve(library, "cuEventElapsedTime_v2", d.eventElapsedTime))
     resolve(library, "cuEventElapsedTime", d.eventElapsedTime); // drivers before 12.8
+  resolve(library, "cuFuncGetParamInfo", d.funcGetParamInfo);
   resolve(library, "cuTensorMapEncodeTiled", d.tensorMapEncodeTiled);
   if (missing) {
     dlclose(library);

@@ -60,6 +60,8 @@ struct CudaDriver {
   decltype(&::cuEventRecord) eventRecord = nullptr;
   decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
   decltype(&::cuEventElapsedTime) eventElapsedTime = nullptr;
+  // A kernel's parameters (CUDA 12.4+ drivers; top-p on the device needs it). Optional.
+  decltype(&::cuFuncGetParamInfo) funcGetParamInfo = nullptr;
   // TMA tensor maps (CUDA 12+ drivers; sm_90a plans' GEMMs need them). Optional.
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
 

@@ -100,7 +100,7 @@ public:
   Status forwardSequenceSample(int sequence, const int32_t *tokens, int n, int pos,
                                float temperature, double uniform, int32_t *id) override;
   bool picksNucleus() const override {
-    return samplesTokens() && maxTopKCandidates() == kMaxTopKCandidates;
+    return samplesMass_ && samplesTokens() && maxTopKCandidates() == kMaxTopKCandidates;
   }
   Status forwardSequenceNucleus(int sequence, const int32_t *tokens, int n, int pos,
                                 float temperature, TopKCandidates *candidates,
@@ -196,6 +196,7 @@ private:
   CUfunction argmax_ = nullptr; // null in plans compiled before device greedy sampling
   CUfunction topk_ = nullptr;   // and before device top-k candidates
   CUfunction sample_ = nullptr; // and before device temperature sampling
+  bool samplesMass_ = false;    // sample_ has its rowSums parameter (plans since top-p)
   std::vector<LaunchInfo> launches_;
   std::vector<CUdeviceptr> allocations_;
   CUdeviceptr weights_ = 0, activations_ = 0, kv_ = 0, workspace_ = 0, tokens_ = 0, logits_ = 0,
@@ -572,6 +573,11 @@ Status CudaExecutor::init(int ordinal) {
     topk_ = nullptr;
   if (cu_.moduleGetFunction(&sample_, module_, "ninfer_sample_rows") != CUDA_SUCCESS)
     sample_ = nullptr;
+  // Plans compiled before top-p on the device carry the kernel without its 10th parameter,
+  // rowSums, and never write the mass: they draw top-p on the host.
+  size_t offset = 0, size = 0;
+  samplesMass_ = sample_ && cu_.funcGetParamInfo &&
+                 cu_.funcGetParamInfo(sample_, 9, &offset, &size) == CUDA_SUCCESS;
   topKSlices_ = std::max(1, (p.model()->vocab_size() + kTopKSliceValues - 1) / kTopKSliceValues);
   if (topKSlices_ > kTopKSliceValues)
     topk_ = nullptr; // a vocabulary past 16M ids: not even one candidate per slice
