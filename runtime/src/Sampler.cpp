@@ -16,6 +16,64 @@ bool before(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>&
   return a.first > b.first || (a.first == b.first && a.second < b.second);
 }
 
+bool weightedBefore(const WeightedLogit& a, const WeightedLogit& b) {
+  return a.value > b.value || (a.value == b.value && a.id < b.id);
+}
+
+// In v[lo, hi), whose entries come after every entry before lo (in `before` order) and in
+// any order among themselves, with `above` the weight of the entries before lo: the position
+// j (in `before` order) where the running sum of weights first passes `bound` (reaches it,
+// when `inclusive`), or hi where it never does. Leaves the entries of the range up to j in
+// [lo, j] (in any order) and the running sum through j (or through hi - 1) in `sum`. A
+// selection (expected linear time), not a sort; its sums group the weights differently from
+// a walk in order, so it can differ from one where `bound` lies within rounding of a
+// running sum.
+size_t crossing(std::vector<WeightedLogit>& v, size_t lo, size_t hi, double above, double bound,
+                bool inclusive, double& sum) {
+  const auto passes = [&](double x) { return inclusive ? x >= bound : x > bound; };
+  while (hi - lo > 32) {
+    // The median of three entries as pivot, moved to the end of those before it.
+    WeightedLogit a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
+    if (weightedBefore(b, a))
+      std::swap(a, b);
+    if (weightedBefore(c, b))
+      std::swap(b, c);
+    if (weightedBefore(b, a))
+      std::swap(a, b);
+    const WeightedLogit pivot = b;
+    const auto first = v.begin() + std::ptrdiff_t(lo), last = v.begin() + std::ptrdiff_t(hi);
+    const auto middle =
+        std::partition(first, last, [&](const WeightedLogit& e) { return weightedBefore(e, pivot); });
+    std::iter_swap(middle, std::find_if(middle, last, [&](const WeightedLogit& e) {
+                     return e.id == pivot.id;
+                   }));
+    const size_t m = size_t(middle - v.begin());
+    double left = 0;
+    for (size_t i = lo; i < m; ++i)
+      left += v[i].weight;
+    if (passes(above + left)) {
+      hi = m;
+      continue;
+    }
+    above += left + pivot.weight;
+    if (passes(above)) {
+      sum = above;
+      return m;
+    }
+    lo = m + 1;
+  }
+  std::sort(v.begin() + std::ptrdiff_t(lo), v.begin() + std::ptrdiff_t(hi), weightedBefore);
+  for (size_t i = lo; i < hi; ++i) {
+    above += v[i].weight;
+    if (passes(above)) {
+      sum = above;
+      return i;
+    }
+  }
+  sum = above;
+  return hi;
+}
+
 } // namespace
 
 int32_t argmaxToken(const float* logits, int vocab) {
@@ -60,10 +118,40 @@ int32_t Sampler::sampleWith(const float* logits, int vocab, double uniform) {
     scratch_.resize(keep);
     sorted = true;
   } else if (params_.topP < 1.0f) {
-    std::sort(scratch_.begin(), scratch_.end(), before);
-    sorted = true;
+    return drawNucleus(uniform);
   }
   return draw(sorted, uniform);
+}
+
+int32_t Sampler::drawNucleus(double uniform) {
+  if (scratch_.empty())
+    return 0;
+  const auto top = std::min_element(scratch_.begin(), scratch_.end(), before);
+  // All -inf, or +inf present: the argmax, as draw() takes it.
+  if (!std::isfinite(top->first))
+    return top->second;
+  weighted_.clear();
+  double total = 0;
+  for (const auto& [value, id] : scratch_) {
+    const float weight = float(std::exp(double(value - top->first) / params_.temperature));
+    weighted_.push_back({value, id, weight});
+    total += weight;
+  }
+  // The nucleus: the entries up to the first whose running sum (in `before` order) reaches
+  // top_p of the total; then the first of them whose running sum passes the draw's share
+  // of the nucleus's, or its last where rounding leaves none.
+  double nucleus = 0, unused = 0;
+  const size_t cut =
+      std::min(crossing(weighted_, 0, weighted_.size(), 0.0, double(params_.topP) * total, true,
+                        nucleus),
+               weighted_.size() - 1) +
+      1;
+  const size_t pick = crossing(weighted_, 0, cut, 0.0, uniform * nucleus, false, unused);
+  if (pick < cut)
+    return weighted_[pick].id;
+  return std::max_element(weighted_.begin(), weighted_.begin() + std::ptrdiff_t(cut),
+                          weightedBefore)
+      ->id;
 }
 
 int32_t Sampler::sampleTopK(const TopKCandidates& candidates) {

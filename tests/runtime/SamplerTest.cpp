@@ -143,6 +143,88 @@ TEST(Sampler, TopPKeepsTheSmallestPrefixReachingP) {
   EXPECT_EQ(narrowCounts[3], 1000);
 }
 
+// Top-p by its plain definition: the non-NaN logits sorted (higher first, lower id first among
+// equal ones), weights float(exp(double(l - max) / T)) summed in that order, the shortest
+// prefix reaching top_p of the total, then the first of its entries whose running sum passes
+// u times the prefix's (its last where none does); the argmax where the max is not finite.
+int32_t sortedTopP(const std::vector<float>& row, float temperature, float topP, double u) {
+  std::vector<std::pair<float, int32_t>> v;
+  for (size_t i = 0; i < row.size(); ++i)
+    if (!std::isnan(row[i]))
+      v.emplace_back(row[i], int32_t(i));
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  if (!std::isfinite(v[0].first))
+    return v[0].second;
+  std::vector<double> w;
+  double total = 0;
+  for (const auto& e : v) {
+    w.push_back(float(std::exp(double(e.first - v[0].first) / temperature)));
+    total += w.back();
+  }
+  double cumulative = 0;
+  size_t cut = 0;
+  while (cut < v.size()) {
+    cumulative += w[cut++];
+    if (cumulative >= double(topP) * total)
+      break;
+  }
+  double running = 0;
+  for (size_t i = 0; i < cut; ++i) {
+    running += w[i];
+    if (u * cumulative < running)
+      return v[i].second;
+  }
+  return v[cut - 1].second;
+}
+
+// Top-p without top-k draws what the plain definition draws (the sampler selects instead of
+// sorting): rows of 100 to 128,256 logits, peaked, flat, with many ties, NaN and -inf, for
+// several temperatures, top-p and uniforms (0 and the largest below 1 among them).
+TEST(Sampler, TopPDrawsWhatASortedRowDraws) {
+  std::mt19937 rng(17);
+  std::vector<std::vector<float>> rows;
+  for (int width : {100, 3000, 128256}) {
+    rows.push_back(randomLogits(width, uint32_t(width))); // a 0.001 grid: many ties
+    std::vector<float> peaked(static_cast<size_t>(width), 0.0f);
+    for (float& l : peaked)
+      l = float(rng() % 1000) / 100.0f;
+    peaked[size_t(width) / 3] = 40.0f;
+    rows.push_back(peaked);
+    rows.push_back(std::vector<float>(size_t(width), 1.5f));
+    std::vector<float> holes = randomLogits(width, uint32_t(width) + 1);
+    for (size_t i = 0; i < holes.size(); i += 3)
+      holes[i] = i % 2 ? NAN : -INFINITY;
+    rows.push_back(holes);
+  }
+  rows.push_back(std::vector<float>(500, -INFINITY));
+  std::vector<float> infinite = randomLogits(500, 3);
+  infinite[250] = INFINITY;
+  rows.push_back(infinite);
+  rows.push_back(std::vector<float>(500, NAN));
+  std::mt19937_64 uniforms(23);
+  for (float temperature : {0.1f, 0.7f, 1.0f, 3.0f})
+    for (float topP : {0.99f, 0.9f, 0.5f, 0.001f}) {
+      SamplingParams params;
+      params.temperature = temperature;
+      params.topP = topP;
+      Sampler sampler(params);
+      for (size_t r = 0; r < rows.size(); ++r)
+        for (int i = 0; i < 6; ++i) {
+          const double u = i == 0   ? 0.0
+                           : i == 1 ? 1.0 - 1.0 / 9007199254740992.0
+                                    : double(uniforms() >> 11) * (1.0 / 9007199254740992.0);
+          EXPECT_EQ(sampler.sampleWith(rows[r].data(), int(rows[r].size()), u),
+                    sortedTopP(rows[r], temperature, topP, u))
+              << "temperature " << temperature << ", top-p " << topP << ", row " << r
+              << " of " << rows[r].size() << ", uniform " << u;
+        }
+    }
+}
+
 TEST(Sampler, TopKKeepsTheKMostLikely) {
   SamplingParams params;
   params.temperature = 1.0f;

