@@ -38,11 +38,11 @@
 #include "plan_generated.h"
 
 #include <algorithm>
-#include <iterator>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 namespace ninfer {
