@@ -25,13 +25,14 @@ bool weightedBefore(const WeightedLogit& a, const WeightedLogit& b) {
 // j (in `before` order) where the running sum of weights first passes `bound` (reaches it,
 // when `inclusive`), or hi where it never does. Leaves the entries of the range up to j in
 // [lo, j] (in any order) and the running sum through j (or through hi - 1) in `sum`. A
-// selection (expected linear time), not a sort; its sums group the weights differently from
-// a walk in order, so it can differ from one where `bound` lies within rounding of a
-// running sum.
+// selection (expected linear time; past 64 rounds it sorts what is left, so a row that
+// defeats the pivots costs a sort at most), not a sort; its sums group the weights
+// differently from a walk in order, so it can differ from one where `bound` lies within
+// rounding of a running sum.
 size_t crossing(std::vector<WeightedLogit>& v, size_t lo, size_t hi, double above, double bound,
                 bool inclusive, double& sum) {
   const auto passes = [&](double x) { return inclusive ? x >= bound : x > bound; };
-  while (hi - lo > 32) {
+  for (int round = 0; round < 64 && hi - lo > 32; ++round) {
     // The median of three entries as pivot, moved to the end of those before it.
     WeightedLogit a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
     if (weightedBefore(b, a))
