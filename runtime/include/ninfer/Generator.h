@@ -56,7 +56,6 @@ private:
   Executor& executor_;
   GenerationConfig config_;
   std::vector<float> promptLogits_;
-  std::vector<float> logits_;
 };
 
 } // namespace ninfer

@@ -1,0 +1,38 @@
+// One single-sequence decode step and the pick of the token after it, as Sampler picks it
+// from the step's logits, with the executor picking on its own where it can: the greedy
+// token, a draw with a temperature alone, top-k sampling's candidates, or top-p's candidates
+// and the row's mass. On the GPU only an id or k pairs then come back per step (top-p brings
+// the logits only where its nucleus reaches past the candidates). Generation and
+// `ninfer bench` decode through it.
+#pragma once
+
+#include "ninfer/Executor.h"
+#include "ninfer/Sampler.h"
+#include "ninfer/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ninfer {
+
+class DecodeStep {
+public:
+  // vocab: the logits per step. The sampler's draws follow the ones it made before.
+  DecodeStep(Executor& executor, Sampler& sampler, int vocab);
+  // Runs token `id` at position `pos` of sequence 0, then picks the next token into `next`.
+  Status run(int32_t id, int pos, int32_t& next);
+  // Where the next token is picked, in words (reports).
+  std::string describe() const;
+
+private:
+  enum class Pick { kLogits, kGreedy, kTemperature, kTopK, kNucleus };
+  Executor& executor_;
+  Sampler& sampler_;
+  int vocab_;
+  Pick pick_ = Pick::kLogits;
+  std::vector<float> logits_;
+  TopKCandidates candidates_;
+};
+
+} // namespace ninfer
