@@ -15,7 +15,9 @@
 // CRC-32, Adler-32; no compression library).
 #include "BenchCommand.h"
 #include "BenchProfile.h"
+#include "SamplingOptions.h"
 
+#include "ninfer/DecodeStep.h"
 #include "ninfer/Executor.h"
 #include "ninfer/Plan.h"
 #include "ninfer/Progress.h"
@@ -59,9 +61,13 @@ const char *const kBenchHelp =
                       batch size, a line per prompt length) into a PNG
   --profile           then time every kernel of one decode step (at the first prompt
                       length) and of one prefill step, grouped by kernel (not with --json)
+  --temp T, --top-k K, --top-p P, --seed S
+                      single-sequence decode steps pick their tokens with this sampling
+                      (as `ninfer PLAN` takes it; default greedy); not with --batch
 
-A decode step ends with its greedy token(s) picked, as generation does: on the GPU by the
-plan's sampling kernel, so only the ids cross to the host.
+A decode step ends with its token(s) picked, as generation does: on the GPU by the plan's
+sampling kernels where they can (greedy, a temperature alone, top-k up to 64, top-p), so
+only ids or candidates cross to the host.
 )";
 
 struct BadUsage {
@@ -81,6 +87,7 @@ struct BenchOptions {
   bool json = false;
   std::string plot;
   bool profile = false;
+  SamplingParams sampling; // single-sequence decode's picks (default greedy)
 };
 
 long long parseInt(const std::string &option, const std::string &text, long long lo,
@@ -144,6 +151,10 @@ BenchOptions parseOptions(int argc, char **argv) {
       o.profile = true;
     } else if (arg == "--plot") {
       o.plot = value();
+    } else if (cli::isSamplingOption(arg)) {
+      const std::string error = cli::setSamplingOption(arg, value(), o.sampling);
+      if (!error.empty())
+        throw BadUsage{error};
     } else if (arg == "--help" || arg == "-h") {
       std::fputs(kBenchHelp, stdout);
       std::exit(0);
@@ -160,6 +171,9 @@ BenchOptions parseOptions(int argc, char **argv) {
     throw BadUsage{"no plan given (usage: ninfer bench PLAN [options])"};
   if (o.profile && o.json)
     throw BadUsage{"--profile prints a table; it cannot be combined with --json"};
+  if (!o.batches.empty() && !Sampler(o.sampling).greedy())
+    throw BadUsage{"--batch steps pick greedy tokens: sampling (--temp above 0) is for "
+                   "single-sequence decode"};
   return o;
 }
 
@@ -312,19 +326,21 @@ void printTokenPick(const Executor &executor) {
                                     : "the logits to the host, which takes their argmax");
 }
 
-// One run: prefill `prompt` ids from position 0, then `gen` decode steps.
+// One run: prefill `prompt` ids from position 0, then `gen` decode steps, each picking its
+// next token with `sampling` as generation does (DecodeStep).
 Status runOnce(Executor &executor, const plan::Plan &p, int prompt, int gen,
-               std::vector<float> &logits, double &prefillSeconds,
-               std::vector<double> &latencies) {
+               const SamplingParams &sampling, std::vector<float> &logits,
+               double &prefillSeconds, std::vector<double> &latencies) {
   const Clock::time_point start = Clock::now();
   NINFER_RETURN_IF_ERROR(prefill(executor, p, promptIds(p, prompt, 0), 0, logits));
   prefillSeconds = secondsSince(start);
+  Sampler sampler(sampling);
+  DecodeStep step(executor, sampler, p.model()->vocab_size());
   for (int i = 0; i < gen; ++i) {
     const int pos = prompt + i;
-    const int32_t id = decodeId(p, pos, 0);
     int32_t picked = 0;
     const Clock::time_point t = Clock::now();
-    NINFER_RETURN_IF_ERROR(greedyStep(executor, p, &id, &pos, nullptr, 0, logits, &picked));
+    NINFER_RETURN_IF_ERROR(step.run(decodeId(p, pos, 0), pos, picked));
     latencies.push_back(secondsSince(t));
   }
   return Status::ok();
@@ -641,8 +657,8 @@ int bench(const BenchOptions &o) {
     Measured m;
     Status s = measure(o, "bench prompt " + std::to_string(prompt), prompt, 1,
                        [&](double &prefillSeconds, std::vector<double> &latencies) {
-                         return runOnce(*executor, p, prompt, o.gen, logits, prefillSeconds,
-                                        latencies);
+                         return runOnce(*executor, p, prompt, o.gen, o.sampling, logits,
+                                        prefillSeconds, latencies);
                        },
                        m);
     if (!s.isOk()) {
@@ -664,11 +680,17 @@ int bench(const BenchOptions &o) {
   }
 
   const uint64_t deviceBytes = executor->deviceMemoryBytes();
+  Sampler reported(o.sampling);
+  const DecodeStep pick(*executor, reported, p.model()->vocab_size());
   if (o.json) {
     std::printf("{\n  \"plan\": \"%s\",\n  \"executor\": \"%s\",\n", jsonEscape(o.plan).c_str(),
                 jsonEscape(name).c_str());
     std::printf("  \"gen\": %d,\n  \"reps\": %d,\n  \"warmup\": %d,\n", o.gen, o.reps, o.warmup);
-    std::printf("  \"token_pick\": \"%s\",\n", tokenPick(*executor));
+    std::printf("  \"sampling\": {\"temperature\": %.6g, \"top_k\": %d, \"top_p\": %.6g, "
+                "\"seed\": %llu},\n",
+                o.sampling.temperature, o.sampling.topK, o.sampling.topP,
+                static_cast<unsigned long long>(o.sampling.seed));
+    std::printf("  \"token_pick\": \"%s\",\n", pick.onDevice() ? "device" : "host");
     std::printf("  \"device_memory_bytes\": %llu,\n", static_cast<unsigned long long>(deviceBytes));
     std::printf("  \"bandwidth_bytes_per_s\": %.6g,\n  \"bandwidth_source\": \"%s\",\n", bandwidth,
                 bandwidthSource);
@@ -688,7 +710,7 @@ int bench(const BenchOptions &o) {
     std::printf("  ]\n}\n");
   } else {
     std::printf("plan:     %s\nexecutor: %s\n", o.plan.c_str(), name.c_str());
-    printTokenPick(*executor);
+    std::printf("tokens:   %s\n", pick.describe().c_str());
     std::printf("memory:   %.2f GiB on the device\n", double(deviceBytes) / double(1ull << 30));
     if (bandwidth > 0)
       std::printf("bandwidth: %.3g GB/s (%s)\n", bandwidth / 1e9, bandwidthSource);

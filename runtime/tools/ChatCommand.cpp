@@ -7,6 +7,7 @@
 // of the previous turn's, which re-tokenizing a rendered template does not
 // guarantee).
 #include "ChatCommand.h"
+#include "SamplingOptions.h"
 
 #include "ninfer/ChatTemplate.h"
 #include "ninfer/Executor.h"
@@ -211,31 +212,10 @@ std::string parseChatOptions(int argc, char** argv, ChatOptions& o) {
       if (!parseLong(text, 1, 1 << 30, number))
         return "-n expects an integer in [1, 1073741824], got '" + text + "'";
       o.maxNewTokens = int(number);
-    } else if (arg == "--temp" || arg == "--top-p") {
-      if (!(error = value(arg, text)).empty())
+    } else if (cli::isSamplingOption(arg)) {
+      if (!(error = value(arg, text)).empty() ||
+          !(error = cli::setSamplingOption(arg, text, o.sampling)).empty())
         return error;
-      char* end = nullptr;
-      const float v = std::strtof(text.c_str(), &end);
-      const float hi = arg == "--temp" ? 1000.0f : 1.0f;
-      if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0.0f || v > hi)
-        return arg + " expects a number in [0, " + (arg == "--temp" ? "1000" : "1") + "], got '" +
-               text + "'";
-      (arg == "--temp" ? o.sampling.temperature : o.sampling.topP) = v;
-    } else if (arg == "--top-k") {
-      if (!(error = value(arg, text)).empty())
-        return error;
-      if (!parseLong(text, 0, INT32_MAX, number))
-        return "--top-k expects a non-negative integer, got '" + text + "'";
-      o.sampling.topK = int(number);
-    } else if (arg == "--seed") {
-      if (!(error = value(arg, text)).empty())
-        return error;
-      errno = 0;
-      char* end = nullptr;
-      const unsigned long long seed = std::strtoull(text.c_str(), &end, 10);
-      if (text.empty() || text[0] == '-' || *end != '\0' || errno == ERANGE)
-        return "--seed expects a non-negative integer, got '" + text + "'";
-      o.sampling.seed = seed;
     } else if (arg == "--device") {
       if (!(error = value(arg, o.device)).empty())
         return error;

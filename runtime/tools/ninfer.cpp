@@ -5,6 +5,7 @@
 #include "ChatCommand.h"
 #include "CliCommon.h"
 #include "EvalCommand.h"
+#include "SamplingOptions.h"
 
 #include "ninfer/Executor.h"
 #include "ninfer/Format.h"
@@ -93,28 +94,6 @@ long long parseInteger(const std::string& option, const std::string& text, long 
   if (text.empty() || *end != '\0' || errno == ERANGE || value < lo || value > hi)
     usage(option + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
           "], got '" + text + "'");
-  return value;
-}
-
-unsigned long long parseUnsigned(const std::string& option, const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || text[0] == '-' || *end != '\0' || errno == ERANGE)
-    usage(option + " expects a non-negative integer, got '" + text + "'");
-  return value;
-}
-
-float parseFloat(const std::string& option, const std::string& text, float lo, float hi) {
-  errno = 0;
-  char* end = nullptr;
-  const float value = std::strtof(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value) || value < lo ||
-      value > hi) {
-    std::ostringstream os;
-    os << option << " expects a number in [" << lo << ", " << hi << "], got '" << text << "'";
-    usage(os.str());
-  }
   return value;
 }
 
@@ -219,14 +198,10 @@ GenerateOptions parseGenerate(int argc, char** argv) {
       o.promptIds = parseIds(o.promptArg);
     } else if (arg == "-n") {
       o.maxNewTokens = int(parseInteger(arg, args.value(arg), 0, 1 << 30));
-    } else if (arg == "--temp") {
-      o.sampling.temperature = parseFloat(arg, args.value(arg), 0.0f, 1000.0f);
-    } else if (arg == "--top-k") {
-      o.sampling.topK = int(parseInteger(arg, args.value(arg), 0, INT32_MAX));
-    } else if (arg == "--top-p") {
-      o.sampling.topP = parseFloat(arg, args.value(arg), 0.0f, 1.0f);
-    } else if (arg == "--seed") {
-      o.sampling.seed = parseUnsigned(arg, args.value(arg));
+    } else if (isSamplingOption(arg)) {
+      const std::string error = setSamplingOption(arg, args.value(arg), o.sampling);
+      if (!error.empty())
+        usage(error);
     } else if (arg == "--device") {
       o.device = args.value(arg);
       if (o.device != "cuda" && o.device != "cpu" && o.device != "auto")

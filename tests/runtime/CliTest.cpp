@@ -307,6 +307,34 @@ TEST(Cli, BenchBatchSweep) {
   EXPECT_NE(help.out.find("--batch B[,B...]"), std::string::npos) << help.out;
 }
 
+// ninfer bench with sampling on the CPU executor: the report and the JSON say how the tokens
+// are picked and with what; sampling with --batch and bad values are refused, as generation
+// refuses them.
+TEST(Cli, BenchSampling) {
+  TinyModel model = buildTinyModel(TinyModelSpec{});
+  const std::string path = model.maker.write("bench_sampling.nplan");
+  const std::string common = " --device cpu --threads 1 --prompt 3 --gen 4 --warmup 0 --reps 1";
+  CliResult table = runCli("bench " + path + common + " --temp 0.8 --top-p 0.9 --seed 3");
+  ASSERT_EQ(table.exitCode, 0) << table.err;
+  EXPECT_NE(table.out.find("tokens:   the logits to the host, which picks"), std::string::npos)
+      << table.out;
+  CliResult json = runCli("bench " + path + common + " --temp 0.5 --top-k 5 --json");
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  EXPECT_NE(json.out.find("\"sampling\": {\"temperature\": 0.5, \"top_k\": 5, \"top_p\": 1, "
+                          "\"seed\": 0}"),
+            std::string::npos)
+      << json.out;
+  EXPECT_NE(json.out.find("\"token_pick\": \"host\""), std::string::npos) << json.out;
+  expectOneErrorLine(runCli("bench " + path + common + " --batch 1 --temp 0.8"), 2,
+                     "--batch steps pick greedy tokens");
+  expectOneErrorLine(runCli("bench " + path + common + " --top-p 2"), 2,
+                     "--top-p expects a number in [0, 1], got '2'");
+  expectOneErrorLine(runCli("bench " + path + common + " --seed -1"), 2,
+                     "--seed expects a non-negative integer, got '-1'");
+  EXPECT_NE(runCli("bench --help").out.find("--temp T, --top-k K, --top-p P, --seed S"),
+            std::string::npos);
+}
+
 } // namespace
 } // namespace test
 } // namespace ninfer

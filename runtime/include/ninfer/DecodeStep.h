@@ -24,6 +24,8 @@ public:
   Status run(int32_t id, int pos, int32_t& next);
   // Where the next token is picked, in words (reports).
   std::string describe() const;
+  // Whether the executor takes part in the pick (else the logits come to the host).
+  bool onDevice() const { return pick_ != Pick::kLogits; }
 
 private:
   enum class Pick { kLogits, kGreedy, kTemperature, kTopK, kNucleus };
