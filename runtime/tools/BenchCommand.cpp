@@ -710,6 +710,12 @@ int bench(const BenchOptions &o) {
     std::printf("  ]\n}\n");
   } else {
     std::printf("plan:     %s\nexecutor: %s\n", o.plan.c_str(), name.c_str());
+    if (reported.greedy())
+      std::printf("sampling: greedy\n");
+    else
+      std::printf("sampling: temperature %g, top-k %d, top-p %g, seed %llu\n",
+                  double(o.sampling.temperature), o.sampling.topK, double(o.sampling.topP),
+                  static_cast<unsigned long long>(o.sampling.seed));
     std::printf("tokens:   %s\n", pick.describe().c_str());
     std::printf("memory:   %.2f GiB on the device\n", double(deviceBytes) / double(1ull << 30));
     if (bandwidth > 0)

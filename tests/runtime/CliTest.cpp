@@ -316,6 +316,9 @@ TEST(Cli, BenchSampling) {
   const std::string common = " --device cpu --threads 1 --prompt 3 --gen 4 --warmup 0 --reps 1";
   CliResult table = runCli("bench " + path + common + " --temp 0.8 --top-p 0.9 --seed 3");
   ASSERT_EQ(table.exitCode, 0) << table.err;
+  EXPECT_NE(table.out.find("sampling: temperature 0.8, top-k 0, top-p 0.9, seed 3"),
+            std::string::npos)
+      << table.out;
   EXPECT_NE(table.out.find("tokens:   the logits to the host, which picks"), std::string::npos)
       << table.out;
   CliResult json = runCli("bench " + path + common + " --temp 0.5 --top-k 5 --json");
