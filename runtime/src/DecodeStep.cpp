@@ -38,6 +38,7 @@ Status DecodeStep::run(int32_t id, int pos, int32_t& next) {
     if (next >= 0)
       return Status::ok();
     // The nucleus reaches past the candidates: the step's logits decide.
+    ++logitsSteps_;
     NINFER_RETURN_IF_ERROR(executor_.lastLogits(logits_.data()));
     next = sampler_.sampleWith(logits_.data(), vocab_, uniform);
     return Status::ok();
@@ -45,6 +46,7 @@ Status DecodeStep::run(int32_t id, int pos, int32_t& next) {
   case Pick::kLogits:
     break;
   }
+  ++logitsSteps_;
   NINFER_RETURN_IF_ERROR(executor_.forward(&id, 1, pos, logits_.data()));
   next = sampler_.sample(logits_.data(), vocab_);
   return Status::ok();

@@ -328,6 +328,10 @@ TEST(Cli, BenchSampling) {
             std::string::npos)
       << json.out;
   EXPECT_NE(json.out.find("\"token_pick\": \"host\""), std::string::npos) << json.out;
+  // The CPU executor brings every step's logits to the host: 4 steps of one run.
+  EXPECT_NE(json.out.find("\"decode_steps\": 4,\n  \"logits_to_host_steps\": 4,"),
+            std::string::npos)
+      << json.out;
   expectOneErrorLine(runCli("bench " + path + common + " --batch 1 --temp 0.8"), 2,
                      "--batch steps pick greedy tokens");
   expectOneErrorLine(runCli("bench " + path + common + " --top-p 2"), 2,

@@ -3,6 +3,7 @@
 #include "TestModel.h"
 #include "TopKReference.h"
 
+#include "ninfer/DecodeStep.h"
 #include "ninfer/Generator.h"
 #include "ninfer/Plan.h"
 
@@ -288,6 +289,32 @@ TEST(Generator, TopPDecodeStepsLetTheExecutorPickTheCandidates) {
     // CountingExecutor's logits at temperature 0.02: the nucleus is their 1; at 1 it holds
     // about 90 of the 100 ids, past the 64 candidates, so every draw reads the logits.
     EXPECT_EQ(nucleus.logitsCopies, temperature < 0.5f ? 0 : 29) << "temperature " << temperature;
+  }
+}
+
+// DecodeStep counts the steps whose pick read the logits on the host: every step without the
+// executor's pick, and top-p's steps whose nucleus reaches past the candidates.
+TEST(DecodeStep, CountsTheStepsThatBringTheLogits) {
+  for (float temperature : {0.02f, 1.0f}) {
+    SamplingParams params;
+    params.temperature = temperature;
+    params.topP = 0.9f;
+    Sampler nucleusSampler(params), logitsSampler(params);
+    NucleusExecutor nucleus(100);
+    CountingExecutor logits(100);
+    DecodeStep onDevice(nucleus, nucleusSampler, 100), onHost(logits, logitsSampler, 100);
+    EXPECT_TRUE(onDevice.onDevice());
+    EXPECT_FALSE(onHost.onDevice());
+    int32_t id = 1, a = 0, b = 0;
+    for (int pos = 0; pos < 5; ++pos) {
+      ASSERT_TRUE(onDevice.run(id, pos, a).isOk());
+      ASSERT_TRUE(onHost.run(id, pos, b).isOk());
+      EXPECT_EQ(a, b) << "temperature " << temperature << ", step " << pos;
+      id = a;
+    }
+    EXPECT_EQ(onDevice.logitsSteps(), temperature < 0.5f ? 0 : 5);
+    EXPECT_EQ(onDevice.logitsSteps(), nucleus.logitsCopies);
+    EXPECT_EQ(onHost.logitsSteps(), 5);
   }
 }
 

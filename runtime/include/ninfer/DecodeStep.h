@@ -26,6 +26,9 @@ public:
   std::string describe() const;
   // Whether the executor takes part in the pick (else the logits come to the host).
   bool onDevice() const { return pick_ != Pick::kLogits; }
+  // The steps run so far whose pick read the logits on the host: every step without the
+  // executor's pick, and top-p's steps whose nucleus reached past the candidates.
+  int logitsSteps() const { return logitsSteps_; }
 
 private:
   enum class Pick { kLogits, kGreedy, kTemperature, kTopK, kNucleus };
@@ -35,6 +38,7 @@ private:
   Pick pick_ = Pick::kLogits;
   std::vector<float> logits_;
   TopKCandidates candidates_;
+  int logitsSteps_ = 0;
 };
 
 } // namespace ninfer
