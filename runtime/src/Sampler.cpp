@@ -16,8 +16,9 @@ bool before(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>&
   return a.first > b.first || (a.first == b.first && a.second < b.second);
 }
 
+// `before`'s order of the logits.
 bool weightedBefore(const WeightedLogit& a, const WeightedLogit& b) {
-  return a.value > b.value || (a.value == b.value && a.id < b.id);
+  return before({a.value, a.id}, {b.value, b.id});
 }
 
 // In v[lo, hi), whose entries come after every entry before lo (in `before` order) and in
