@@ -136,7 +136,7 @@ public:
     source_ << "#include \"common.cuh\"\n#include \"embedding.cuh\"\n#include \"rmsnorm.cuh\"\n"
             << "#include \"linear.cuh\"\n#include \"rope.cuh\"\n#include \"attention.cuh\"\n"
             << "#include \"swiglu.cuh\"\n#include \"add.cuh\"\n#include \"fill.cuh\"\n"
-            << "#include \"argmax.cuh\"\n#include \"sample.cuh\"\n#include \"topk.cuh\"\n"
+            << "#include \"argmax.cuh\"\n#include \"sample.cuh\"\n#include \"topk.cuh\"\n#include \"nucleus.cuh\"\n"
             << "#include \"linear_ternary.cuh\"\n#include \"linear_tq1.cuh\"\n"
             << "#include \"linear_quant.cuh\"\n\n"
             << "using ninfer::KernelArgs;\nusing ninfer::StepState;\n\n";

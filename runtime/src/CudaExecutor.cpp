@@ -106,6 +106,8 @@ public:
                                 float temperature, TopKCandidates *candidates,
                                 double *mass) override;
   Status lastLogits(float *logits) override;
+  bool drawsNucleus() const override { return nucleus_ != nullptr && picksNucleus(); }
+  Status drawLastNucleus(float temperature, float topP, double uniform, int32_t *id) override;
   Status forwardBatchGreedy(const int32_t *tokens, const int32_t *positions,
                             const int32_t *sequences, int batch, int32_t *ids) override;
   int maxBatch() const override { return file_.plan().max_batch(); }
@@ -197,6 +199,7 @@ private:
   CUfunction topk_ = nullptr;   // and before device top-k candidates
   CUfunction sample_ = nullptr; // and before device temperature sampling
   bool samplesMass_ = false;    // sample_ has its rowSums parameter (plans since top-p)
+  CUfunction nucleus_ = nullptr; // and before top-p over a whole row on the device
   std::vector<LaunchInfo> launches_;
   std::vector<CUdeviceptr> allocations_;
   CUdeviceptr weights_ = 0, activations_ = 0, kv_ = 0, workspace_ = 0, tokens_ = 0, logits_ = 0,
@@ -213,6 +216,8 @@ private:
   CUdeviceptr sampleDevice_ = 0;
   float temperature_ = 0.0f;
   float nucleusTemperature_ = 0.0f; // of kNucleus steps and their graph
+  // Top-p over a whole row (drawLastNucleus): the row's weights (a float per id), the id.
+  CUdeviceptr nucleusDevice_ = 0;
   void *hostStaging_ = nullptr; // pinned: StepState, tokens, ids, logits
   StepState *hostState_ = nullptr;
   int32_t *hostTokens_ = nullptr;
@@ -578,6 +583,8 @@ Status CudaExecutor::init(int ordinal) {
   size_t offset = 0, size = 0;
   samplesMass_ = sample_ && cu_.funcGetParamInfo &&
                  cu_.funcGetParamInfo(sample_, 9, &offset, &size) == CUDA_SUCCESS;
+  if (cu_.moduleGetFunction(&nucleus_, module_, "ninfer_nucleus_row") != CUDA_SUCCESS)
+    nucleus_ = nullptr;
   topKSlices_ = std::max(1, (p.model()->vocab_size() + kTopKSliceValues - 1) / kTopKSliceValues);
   if (topKSlices_ > kTopKSliceValues)
     topk_ = nullptr; // a vocabulary past 16M ids: not even one candidate per slice
@@ -590,12 +597,13 @@ Status CudaExecutor::init(int ordinal) {
   const uint64_t greedyBytes = 2 * kMaxBatch * 4 + uint64_t(kMaxBatch) * kArgmaxSlices * 8;
   const uint64_t topKBytes = kTopKFixedBytes + uint64_t(topKSlices_) * (4 + kMaxTopKCandidates * 8);
   const uint64_t sampleBytes = uint64_t(kMaxBatch) * (kArgmaxSlices * 12 + 8);
+  const uint64_t nucleusBytes = nucleus_ ? uint64_t(p.model()->vocab_size()) * 4 + 4 : 0;
   size_t freeBytes = 0, totalBytes = 0;
   NINFER_RETURN_IF_ERROR(
       cu_.check(cu_.memGetInfo(&freeBytes, &totalBytes), "cannot query free GPU memory"));
   const uint64_t needed = weightBytes + activationBytes + kvBytes + workspaceBytes + tokenBytes +
-                          logitsBytes_ + greedyBytes + topKBytes + sampleBytes +
-                          10 * kAllocationAlignment;
+                          logitsBytes_ + greedyBytes + topKBytes + sampleBytes + nucleusBytes +
+                          11 * kAllocationAlignment;
   if (needed > freeBytes)
     return Status::error("the plan needs " + gib(needed) + " of GPU memory (weights " +
                          gib(weightBytes) + ", activations " + gib(activationBytes) +
@@ -612,6 +620,8 @@ Status CudaExecutor::init(int ordinal) {
   NINFER_RETURN_IF_ERROR(allocate(greedy_, greedyBytes, "greedy sampling"));
   NINFER_RETURN_IF_ERROR(allocate(topKDevice_, topKBytes, "top-k sampling"));
   NINFER_RETURN_IF_ERROR(allocate(sampleDevice_, sampleBytes, "temperature sampling"));
+  if (nucleus_)
+    NINFER_RETURN_IF_ERROR(allocate(nucleusDevice_, nucleusBytes, "top-p sampling"));
   // Zeroed like the CPU executor's arenas, so unwritten rows compare equal.
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(activations_, 0, activationBytes), "memset"));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(kv_, 0, kvBytes), "memset"));
@@ -784,6 +794,29 @@ Status CudaExecutor::lastLogits(float *logits) {
   NINFER_RETURN_IF_ERROR(
       cu_.check(cu_.streamSynchronize(stream_), "cannot copy the logits from the GPU"));
   std::memcpy(logits, hostLogits_, bytes);
+  return Status::ok();
+}
+
+Status CudaExecutor::drawLastNucleus(float temperature, float topP, double uniform,
+                                     int32_t *id) {
+  if (!drawsNucleus())
+    return Executor::drawLastNucleus(temperature, topP, uniform, id);
+  if (!id)
+    return Status::error("no place for the drawn token");
+  if (!(temperature > 0.0f) || !std::isfinite(temperature))
+    return Status::error("top-p sampling needs a finite temperature above 0");
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
+  int vocab = file_.plan().model()->vocab_size();
+  CUdeviceptr weights = nucleusDevice_, drawn = nucleusDevice_ + uint64_t(vocab) * 4;
+  void *params[] = {&logits_, &vocab, &temperature, &topP, &uniform, &weights, &drawn};
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.launchKernel(nucleus_, 1, 1, 1, kNucleusThreads, 1, 1, 0,
+                                                    stream_, params, nullptr),
+                                   "cannot launch the top-p draw"));
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.memcpyDtoHAsync(hostIds_, drawn, 4, stream_),
+                                   "cannot copy the drawn token from the GPU"));
+  NINFER_RETURN_IF_ERROR(
+      cu_.check(cu_.streamSynchronize(stream_), "the top-p draw failed on the GPU"));
+  *id = hostIds_[0];
   return Status::ok();
 }
 

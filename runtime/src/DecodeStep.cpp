@@ -37,7 +37,12 @@ Status DecodeStep::run(int32_t id, int pos, int32_t& next) {
     next = sampler_.sampleTopP(candidates_, mass, uniform);
     if (next >= 0)
       return Status::ok();
-    // The nucleus reaches past the candidates: the step's logits decide.
+    // The nucleus reaches past the candidates: the executor draws over the whole row, or the
+    // step's logits come to the host.
+    if (executor_.drawsNucleus()) {
+      ++rowDrawSteps_;
+      return executor_.drawLastNucleus(sampler_.temperature(), sampler_.topP(), uniform, &next);
+    }
     ++logitsSteps_;
     NINFER_RETURN_IF_ERROR(executor_.lastLogits(logits_.data()));
     next = sampler_.sampleWith(logits_.data(), vocab_, uniform);
@@ -61,8 +66,11 @@ std::string DecodeStep::describe() const {
   case Pick::kTopK:
     return "top-k candidates picked on the device, drawn on the host";
   case Pick::kNucleus:
-    return "top-p candidates and mass picked on the device, drawn on the host (the logits "
-           "where the nucleus reaches past the candidates)";
+    return executor_.drawsNucleus()
+               ? "top-p candidates and mass picked on the device, drawn on the host (drawn "
+                 "over the whole row on the device where the nucleus reaches past them)"
+               : "top-p candidates and mass picked on the device, drawn on the host (the "
+                 "logits where the nucleus reaches past the candidates)";
   case Pick::kLogits:
     break;
   }

@@ -326,12 +326,18 @@ void printTokenPick(const Executor &executor) {
                                     : "the logits to the host, which takes their argmax");
 }
 
+// Decode steps whose pick brought the logits to the host (DecodeStep::logitsSteps), and
+// top-p's steps that the executor drew over the whole row (DecodeStep::rowDrawSteps).
+struct PickCounts {
+  int logits = 0, rowDraws = 0;
+};
+
 // One run: prefill `prompt` ids from position 0, then `gen` decode steps, each picking its
-// next token with `sampling` as generation does (DecodeStep); adds to logitsSteps the steps
-// whose pick read the logits on the host.
+// next token with `sampling` as generation does (DecodeStep); adds to `picks` the steps whose
+// pick read the logits on the host and those whose top-p draw the executor made over the row.
 Status runOnce(Executor &executor, const plan::Plan &p, int prompt, int gen,
                const SamplingParams &sampling, std::vector<float> &logits,
-               double &prefillSeconds, std::vector<double> &latencies, int &logitsSteps) {
+               double &prefillSeconds, std::vector<double> &latencies, PickCounts &picks) {
   const Clock::time_point start = Clock::now();
   NINFER_RETURN_IF_ERROR(prefill(executor, p, promptIds(p, prompt, 0), 0, logits));
   prefillSeconds = secondsSince(start);
@@ -344,7 +350,8 @@ Status runOnce(Executor &executor, const plan::Plan &p, int prompt, int gen,
     NINFER_RETURN_IF_ERROR(step.run(decodeId(p, pos, 0), pos, picked));
     latencies.push_back(secondsSince(t));
   }
-  logitsSteps += step.logitsSteps();
+  picks.logits += step.logitsSteps();
+  picks.rowDraws += step.rowDrawSteps();
   return Status::ok();
 }
 
@@ -654,7 +661,7 @@ int bench(const BenchOptions &o) {
   const double kvPerPos = kvBytesPerPosition(p);
   std::vector<float> logits(static_cast<size_t>(std::max(1, p.model()->vocab_size())));
   std::vector<PromptResult> results;
-  int logitsSteps = 0; // over every run, warm-ups included
+  PickCounts picks; // over every run, warm-ups included
   const int decodeSteps = int(o.prompts.size()) * (o.warmup + o.reps) * o.gen;
 
   for (int prompt : o.prompts) {
@@ -662,7 +669,7 @@ int bench(const BenchOptions &o) {
     Status s = measure(o, "bench prompt " + std::to_string(prompt), prompt, 1,
                        [&](double &prefillSeconds, std::vector<double> &latencies) {
                          return runOnce(*executor, p, prompt, o.gen, o.sampling, logits,
-                                        prefillSeconds, latencies, logitsSteps);
+                                        prefillSeconds, latencies, picks);
                        },
                        m);
     if (!s.isOk()) {
@@ -695,8 +702,9 @@ int bench(const BenchOptions &o) {
                 o.sampling.temperature, o.sampling.topK, o.sampling.topP,
                 static_cast<unsigned long long>(o.sampling.seed));
     std::printf("  \"token_pick\": \"%s\",\n", pick.onDevice() ? "device" : "host");
-    std::printf("  \"decode_steps\": %d,\n  \"logits_to_host_steps\": %d,\n", decodeSteps,
-                logitsSteps);
+    std::printf("  \"decode_steps\": %d,\n  \"logits_to_host_steps\": %d,\n"
+                "  \"row_draw_steps\": %d,\n",
+                decodeSteps, picks.logits, picks.rowDraws);
     std::printf("  \"device_memory_bytes\": %llu,\n", static_cast<unsigned long long>(deviceBytes));
     std::printf("  \"bandwidth_bytes_per_s\": %.6g,\n  \"bandwidth_source\": \"%s\",\n", bandwidth,
                 bandwidthSource);
@@ -723,9 +731,13 @@ int bench(const BenchOptions &o) {
                   double(o.sampling.temperature), o.sampling.topK, double(o.sampling.topP),
                   static_cast<unsigned long long>(o.sampling.seed));
     std::printf("tokens:   %s\n", pick.describe().c_str());
-    if (pick.onDevice() && logitsSteps > 0)
+    if (pick.onDevice() && picks.logits > 0)
       std::printf("logits:   to the host in %d of %d decode steps (warm-ups included)\n",
-                  logitsSteps, decodeSteps);
+                  picks.logits, decodeSteps);
+    if (picks.rowDraws > 0)
+      std::printf("top-p:    drawn over the whole row on the device in %d of %d decode steps "
+                  "(warm-ups included)\n",
+                  picks.rowDraws, decodeSteps);
     std::printf("memory:   %.2f GiB on the device\n", double(deviceBytes) / double(1ull << 30));
     if (bandwidth > 0)
       std::printf("bandwidth: %.3g GB/s (%s)\n", bandwidth / 1e9, bandwidthSource);

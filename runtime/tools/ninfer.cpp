@@ -68,7 +68,8 @@ options:
                         64 are picked there, so only K pairs come back per step)
   --top-p P             keep the smallest set of tokens with probability >= P (default 1 = off;
                         on the GPU without --top-k, the 64 most likely tokens and the row's
-                        mass come back, and the logits only where the set reaches past them)
+                        mass come back, and where the set reaches past them the GPU draws
+                        over the whole row; with plans compiled before that, the logits come)
   --seed S              random seed for sampling (default 0)
   --device D            cuda, cpu or auto (default auto: cuda when a usable GPU and a matching
                         cubin or PTX exist, else cpu; the choice is reported on stderr)

@@ -17,7 +17,9 @@
 //   NucleusTokens.CraftedLogits, TinyModel: top-p's candidates and mass
 //     (forwardSequenceNucleus) against the host's, and the tokens Sampler::sampleTopP draws
 //     from them (or from lastLogits() where the nucleus reaches past them) against
-//     Sampler::sampleWith of the same rows and uniforms.
+//     Sampler::sampleWith of the same rows and uniforms; CraftedLogits also the draws over
+//     the whole row on the device (codegen/kernels/nucleus.cuh: drawLastNucleus) of every
+//     row, with three uniforms each.
 // Skips (GTEST_SKIP) when libcuda.so.1 cannot be loaded or there is no GPU.
 #include "GpuParity.h"
 #include "TinyModelPlan.h"
@@ -264,10 +266,11 @@ void expectNucleusOfCraftedRows(const std::vector<float>& crafted, int width, in
   ASSERT_TRUE(cuda);
   Executor& e = *cuda;
   ASSERT_TRUE(e.picksNucleus());
+  ASSERT_TRUE(e.drawsNucleus());
   std::mt19937_64 rng(5);
   for (int round = 0; round < 2; ++round)
     for (float temperature : {0.3f, 1.0f, 4.0f})
-      for (float topP : {0.9f, 0.3f}) {
+      for (float topP : {0.9f, 0.3f, 0.999f}) {
         SamplingParams params;
         params.temperature = temperature;
         params.topP = topP;
@@ -285,6 +288,12 @@ void expectNucleusOfCraftedRows(const std::vector<float>& crafted, int width, in
           const double expected = test::nucleusMass(row.data(), width, temperature);
           EXPECT_NEAR(mass, expected, 1e-12 * expected) << what;
           const double u = double(rng() >> 11) * (1.0 / 9007199254740992.0);
+          // The draw over the whole row on the device, with this uniform and the extremes.
+          for (double du : {u, 0.0, 1.0 - 1.0 / 9007199254740992.0}) {
+            int32_t drawn = -2;
+            ASSERT_TRUE(e.drawLastNucleus(temperature, topP, du, &drawn).isOk()) << what;
+            EXPECT_EQ(drawn, host.sampleWith(row.data(), width, du)) << what << ", u " << du;
+          }
           int32_t id = host.sampleTopP(c, mass, u);
           if (id < 0) {
             ++fromLogits;
@@ -304,6 +313,7 @@ void expectNucleusOfCraftedRows(const std::vector<float>& crafted, int width, in
   double mass = 0.0;
   int32_t token = 0;
   EXPECT_FALSE(e.forwardSequenceNucleus(0, &token, 1, 0, 0.0f, &c, &mass).isOk());
+  EXPECT_FALSE(e.drawLastNucleus(0.0f, 0.9f, 0.5, &token).isOk());
 }
 
 TEST(NucleusTokens, CraftedLogits) {

@@ -292,6 +292,52 @@ TEST(Generator, TopPDecodeStepsLetTheExecutorPickTheCandidates) {
   }
 }
 
+// NucleusExecutor that draws top-p over its last logits itself (Sampler::sampleWith of them
+// standing in for the CUDA executor's kernel) where the candidates do not hold the nucleus.
+class RowDrawingExecutor : public NucleusExecutor {
+public:
+  using NucleusExecutor::NucleusExecutor;
+  bool drawsNucleus() const override { return true; }
+  Status drawLastNucleus(float temperature, float topP, double uniform, int32_t* id) override {
+    std::vector<float> logits(100);
+    NINFER_RETURN_IF_ERROR(lastLogits(logits.data()));
+    SamplingParams params;
+    params.temperature = temperature;
+    params.topP = topP;
+    *id = Sampler(params).sampleWith(logits.data(), 100, uniform);
+    ++rowDraws;
+    return Status::ok();
+  }
+  int rowDraws = 0;
+};
+
+// Where the executor draws top-p over the whole row, DecodeStep lets it (no logits come to the
+// host) where the nucleus reaches past the candidates, with the uniform sampleWith would take.
+TEST(DecodeStep, LetsTheExecutorDrawTopPOverTheRow) {
+  for (float temperature : {0.02f, 1.0f}) {
+    SamplingParams params;
+    params.temperature = temperature;
+    params.topP = 0.9f;
+    params.seed = 21;
+    Sampler deviceSampler(params), hostSampler(params);
+    RowDrawingExecutor device(100);
+    CountingExecutor host(100);
+    DecodeStep onDevice(device, deviceSampler, 100), onHost(host, hostSampler, 100);
+    int32_t id = 1, a = 0, b = 0;
+    for (int pos = 0; pos < 5; ++pos) {
+      ASSERT_TRUE(onDevice.run(id, pos, a).isOk());
+      ASSERT_TRUE(onHost.run(id, pos, b).isOk());
+      EXPECT_EQ(a, b) << "temperature " << temperature << ", step " << pos;
+      id = a;
+    }
+    const int pastCandidates = temperature < 0.5f ? 0 : 5;
+    EXPECT_EQ(onDevice.rowDrawSteps(), pastCandidates);
+    EXPECT_EQ(device.rowDraws, pastCandidates);
+    EXPECT_EQ(onDevice.logitsSteps(), 0);
+    EXPECT_EQ(onHost.rowDrawSteps(), 0);
+  }
+}
+
 // DecodeStep counts the steps whose pick read the logits on the host: every step without the
 // executor's pick, and top-p's steps whose nucleus reaches past the candidates.
 TEST(DecodeStep, CountsTheStepsThatBringTheLogits) {

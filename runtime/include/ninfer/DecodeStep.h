@@ -1,9 +1,9 @@
 // One single-sequence decode step and the pick of the token after it, as Sampler picks it
 // from the step's logits, with the executor picking on its own where it can: the greedy
 // token, a draw with a temperature alone, top-k sampling's candidates, or top-p's candidates
-// and the row's mass. On the GPU only an id or k pairs then come back per step (top-p brings
-// the logits only where its nucleus reaches past the candidates). Generation and
-// `ninfer bench` decode through it.
+// and the row's mass. On the GPU only an id or k pairs then come back per step (where top-p's
+// nucleus reaches past the candidates, the GPU draws over the whole row; plans compiled before
+// that bring the logits). Generation and `ninfer bench` decode through it.
 #pragma once
 
 #include "ninfer/Executor.h"
@@ -29,6 +29,9 @@ public:
   // The steps run so far whose pick read the logits on the host: every step without the
   // executor's pick, and top-p's steps whose nucleus reached past the candidates.
   int logitsSteps() const { return logitsSteps_; }
+  // Top-p's steps so far whose nucleus reached past the candidates and that the executor drew
+  // over the whole row (Executor::drawLastNucleus).
+  int rowDrawSteps() const { return rowDrawSteps_; }
 
 private:
   enum class Pick { kLogits, kGreedy, kTemperature, kTopK, kNucleus };
@@ -39,6 +42,7 @@ private:
   std::vector<float> logits_;
   TopKCandidates candidates_;
   int logitsSteps_ = 0;
+  int rowDrawSteps_ = 0;
 };
 
 } // namespace ninfer

@@ -110,6 +110,16 @@ public:
     (void)logits;
     return Status::error(name() + " keeps no logits of its last step");
   }
+  // Whether drawLastNucleus() works for this executor and plan.
+  virtual bool drawsNucleus() const { return false; }
+  // `id` gets the token Sampler::sampleWith draws with `temperature` and `topP` (no top-k)
+  // and `uniform` from the logits lastLogits() would give, drawn by the executor over the
+  // whole row, so only the id leaves the GPU (where forwardSequenceNucleus's candidates do not
+  // hold the nucleus).
+  virtual Status drawLastNucleus(float temperature, float topP, double uniform, int32_t* id) {
+    (void)temperature, (void)topP, (void)uniform, (void)id;
+    return Status::error(name() + " cannot draw top-p over a whole row itself");
+  }
   // Whether forwardAllRows() works for this executor and plan.
   virtual bool hasAllRowsLogits() const { return false; }
   // Like forward(), but logits gets n x vocab_size floats: the logits of every

@@ -69,6 +69,7 @@ public:
   // a running sum.
   int32_t sampleTopP(const TopKCandidates& candidates, double mass, double uniform);
   float temperature() const { return params_.temperature; }
+  float topP() const { return params_.topP; }
   // The uniform in [0, 1) that the next non-greedy sample() would draw: every non-greedy
   // sample() and sampleTopK() takes one, so a draw made elsewhere with it keeps the seed's
   // sequence.

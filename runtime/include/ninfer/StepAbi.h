@@ -72,6 +72,11 @@ constexpr int kTopKThreads = 256;
 // ninfer_argmax_rows of the same rows, the same grid and block; per row kArgmaxSlices partial
 // sums (8 bytes) and last non-NaN ids (4 bytes), a ticket, and the picked id.
 
+// Top-p's draw over a whole row on the device (codegen/kernels/nucleus.cuh,
+// ninfer_nucleus_row): one block of kNucleusThreads for the row, and the row's weights (a
+// float per id) in a buffer of the executor's.
+constexpr int kNucleusThreads = 512;
+
 struct KernelArgs {
   void* buffers[kMaxKernelArgs];
 };
