@@ -84,7 +84,8 @@ __device__ __forceinline__ void loadLogits(const float *row, int vocab, int i0,
 }
 
 // f(i, logit) for each of this thread's ids of the row (NaN past its end).
-template <class F> __device__ __forceinline__ void forEachLogit(const float *row, int vocab, F &&f) {
+template <class F>
+__device__ __forceinline__ void forEachLogit(const float *row, int vocab, F &&f) {
   for (int i0 = 0; i0 < vocab; i0 += kNucleusUnroll * kNucleusThreads) {
     float l[kNucleusUnroll];
     loadLogits(row, vocab, i0, l);
@@ -127,9 +128,11 @@ __device__ __forceinline__ void addToBins(NucleusShared &sh, bool on, unsigned i
 
 // The key of the set where the running sum of weights, over keys from the highest, first
 // passes `bound` (reaches it, when `inclusive`). Four passes over the row, a byte each.
-__device__ NucleusPick nucleusSelect(const float *row, const float *weights, int vocab,
-                                     NucleusSet set, double bound, bool inclusive,
-                                     NucleusShared &sh) {
+// (Not inlined, nor nucleusNthId: the kernel calls each two to four times, and inlined they
+// took NVRTC about 4 s more per module, a plan's compile from 6 to 10 s.)
+__device__ __noinline__ NucleusPick nucleusSelect(const float *row, const float *weights,
+                                                  int vocab, NucleusSet set, double bound,
+                                                  bool inclusive, NucleusShared &sh) {
   const int warp = threadIdx.x / kWarpSize;
   unsigned int prefix = 0u, mask = 0u;
   double above = 0.0;
@@ -212,8 +215,8 @@ __device__ NucleusPick nucleusSelect(const float *row, const float *weights, int
 
 // The id of the n-th element (from 0, lower ids first) of the row whose logit has `key`; the
 // last such element where there are no more than n.
-__device__ int nucleusNthId(const float *row, int vocab, unsigned int key, int n,
-                            NucleusShared &sh) {
+__device__ __noinline__ int nucleusNthId(const float *row, int vocab, unsigned int key, int n,
+                                         NucleusShared &sh) {
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   // Warp w counts the matches of its run of ids, kNucleusUnroll x 32 at a time.
   constexpr int kStep = kNucleusUnroll * kWarpSize;
