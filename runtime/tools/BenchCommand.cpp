@@ -92,12 +92,10 @@ struct BenchOptions {
 
 long long parseInt(const std::string &option, const std::string &text, long long lo,
                    long long hi) {
-  errno = 0;
-  char *end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || value < lo || value > hi)
-    throw BadUsage{option + " expects an integer in [" + std::to_string(lo) + ", " +
-                   std::to_string(hi) + "], got '" + text + "'"};
+  long long value = 0;
+  const std::string error = cli::parseIntegerOption(option, text, lo, hi, value);
+  if (!error.empty())
+    throw BadUsage{error};
   return value;
 }
 

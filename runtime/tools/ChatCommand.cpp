@@ -171,13 +171,6 @@ std::string flatString(const flatbuffers::String* s) { return s ? s->str() : std
 
 // ---- argument parsing ----
 
-bool parseLong(const std::string& text, long long lo, long long hi, long long& value) {
-  errno = 0;
-  char* end = nullptr;
-  value = std::strtoll(text.c_str(), &end, 10);
-  return !text.empty() && *end == '\0' && errno != ERANGE && value >= lo && value <= hi;
-}
-
 struct ChatOptions {
   std::string planPath;
   std::string system;
@@ -209,8 +202,8 @@ std::string parseChatOptions(int argc, char** argv, ChatOptions& o) {
     } else if (arg == "-n") {
       if (!(error = value(arg, text)).empty())
         return error;
-      if (!parseLong(text, 1, 1 << 30, number))
-        return "-n expects an integer in [1, 1073741824], got '" + text + "'";
+      if (!(error = cli::parseIntegerOption(arg, text, 1, 1 << 30, number)).empty())
+        return error;
       o.maxNewTokens = int(number);
     } else if (cli::isSamplingOption(arg)) {
       if (!(error = value(arg, text)).empty() ||
@@ -224,8 +217,8 @@ std::string parseChatOptions(int argc, char** argv, ChatOptions& o) {
     } else if (arg == "--threads") {
       if (!(error = value(arg, text)).empty())
         return error;
-      if (!parseLong(text, 1, 4096, number))
-        return "--threads expects an integer in [1, 4096], got '" + text + "'";
+      if (!(error = cli::parseIntegerOption(arg, text, 1, 4096, number)).empty())
+        return error;
       o.threads = int(number);
     } else if (!arg.empty() && arg[0] == '-') {
       return "unknown option '" + arg + "' for chat (see ninfer chat --help)";

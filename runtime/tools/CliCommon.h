@@ -2,6 +2,7 @@
 // (usage errors exit 2, everything else 1) and a helper to unwrap Results.
 #pragma once
 
+#include "IntegerOption.h"
 #include "ninfer/Status.h"
 
 #include <string>
@@ -21,6 +22,16 @@ struct Failure {
 
 [[noreturn]] inline void usage(const std::string& message) { throw UsageError{message}; }
 [[noreturn]] inline void failWith(const std::string& message) { throw Failure{message}; }
+
+// The integer option's value in [lo, hi] (parseIntegerOption), or its usage error.
+inline long long integerOption(const std::string& option, const std::string& text, long long lo,
+                               long long hi) {
+  long long value = 0;
+  const std::string error = parseIntegerOption(option, text, lo, hi, value);
+  if (!error.empty())
+    usage(error);
+  return value;
+}
 
 template <typename T> T take(Result<T> result) {
   if (!result.isOk())

@@ -85,17 +85,6 @@ struct EvalOptions {
   bool json = false;
 };
 
-long long parseInteger(const std::string& option, const std::string& text, long long lo,
-                       long long hi) {
-  errno = 0;
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || value < lo || value > hi)
-    usage(option + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-          "], got '" + text + "'");
-  return value;
-}
-
 EvalOptions parseOptions(int argc, char** argv, bool kld) {
   EvalOptions o;
   o.kld = kld;
@@ -131,15 +120,15 @@ EvalOptions parseOptions(int argc, char** argv, bool kld) {
     } else if (arg == "--ref" && kld) {
       o.refPath = value(arg, inlineValue, hasInline);
     } else if (arg == "--ctx" || arg == "-c") {
-      o.ctx = int(parseInteger(arg, value(arg, inlineValue, hasInline), 4, 1 << 24));
+      o.ctx = int(cli::integerOption(arg, value(arg, inlineValue, hasInline), 4, 1 << 24));
     } else if (arg == "--max-chunks") {
-      o.maxChunks = int(parseInteger(arg, value(arg, inlineValue, hasInline), 1, INT32_MAX));
+      o.maxChunks = int(cli::integerOption(arg, value(arg, inlineValue, hasInline), 1, INT32_MAX));
     } else if (arg == "--device") {
       o.device = value(arg, inlineValue, hasInline);
       if (o.device != "cuda" && o.device != "cpu" && o.device != "auto")
         usage("--device expects cuda, cpu or auto, got '" + o.device + "'");
     } else if (arg == "--threads") {
-      o.threads = int(parseInteger(arg, value(arg, inlineValue, hasInline), 1, 4096));
+      o.threads = int(cli::integerOption(arg, value(arg, inlineValue, hasInline), 1, 4096));
     } else if (arg == "--no-bos") {
       noValue();
       o.noBos = true;

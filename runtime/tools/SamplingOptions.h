@@ -2,6 +2,7 @@
 // bench`), parsed alike: --temp, --top-k, --top-p and --seed.
 #pragma once
 
+#include "IntegerOption.h"
 #include "ninfer/Sampler.h"
 
 #include <cerrno>
@@ -24,9 +25,10 @@ inline std::string setSamplingOption(const std::string& option, const std::strin
   errno = 0;
   char* end = nullptr;
   if (option == "--top-k") {
-    const long long k = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || errno == ERANGE || k < 0 || k > INT32_MAX)
-      return "--top-k expects an integer in [0, 2147483647], got '" + text + "'";
+    long long k = 0;
+    const std::string error = parseIntegerOption(option, text, 0, INT32_MAX, k);
+    if (!error.empty())
+      return error;
     params.topK = int(k);
   } else if (option == "--seed") {
     const unsigned long long seed = std::strtoull(text.c_str(), &end, 10);

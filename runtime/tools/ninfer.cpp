@@ -87,23 +87,12 @@ context. A summary line (prompt tokens, generated tokens, prefill and decode tok
 to stderr.
 )";
 
-long long parseInteger(const std::string& option, const std::string& text, long long lo,
-                       long long hi) {
-  errno = 0;
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || value < lo || value > hi)
-    usage(option + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-          "], got '" + text + "'");
-  return value;
-}
-
 std::vector<int32_t> parseIds(const std::string& text) {
   std::vector<int32_t> ids;
   std::stringstream stream(text);
   std::string item;
   while (std::getline(stream, item, ','))
-    ids.push_back(int32_t(parseInteger("--prompt-ids", item, 0, INT32_MAX)));
+    ids.push_back(int32_t(integerOption("--prompt-ids", item, 0, INT32_MAX)));
   if (ids.empty())
     usage("--prompt-ids needs at least one id");
   return ids;
@@ -198,7 +187,7 @@ GenerateOptions parseGenerate(int argc, char** argv) {
       setPrompt(GenerateOptions::PromptSource::Ids, args.value(arg));
       o.promptIds = parseIds(o.promptArg);
     } else if (arg == "-n") {
-      o.maxNewTokens = int(parseInteger(arg, args.value(arg), 0, 1 << 30));
+      o.maxNewTokens = int(integerOption(arg, args.value(arg), 0, 1 << 30));
     } else if (isSamplingOption(arg)) {
       const std::string error = setSamplingOption(arg, args.value(arg), o.sampling);
       if (!error.empty())
@@ -208,7 +197,7 @@ GenerateOptions parseGenerate(int argc, char** argv) {
       if (o.device != "cuda" && o.device != "cpu" && o.device != "auto")
         usage("--device expects cuda, cpu or auto, got '" + o.device + "'");
     } else if (arg == "--threads") {
-      o.threads = int(parseInteger(arg, args.value(arg), 1, 4096));
+      o.threads = int(integerOption(arg, args.value(arg), 1, 4096));
     } else if (arg == "--print-ids") {
       args.noValue(arg);
       o.printIds = true;
