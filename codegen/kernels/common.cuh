@@ -72,6 +72,16 @@ __device__ __forceinline__ void gridDependencyTrigger(bool oneToken) {
 #endif
 }
 
+// A non-NaN float's bits as a key whose unsigned order is the floats' order (-0 taken as +0,
+// as the host compares them equal), and back (the sampling kernels' selections).
+__device__ __forceinline__ unsigned int orderedKey(float v) {
+  const unsigned int b = v == 0.0f ? 0u : __float_as_uint(v);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+__device__ __forceinline__ float orderedValue(unsigned int key) {
+  return __uint_as_float((key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key);
+}
+
 // Whether this block is the last of `count` blocks to arrive at `ticket`, in every thread
 // of the block: the blocks publish partial results, and the last one combines them. The
 // block's writes before the call are visible to the last block's loads after it (bypassing

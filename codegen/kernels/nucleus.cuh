@@ -8,7 +8,7 @@
 // The CUDA executor runs it where top-p's candidates (topk.cuh) do not hold the nucleus,
 // instead of bringing the row to the host.
 // How: neither cut needs the order itself, only where a running sum crosses a bound, so
-// each is a radix select on the logits' keys (the float's bits made monotonic) from the
+// each is a radix select on the logits' keys (orderedKey: the bits made monotonic) from the
 // highest byte down, with each byte's 256 bins weighted by the weights: the bin where the
 // sum crosses, the weight of the bins above it carried into the next byte. Then the elements
 // of the final key are equal logits of equal weights, so how many of them the sum takes is
@@ -29,16 +29,6 @@ namespace dev {
 
 constexpr int kNucleusWarps = kNucleusThreads / kWarpSize;
 constexpr int kNucleusUnroll = 8; // loads a thread issues before it uses them
-
-// A non-NaN logit as a key whose unsigned order is the logits' (-0 taken as +0, as the
-// host compares them equal), and back.
-__device__ __forceinline__ unsigned int nucleusKey(float v) {
-  const unsigned int b = v == 0.0f ? 0u : __float_as_uint(v);
-  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-__device__ __forceinline__ float nucleusLogit(unsigned int key) {
-  return __uint_as_float((key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key);
-}
 
 // The elements a selection weighs: the non-NaN ones with keys above cutKey, and those of
 // cutKey with ids up to cutId (the whole row: cutKey 0, which no non-NaN logit has).
@@ -150,13 +140,13 @@ __device__ __noinline__ NucleusPick nucleusSelect(const float *row, const float 
       loadLogits(row, vocab, i0, l);
 #pragma unroll
       for (int j = 0; j < kNucleusUnroll; ++j) { // the weights of the matches, loaded together
-        const unsigned int key = nucleusKey(l[j]);
+        const unsigned int key = orderedKey(l[j]);
         on[j] = l[j] == l[j] && set.holds(key, nucleusId(i0, j)) && (key & mask) == prefix;
         w[j] = on[j] ? weights[nucleusId(i0, j)] : 0.0f;
       }
 #pragma unroll
       for (int j = 0; j < kNucleusUnroll; ++j)
-        addToBins(sh, on[j], (nucleusKey(l[j]) >> shift) & 0xFFu, w[j]);
+        addToBins(sh, on[j], (orderedKey(l[j]) >> shift) & 0xFFu, w[j]);
     }
     __syncthreads();
     if (threadIdx.x < 256) {
@@ -232,7 +222,7 @@ __device__ __noinline__ int nucleusNthId(const float *row, int vocab, unsigned i
     }
 #pragma unroll
     for (int j = 0; j < kNucleusUnroll; ++j)
-      hits[j] = __ballot_sync(0xffffffffu, l[j] == l[j] && nucleusKey(l[j]) == key);
+      hits[j] = __ballot_sync(0xffffffffu, l[j] == l[j] && orderedKey(l[j]) == key);
   };
   int count = 0;
   for (int i0 = begin; i0 < end; i0 += kStep) {
@@ -326,7 +316,7 @@ extern "C" __global__ void __launch_bounds__(ninfer::kNucleusThreads)
   }
   // +inf present, or every logit -inf: the argmax, the first of the max's ids.
   if (!isfinite(maxLogit)) {
-    const int id = nucleusNthId(logits, vocab, nucleusKey(maxLogit), 0, sh);
+    const int id = nucleusNthId(logits, vocab, orderedKey(maxLogit), 0, sh);
     if (threadIdx.x == 0)
       *out = id;
     return;
@@ -357,7 +347,7 @@ extern "C" __global__ void __launch_bounds__(ninfer::kNucleusThreads)
   double nucleusSum = cut.above;
   if (cut.found) {
     const double target = static_cast<double>(topP) * total;
-    const double w = sampleWeight(nucleusLogit(cut.key), maxLogit, temperature);
+    const double w = sampleWeight(orderedValue(cut.key), maxLogit, temperature);
     // (Clamped as doubles: a tiny w could take the quotient past int's range.)
     const double q = w > 0.0 ? ceil((target - cut.above) / w) : 1.0;
     int n = static_cast<int>(fmax(1.0, fmin(static_cast<double>(cut.count), q)));
@@ -375,7 +365,7 @@ extern "C" __global__ void __launch_bounds__(ninfer::kNucleusThreads)
   const NucleusPick draw = nucleusSelect(logits, weights, vocab, nucleus, threshold, false, sh);
   int id;
   if (draw.found) {
-    const double w = sampleWeight(nucleusLogit(draw.key), maxLogit, temperature);
+    const double w = sampleWeight(orderedValue(draw.key), maxLogit, temperature);
     const double q = w > 0.0 ? floor((threshold - draw.above) / w) : 0.0;
     int m = static_cast<int>(fmax(0.0, fmin(static_cast<double>(draw.count - 1), q)));
     while (m > 0 && draw.above + m * w > threshold)
@@ -387,7 +377,7 @@ extern "C" __global__ void __launch_bounds__(ninfer::kNucleusThreads)
     id = nucleus.cutId != 0x7fffffff ? nucleus.cutId
                                       : nucleusNthId(logits, vocab, cut.key, 0x7fffffff, sh);
   } else { // the row's last element: the last id of its lowest logit
-    id = nucleusNthId(logits, vocab, nucleusKey(minLogit), 0x7fffffff, sh);
+    id = nucleusNthId(logits, vocab, orderedKey(minLogit), 0x7fffffff, sh);
   }
   if (threadIdx.x == 0)
     *out = id;

@@ -19,20 +19,17 @@
 namespace ninfer {
 namespace dev {
 
-// A logit and its id as one key whose unsigned order is the candidates' order: the float's
-// bits made monotonic (-0 taken as +0, as the host compares them equal) above, the id
-// inverted below. NaN is 0, below every float's key (-inf's is 0x007FFFFF...).
+// A logit and its id as one key whose unsigned order is the candidates' order: the logit's
+// orderedKey above, the id inverted below. NaN is 0, below every float's key (-inf's is
+// 0x007FFFFF...).
 __device__ __forceinline__ unsigned long long topKKey(float v, int id) {
   if (v != v)
     return 0ull;
-  const unsigned int b = v == 0.0f ? 0u : __float_as_uint(v);
-  const unsigned int key = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-  return (static_cast<unsigned long long>(key) << 32) |
+  return (static_cast<unsigned long long>(orderedKey(v)) << 32) |
          (0xFFFFFFFFu - static_cast<unsigned int>(id));
 }
 __device__ __forceinline__ float topKValue(unsigned long long c) {
-  const unsigned int key = static_cast<unsigned int>(c >> 32);
-  return __uint_as_float((key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key);
+  return orderedValue(static_cast<unsigned int>(c >> 32));
 }
 __device__ __forceinline__ int topKId(unsigned long long c) {
   return static_cast<int>(0xFFFFFFFFu - static_cast<unsigned int>(c));
