@@ -66,11 +66,10 @@ std::string DecodeStep::describe() const {
   case Pick::kTopK:
     return "top-k candidates picked on the device, drawn on the host";
   case Pick::kNucleus:
-    return executor_.drawsNucleus()
-               ? "top-p candidates and mass picked on the device, drawn on the host (drawn "
-                 "over the whole row on the device where the nucleus reaches past them)"
-               : "top-p candidates and mass picked on the device, drawn on the host (the "
-                 "logits where the nucleus reaches past the candidates)";
+    return std::string("top-p candidates and mass picked on the device, drawn on the host (") +
+           (executor_.drawsNucleus() ? "drawn over the whole row on the device"
+                                     : "the logits to the host") +
+           " where the nucleus reaches past them)";
   case Pick::kLogits:
     break;
   }

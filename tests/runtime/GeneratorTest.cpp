@@ -57,6 +57,14 @@ std::vector<int32_t> collect(Generator& generator, const std::vector<int32_t>& p
   return out;
 }
 
+// What `executor` generates after the prompt 1, 2, 3 with `params`: at most maxNew tokens
+// (context 64, steps of 8, vocab 100).
+std::vector<int32_t> sampledTokens(CountingExecutor& executor, const SamplingParams& params,
+                                   int maxNew) {
+  Generator generator(executor, config(64, 8, 100, maxNew));
+  return collect(generator, {1, 2, 3}, nullptr, params);
+}
+
 TEST(Generator, PrefillsInChunksThenDecodesOneTokenPerStep) {
   CountingExecutor executor(100);
   Generator generator(executor, config(64, 4, 100, 5));
@@ -189,19 +197,15 @@ TEST(Generator, TopKDecodeStepsLetTheExecutorPickTheCandidates) {
   params.temperature = 1.0f;
   params.topK = 3;
   params.seed = 11;
-  auto run = [&](CountingExecutor& executor) {
-    Generator generator(executor, config(64, 8, 100, 12));
-    return collect(generator, {1, 2, 3}, nullptr, params);
-  };
   CountingExecutor logits(100);
   CandidateExecutor candidates(100);
-  const std::vector<int32_t> expected = run(logits);
-  EXPECT_EQ(run(candidates), expected); // the same draws from the same seed
+  const std::vector<int32_t> expected = sampledTokens(logits, params, 12);
+  EXPECT_EQ(sampledTokens(candidates, params, 12), expected); // the same draws from the same seed
   EXPECT_EQ(candidates.topKSteps, 11);
   // Top-k past what the executor picks reads the logits.
   params.topK = 9;
   CandidateExecutor tooMany(100);
-  run(tooMany);
+  sampledTokens(tooMany, params, 12);
   EXPECT_EQ(tooMany.topKSteps, 0);
 }
 
@@ -228,21 +232,17 @@ TEST(Generator, TemperatureDecodeStepsLetTheExecutorDraw) {
   SamplingParams params;
   params.temperature = 1.0f; // CountingExecutor's logits: every token about as likely
   params.seed = 12;
-  auto run = [&](CountingExecutor& executor) {
-    Generator generator(executor, config(64, 8, 100, 40));
-    return collect(generator, {1, 2, 3}, nullptr, params);
-  };
   CountingExecutor logits(100);
   SamplingExecutor drawing(100);
-  const std::vector<int32_t> expected = run(logits);
-  EXPECT_EQ(run(drawing), expected); // the same draws from the same seed
+  const std::vector<int32_t> expected = sampledTokens(logits, params, 40);
+  EXPECT_EQ(sampledTokens(drawing, params, 40), expected); // the same draws from the same seed
   EXPECT_EQ(drawing.sampleSteps, 39);
   // With top-k or top-p the executor does not draw.
   for (int k : {0, 50}) {
     params.topK = k;
     params.topP = k ? 1.0f : 0.9f;
     SamplingExecutor other(100);
-    run(other);
+    sampledTokens(other, params, 40);
     EXPECT_EQ(other.sampleSteps, 0) << "top-k " << k;
   }
 }
@@ -278,13 +278,10 @@ TEST(Generator, TopPDecodeStepsLetTheExecutorPickTheCandidates) {
     params.temperature = temperature;
     params.topP = 0.9f;
     params.seed = 13;
-    auto run = [&](CountingExecutor& executor) {
-      Generator generator(executor, config(64, 8, 100, 30));
-      return collect(generator, {1, 2, 3}, nullptr, params);
-    };
     CountingExecutor logits(100);
     NucleusExecutor nucleus(100);
-    EXPECT_EQ(run(nucleus), run(logits)) << "temperature " << temperature; // the same draws
+    EXPECT_EQ(sampledTokens(nucleus, params, 30), sampledTokens(logits, params, 30))
+        << "temperature " << temperature; // the same draws
     EXPECT_EQ(nucleus.nucleusSteps, 29);
     // CountingExecutor's logits at temperature 0.02: the nucleus is their 1; at 1 it holds
     // about 90 of the 100 ids, past the 64 candidates, so every draw reads the logits.
