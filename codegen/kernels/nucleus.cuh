@@ -16,7 +16,12 @@
 // from the host's walk in order (and partly in the order shared-memory adds land), so a pick
 // can differ from the host's only where a bound falls within rounding (about 1e-16 of it) of
 // a running sum.
-// Launch: grid 1, block kNucleusThreads (StepAbi.h); weights: a float per id of the row.
+// Launch: a cooperative grid (every block resident at once) of at most kNucleusMaxBlocks
+// blocks of kNucleusThreads (StepAbi.h); block b takes the b-th slice of the row. Each
+// pass over the row ends at a grid barrier where the blocks exchange their bins (or
+// counts) through the scratch; every block then merges them in block order, so every block
+// makes the same choices. (In one block each pass took about 65 us on a 128K row, the draw
+// about 0.9 ms.)
 // Not a plan op: every generated module carries it and the executor looks it up by name
 // with its own parameters (like ninfer_argmax_rows).
 #pragma once
@@ -29,6 +34,19 @@ namespace dev {
 
 constexpr int kNucleusWarps = kNucleusThreads / kWarpSize;
 constexpr int kNucleusUnroll = 8; // loads a thread issues before it uses them
+
+// The executor's scratch: the grid barrier's arrivals, the blocks that have left, the id a
+// count found, and each block's 256 bin sums and counts, in two sets that passes alternate
+// (a block writes a set only after a barrier that every block passes after reading it).
+struct NucleusScratch {
+  unsigned int arrived;
+  unsigned int left;
+  int id;
+  int unused;
+  double sums[2][kNucleusMaxBlocks][256];
+  int counts[2][kNucleusMaxBlocks][256];
+};
+static_assert(sizeof(NucleusScratch) == kNucleusScratchBytes, "StepAbi.h's size");
 
 // The elements a selection weighs: the non-NaN ones with keys above cutKey, and those of
 // cutKey with ids up to cutId (the whole row: cutKey 0, which no non-NaN logit has).
@@ -52,38 +70,87 @@ struct NucleusPick {
 
 struct NucleusShared {
   double bins[kNucleusWarps][256]; // per warp: only the warp's own lanes add to them
-  double merged[256];
+  double runs[256];                       // the running sum before each bin (from the highest)
+  double scanTotals[256 / kWarpSize], setSum; // the bins' scan: its warps' totals, its total
   int counts[256];
+  int warpHit[kNucleusWarps], warpLowest[kNucleusWarps];
   int warpCounts[kNucleusWarps];
   double warpSums[kNucleusWarps];
   float warpMax[kNucleusWarps], warpMin[kNucleusWarps];
   NucleusPick pick;
-  int id;
 };
 
-// This thread's j-th id of the row's ids from i0 on, and the logits of all kNucleusUnroll of
-// them (NaN past the row's end), their loads issued before any is used.
-__device__ __forceinline__ int nucleusId(int i0, int j) {
-  return i0 + j * kNucleusThreads + static_cast<int>(threadIdx.x);
-}
-__device__ __forceinline__ void loadLogits(const float *row, int vocab, int i0,
-                                           float (&l)[kNucleusUnroll]) {
-#pragma unroll
-  for (int j = 0; j < kNucleusUnroll; ++j)
-    l[j] = nucleusId(i0, j) < vocab ? row[nucleusId(i0, j)] : __int_as_float(0x7fffffff);
-}
+// The row, this block's slice of it, the weights' parameters, and the grid barrier's state.
+struct NucleusGrid {
+  const float *row;
+  int begin, end; // this block's ids
+  float maxLogit, temperature;
+  NucleusScratch *scratch;
+  unsigned int epoch; // arrivals the last barrier waited for (the same in every block)
+  int set;            // the scratch's set of sums and counts the next exchange writes
 
-// f(i, logit) for each of this thread's ids of the row (NaN past its end).
-template <class F>
-__device__ __forceinline__ void forEachLogit(const float *row, int vocab, F &&f) {
-  for (int i0 = 0; i0 < vocab; i0 += kNucleusUnroll * kNucleusThreads) {
-    float l[kNucleusUnroll];
-    loadLogits(row, vocab, i0, l);
+  // Every block's writes to the scratch before it are visible to every block's loads after
+  // it (__ldcg: not through L1), as in lastBlockOf.
+  __device__ __forceinline__ void barrier() {
+    epoch += gridDim.x;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&scratch->arrived)
+                   : "memory");
+      unsigned int seen;
+      do
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+                     : "=r"(seen)
+                     : "l"(&scratch->arrived)
+                     : "memory");
+      while (seen < epoch);
+    }
+    __syncthreads();
+  }
+  __device__ __forceinline__ double *sums(int block) { return scratch->sums[set][block]; }
+  __device__ __forceinline__ int *counts(int block) { return scratch->counts[set][block]; }
+  // f(b, value at(b)) for every block b in block order, the loads (__ldcg) issued 8 at a
+  // time (one after another they took about 5 us of each pass).
+  template <class At, class F> __device__ __forceinline__ void forBlocks(At &&at, F &&f) const {
+    constexpr int kBatch = 8;
+    for (int b0 = 0; b0 < static_cast<int>(gridDim.x); b0 += kBatch) {
+      decltype(__ldcg(at(0))) v[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i)
+        if (b0 + i < static_cast<int>(gridDim.x))
+          v[i] = __ldcg(at(b0 + i));
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i)
+        if (b0 + i < static_cast<int>(gridDim.x))
+          f(b0 + i, v[i]);
+    }
+  }
+
+  // This thread's j-th id of the slice's ids from i0 on.
+  __device__ __forceinline__ int id(int i0, int j) const {
+    return i0 + j * kNucleusThreads + static_cast<int>(threadIdx.x);
+  }
+  // The logits of all kNucleusUnroll of them (NaN past the slice), loads issued together.
+  __device__ __forceinline__ void load(int i0, float (&l)[kNucleusUnroll]) const {
 #pragma unroll
     for (int j = 0; j < kNucleusUnroll; ++j)
-      f(nucleusId(i0, j), l[j]);
+      l[j] = id(i0, j) < end ? row[id(i0, j)] : __int_as_float(0x7fffffff);
   }
-}
+  // f(i, logit) for each of this thread's ids of the slice.
+  template <class F> __device__ __forceinline__ void forEach(F &&f) const {
+    for (int i0 = begin; i0 < end; i0 += kNucleusUnroll * kNucleusThreads) {
+      float l[kNucleusUnroll];
+      load(i0, l);
+#pragma unroll
+      for (int j = 0; j < kNucleusUnroll; ++j)
+        if (id(i0, j) < end)
+          f(id(i0, j), l[j]);
+    }
+  }
+  __device__ __forceinline__ float weight(float l) const {
+    return sampleWeight(l, maxLogit, temperature);
+  }
+};
 
 // Adds `weight` to bin `bin` of the warp's bins where `on`. Lanes of few distinct bins
 // (a row of near-equal logits) first sum per bin across the warp; otherwise each lane adds
@@ -120,9 +187,9 @@ __device__ __forceinline__ void addToBins(NucleusShared &sh, bool on, unsigned i
 // passes `bound` (reaches it, when `inclusive`). Four passes over the row, a byte each.
 // (Not inlined, nor nucleusNthId: the kernel calls each two to four times, and inlined they
 // took NVRTC about 4 s more per module, a plan's compile from 6 to 10 s.)
-__device__ __noinline__ NucleusPick nucleusSelect(const float *row, const float *weights,
-                                                  int vocab, NucleusSet set, double bound,
-                                                  bool inclusive, NucleusShared &sh) {
+__device__ __noinline__ NucleusPick nucleusSelect(NucleusGrid &grid, NucleusSet set,
+                                                  double bound, bool inclusive,
+                                                  NucleusShared &sh) {
   const int warp = threadIdx.x / kWarpSize;
   unsigned int prefix = 0u, mask = 0u;
   double above = 0.0;
@@ -134,56 +201,86 @@ __device__ __noinline__ NucleusPick nucleusSelect(const float *row, const float 
     if (threadIdx.x < 256)
       sh.counts[threadIdx.x] = 0;
     __syncthreads();
-    for (int i0 = 0; i0 < vocab; i0 += kNucleusUnroll * kNucleusThreads) {
+    for (int i0 = grid.begin; i0 < grid.end; i0 += kNucleusUnroll * kNucleusThreads) {
       float l[kNucleusUnroll], w[kNucleusUnroll];
       bool on[kNucleusUnroll];
-      loadLogits(row, vocab, i0, l);
+      grid.load(i0, l);
 #pragma unroll
-      for (int j = 0; j < kNucleusUnroll; ++j) { // the weights of the matches, loaded together
+      for (int j = 0; j < kNucleusUnroll; ++j) {
         const unsigned int key = orderedKey(l[j]);
-        on[j] = l[j] == l[j] && set.holds(key, nucleusId(i0, j)) && (key & mask) == prefix;
-        w[j] = on[j] ? weights[nucleusId(i0, j)] : 0.0f;
+        on[j] = l[j] == l[j] && set.holds(key, grid.id(i0, j)) && (key & mask) == prefix;
+        w[j] = on[j] ? grid.weight(l[j]) : 0.0f;
       }
 #pragma unroll
       for (int j = 0; j < kNucleusUnroll; ++j)
         addToBins(sh, on[j], (orderedKey(l[j]) >> shift) & 0xFFu, w[j]);
     }
     __syncthreads();
-    if (threadIdx.x < 256) {
+    if (threadIdx.x < 256) { // the block's bins out, then every block's in, in block order
       double sum = 0.0;
       for (int w = 0; w < kNucleusWarps; ++w)
         sum += sh.bins[w][threadIdx.x];
-      sh.merged[threadIdx.x] = sum;
+      grid.sums(blockIdx.x)[threadIdx.x] = sum;
+      grid.counts(blockIdx.x)[threadIdx.x] = sh.counts[threadIdx.x];
     }
+    grid.barrier();
+    if (threadIdx.x < 256) {
+      // Thread t takes bin 255 - t: the blocks' sums and counts of it, then the running sum
+      // before it over the higher bins (a scan over the threads), and whether it crosses.
+      const int bin = 255 - static_cast<int>(threadIdx.x), lane = threadIdx.x % kWarpSize;
+      double v = 0.0;
+      int n = 0;
+      grid.forBlocks([&](int b) { return grid.sums(b) + bin; }, [&](int, double x) { v += x; });
+      grid.forBlocks([&](int b) { return grid.counts(b) + bin; }, [&](int, int x) { n += x; });
+      double through = v; // the warp's bins through this one
+      for (int o = 1; o < kWarpSize; o *= 2) {
+        const double up = __shfl_up_sync(0xffffffffu, through, o);
+        if (lane >= o)
+          through += up;
+      }
+      const double previous = __shfl_up_sync(0xffffffffu, through, 1); // (in every lane)
+      const double upTo = lane == 0 ? 0.0 : previous;
+      if (lane == kWarpSize - 1)
+        sh.scanTotals[warp] = through;
+      asm volatile("bar.sync 1, 256;" ::: "memory"); // the 8 warps of the bins
+      double before = above;
+      for (int w = 0; w < warp; ++w)
+        before += sh.scanTotals[w];
+      const double run = before + upTo, next = before + through;
+      const bool crosses = n > 0 && (inclusive ? next >= bound : next > bound);
+      const unsigned int hits = __ballot_sync(0xffffffffu, crosses);
+      const unsigned int held = __ballot_sync(0xffffffffu, n > 0);
+      sh.runs[bin] = run;
+      sh.counts[bin] = n;
+      if (lane == 0) {
+        sh.warpHit[warp] = hits ? warp * kWarpSize + __ffs(hits) - 1 : 256;
+        sh.warpLowest[warp] = held ? warp * kWarpSize + 31 - __clz(held) : -1;
+      }
+      if (threadIdx.x == 255)
+        sh.setSum = next;
+    }
+    grid.set ^= 1;
     __syncthreads();
     if (threadIdx.x == 0) {
-      // The bins from the highest: the first (holding elements) where the sum crosses;
-      // where none does, the lowest that holds elements (only rounding leaves a byte past
-      // the first without a crossing).
-      int hit = -1, lowest = -1;
-      double run = above, runToLowest = above;
-      for (int b = 255; b >= 0; --b) {
-        if (sh.counts[b] == 0)
-          continue;
-        const double next = run + sh.merged[b];
-        if (inclusive ? next >= bound : next > bound) {
-          hit = b;
-          break;
-        }
-        lowest = b;
-        runToLowest = run;
-        run = next;
+      // The first bin from the highest (holding elements) where the sum crosses; where
+      // none does, the lowest that holds elements (only rounding leaves a byte past the
+      // first without a crossing).
+      int first = 256, last = -1;
+      for (int w = 0; w < 256 / kWarpSize; ++w) {
+        first = min(first, sh.warpHit[w]);
+        last = max(last, sh.warpLowest[w]);
       }
       NucleusPick p{};
-      if (hit < 0 && shift == 24) {
+      if (first == 256 && shift == 24) {
         p.found = false;
-        p.above = run;
+        p.above = sh.setSum;
       } else {
-        const int b = hit >= 0 ? hit : lowest;
+        const int t = first < 256 ? first : last; // -1: no element under the prefix
+        const int b = 255 - t;
         p.found = true;
-        p.above = hit >= 0 ? run : runToLowest;
-        p.key = prefix | (static_cast<unsigned int>(b) << shift);
-        p.count = b >= 0 ? sh.counts[b] : 0;
+        p.above = t >= 0 ? sh.runs[b] : above;
+        p.key = prefix | (static_cast<unsigned int>(b & 0xFF) << shift);
+        p.count = t >= 0 ? sh.counts[b] : 0;
       }
       sh.pick = p;
     }
@@ -204,21 +301,21 @@ __device__ __noinline__ NucleusPick nucleusSelect(const float *row, const float 
 }
 
 // The id of the n-th element (from 0, lower ids first) of the row whose logit has `key`; the
-// last such element where there are no more than n.
-__device__ __noinline__ int nucleusNthId(const float *row, int vocab, unsigned int key, int n,
+// last such element where there are no more than n. In every block.
+__device__ __noinline__ int nucleusNthId(NucleusGrid &grid, unsigned int key, int n,
                                          NucleusShared &sh) {
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  // Warp w counts the matches of its run of ids, kNucleusUnroll x 32 at a time.
+  // Warp w counts the matches of its run of the slice's ids, kNucleusUnroll x 32 at a time.
   constexpr int kStep = kNucleusUnroll * kWarpSize;
-  const int per = (vocab + kNucleusWarps - 1) / kNucleusWarps;
-  const int begin = min(vocab, warp * per), end = min(vocab, begin + per);
+  const int per = (grid.end - grid.begin + kNucleusWarps - 1) / kNucleusWarps;
+  const int begin = min(grid.end, grid.begin + warp * per), end = min(grid.end, begin + per);
   // The matches among ids i0 + 32 j + lane, as one mask per j.
   auto matches = [&](int i0, unsigned int (&hits)[kNucleusUnroll]) {
     float l[kNucleusUnroll];
 #pragma unroll
     for (int j = 0; j < kNucleusUnroll; ++j) {
       const int i = i0 + j * kWarpSize + lane;
-      l[j] = i < end ? row[i] : __int_as_float(0x7fffffff);
+      l[j] = i < end ? grid.row[i] : __int_as_float(0x7fffffff);
     }
 #pragma unroll
     for (int j = 0; j < kNucleusUnroll; ++j)
@@ -234,15 +331,22 @@ __device__ __noinline__ int nucleusNthId(const float *row, int vocab, unsigned i
   }
   if (lane == 0)
     sh.warpCounts[warp] = count;
-  if (threadIdx.x == 0)
-    sh.id = -1;
   __syncthreads();
-  int before = 0, total = 0;
-  for (int w = 0; w < kNucleusWarps; ++w) {
-    if (w < warp)
-      before += sh.warpCounts[w];
-    total += sh.warpCounts[w];
+  if (threadIdx.x == 0) {
+    int blockCount = 0;
+    for (int w = 0; w < kNucleusWarps; ++w)
+      blockCount += sh.warpCounts[w];
+    grid.counts(blockIdx.x)[0] = blockCount;
   }
+  grid.barrier();
+  int before = 0, total = 0;
+  grid.forBlocks([&](int b) { return grid.counts(b); }, [&](int b, int c) {
+    before += b < static_cast<int>(blockIdx.x) ? c : 0;
+    total += c;
+  });
+  for (int w = 0; w < warp; ++w)
+    before += sh.warpCounts[w];
+  grid.set ^= 1;
   const int target = min(n, total - 1); // the last where there are no more
   if (target >= 0 && before <= target && target < before + count) {
     int seen = before, at = -1;
@@ -261,29 +365,20 @@ __device__ __noinline__ int nucleusNthId(const float *row, int vocab, unsigned i
       }
     }
     if (lane == 0)
-      sh.id = at;
+      grid.scratch->id = at;
   }
-  __syncthreads();
-  const int id = sh.id;
-  __syncthreads();
-  return id;
+  grid.barrier(); // (the next write of the id comes after another barrier)
+  return __ldcg(&grid.scratch->id);
 }
 
-} // namespace dev
-} // namespace ninfer
-
-// logits: the row; weights: vocab floats of scratch; out: the drawn id.
-extern "C" __global__ void __launch_bounds__(ninfer::kNucleusThreads)
-    ninfer_nucleus_row(const float *logits, int vocab, float temperature, float topP,
-                       double uniform, float *weights, int *out) {
-  using namespace ninfer;
-  using namespace ninfer::dev;
-  __shared__ NucleusShared sh;
+// The draw of ninfer_nucleus_grid, in every block.
+__device__ __forceinline__ int nucleusDraw(NucleusGrid &grid, float topP, double uniform,
+                                           NucleusShared &sh) {
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  // The row's highest and lowest non-NaN logits.
+  // The row's highest and lowest non-NaN logits, and how many there are.
   float best = __int_as_float(0xff800000), least = __int_as_float(0x7f800000); // -inf, +inf
   int valid = 0;
-  forEachLogit(logits, vocab, [&](int, float l) {
+  grid.forEach([&](int, float l) {
     if (l == l) {
       best = fmaxf(best, l);
       least = fminf(least, l);
@@ -301,53 +396,60 @@ extern "C" __global__ void __launch_bounds__(ninfer::kNucleusThreads)
     sh.warpCounts[warp] = valid;
   }
   __syncthreads();
-  float maxLogit = best, minLogit = least;
-  valid = 0;
-  for (int w = 0; w < kNucleusWarps; ++w) {
-    maxLogit = fmaxf(maxLogit, sh.warpMax[w]);
-    minLogit = fminf(minLogit, sh.warpMin[w]);
-    valid += sh.warpCounts[w];
-  }
-  __syncthreads();
-  if (valid == 0) { // every logit NaN
-    if (threadIdx.x == 0)
-      *out = 0;
-    return;
-  }
-  // +inf present, or every logit -inf: the argmax, the first of the max's ids.
-  if (!isfinite(maxLogit)) {
-    const int id = nucleusNthId(logits, vocab, orderedKey(maxLogit), 0, sh);
-    if (threadIdx.x == 0)
-      *out = id;
-    return;
-  }
-  double sum = 0.0;
-  forEachLogit(logits, vocab, [&](int i, float l) {
-    if (i < vocab) {
-      const float p = sampleWeight(l, maxLogit, temperature);
-      weights[i] = p;
-      sum += p;
+  if (threadIdx.x == 0) {
+    for (int w = 0; w < kNucleusWarps; ++w) {
+      best = fmaxf(best, sh.warpMax[w]);
+      least = fminf(least, sh.warpMin[w]);
     }
-  });
+    int blockValid = 0;
+    for (int w = 0; w < kNucleusWarps; ++w)
+      blockValid += sh.warpCounts[w];
+    grid.sums(blockIdx.x)[0] = best;
+    grid.sums(blockIdx.x)[1] = least;
+    grid.counts(blockIdx.x)[0] = blockValid;
+  }
+  grid.barrier();
+  float maxLogit = __int_as_float(0xff800000), minLogit = __int_as_float(0x7f800000);
+  valid = 0;
+  grid.forBlocks([&](int b) { return grid.sums(b); },
+                 [&](int, double v) { maxLogit = fmaxf(maxLogit, static_cast<float>(v)); });
+  grid.forBlocks([&](int b) { return grid.sums(b) + 1; },
+                 [&](int, double v) { minLogit = fminf(minLogit, static_cast<float>(v)); });
+  grid.forBlocks([&](int b) { return grid.counts(b); }, [&](int, int c) { valid += c; });
+  grid.set ^= 1;
+  if (valid == 0) // every logit NaN
+    return 0;
+  // +inf present, or every logit -inf: the argmax, the first of the max's ids.
+  if (!isfinite(maxLogit))
+    return nucleusNthId(grid, orderedKey(maxLogit), 0, sh);
+  grid.maxLogit = maxLogit;
+  double sum = 0.0;
+  grid.forEach([&](int, float l) { sum += grid.weight(l); });
   for (int o = 16; o > 0; o /= 2)
     sum += __shfl_xor_sync(0xffffffffu, sum, o);
   if (lane == 0)
     sh.warpSums[warp] = sum;
-  __syncthreads(); // also orders the weights' stores before the selections' loads
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double blockSum = 0.0;
+    for (int w = 0; w < kNucleusWarps; ++w)
+      blockSum += sh.warpSums[w];
+    grid.sums(blockIdx.x)[0] = blockSum;
+  }
+  grid.barrier();
   double total = 0.0;
-  for (int w = 0; w < kNucleusWarps; ++w)
-    total += sh.warpSums[w];
+  grid.forBlocks([&](int b) { return grid.sums(b); }, [&](int, double v) { total += v; });
+  grid.set ^= 1;
 
   // The nucleus: through the element where the running sum reaches top_p * total. Its
   // elements of the cut's key are equal logits: the sum takes n of them, lower ids first.
   const NucleusSet row{0u, 0x7fffffff};
-  const NucleusPick cut = nucleusSelect(logits, weights, vocab, row,
-                                        static_cast<double>(topP) * total, true, sh);
+  const double target = static_cast<double>(topP) * total;
+  const NucleusPick cut = nucleusSelect(grid, row, target, true, sh);
   NucleusSet nucleus = row;
   double nucleusSum = cut.above;
   if (cut.found) {
-    const double target = static_cast<double>(topP) * total;
-    const double w = sampleWeight(orderedValue(cut.key), maxLogit, temperature);
+    const double w = grid.weight(orderedValue(cut.key));
     // (Clamped as doubles: a tiny w could take the quotient past int's range.)
     const double q = w > 0.0 ? ceil((target - cut.above) / w) : 1.0;
     int n = static_cast<int>(fmax(1.0, fmin(static_cast<double>(cut.count), q)));
@@ -356,29 +458,51 @@ extern "C" __global__ void __launch_bounds__(ninfer::kNucleusThreads)
     while (n < cut.count && cut.above + n * w < target)
       ++n;
     nucleus.cutKey = cut.key;
-    nucleus.cutId = n < cut.count ? nucleusNthId(logits, vocab, cut.key, n - 1, sh) : 0x7fffffff;
+    nucleus.cutId = n < cut.count ? nucleusNthId(grid, cut.key, n - 1, sh) : 0x7fffffff;
     nucleusSum = cut.above + n * w;
   }
 
   // The draw: the first of the nucleus whose running sum passes u * its sum.
   const double threshold = uniform * nucleusSum;
-  const NucleusPick draw = nucleusSelect(logits, weights, vocab, nucleus, threshold, false, sh);
-  int id;
+  const NucleusPick draw = nucleusSelect(grid, nucleus, threshold, false, sh);
   if (draw.found) {
-    const double w = sampleWeight(orderedValue(draw.key), maxLogit, temperature);
+    const double w = grid.weight(orderedValue(draw.key));
     const double q = w > 0.0 ? floor((threshold - draw.above) / w) : 0.0;
     int m = static_cast<int>(fmax(0.0, fmin(static_cast<double>(draw.count - 1), q)));
     while (m > 0 && draw.above + m * w > threshold)
       --m;
     while (m < draw.count - 1 && draw.above + (m + 1) * w <= threshold)
       ++m;
-    id = nucleusNthId(logits, vocab, draw.key, m, sh);
-  } else if (cut.found) { // the nucleus's last element
-    id = nucleus.cutId != 0x7fffffff ? nucleus.cutId
-                                      : nucleusNthId(logits, vocab, cut.key, 0x7fffffff, sh);
-  } else { // the row's last element: the last id of its lowest logit
-    id = nucleusNthId(logits, vocab, orderedKey(minLogit), 0x7fffffff, sh);
+    return nucleusNthId(grid, draw.key, m, sh);
   }
-  if (threadIdx.x == 0)
+  if (cut.found) // the nucleus's last element
+    return nucleus.cutId != 0x7fffffff ? nucleus.cutId
+                                       : nucleusNthId(grid, cut.key, 0x7fffffff, sh);
+  // The row's last element: the last id of its lowest logit.
+  return nucleusNthId(grid, orderedKey(minLogit), 0x7fffffff, sh);
+}
+
+} // namespace dev
+} // namespace ninfer
+
+// logits: the row; scratch: kNucleusScratchBytes, zero (and zero again after the draw);
+// out: the drawn id.
+extern "C" __global__ void __launch_bounds__(ninfer::kNucleusThreads)
+    ninfer_nucleus_grid(const float *logits, int vocab, float temperature, float topP,
+                        double uniform, void *scratch, int *out) {
+  using namespace ninfer;
+  using namespace ninfer::dev;
+  __shared__ NucleusShared sh;
+  const int per = (vocab + static_cast<int>(gridDim.x) - 1) / static_cast<int>(gridDim.x);
+  const int begin = min(vocab, static_cast<int>(blockIdx.x) * per);
+  NucleusGrid grid{logits, begin, min(vocab, begin + per), 0.0f, temperature,
+                   static_cast<NucleusScratch *>(scratch), 0u, 0};
+  const int id = nucleusDraw(grid, topP, uniform, sh);
+  if (blockIdx.x == 0 && threadIdx.x == 0)
     *out = id;
+  // The last block to leave (every other one past its last barrier) zeroes the counters.
+  if (lastBlockOf(&grid.scratch->left, gridDim.x) && threadIdx.x == 0) {
+    grid.scratch->arrived = 0u;
+    grid.scratch->left = 0u;
+  }
 }

@@ -73,6 +73,7 @@ Result<const CudaDriver *> loadDriver() {
   if (!resolve(library, "cuEventElapsedTime_v2", d.eventElapsedTime))
     resolve(library, "cuEventElapsedTime", d.eventElapsedTime); // drivers before 12.8
   resolve(library, "cuFuncGetParamInfo", d.funcGetParamInfo);
+  resolve(library, "cuLaunchCooperativeKernel", d.launchCooperativeKernel);
   resolve(library, "cuTensorMapEncodeTiled", d.tensorMapEncodeTiled);
   if (missing) {
     dlclose(library);

@@ -62,6 +62,8 @@ struct CudaDriver {
   decltype(&::cuEventElapsedTime) eventElapsedTime = nullptr;
   // A kernel's parameters (CUDA 12.4+ drivers; top-p on the device needs it). Optional.
   decltype(&::cuFuncGetParamInfo) funcGetParamInfo = nullptr;
+  // Cooperative launches (top-p's draw over a whole row: every block resident). Optional.
+  decltype(&::cuLaunchCooperativeKernel) launchCooperativeKernel = nullptr;
   // TMA tensor maps (CUDA 12+ drivers; sm_90a plans' GEMMs need them). Optional.
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
 

@@ -216,8 +216,9 @@ private:
   CUdeviceptr sampleDevice_ = 0;
   float temperature_ = 0.0f;
   float nucleusTemperature_ = 0.0f; // of kNucleus steps and their graph
-  // Top-p over a whole row (drawLastNucleus): the row's weights (a float per id), the id.
+  // Top-p over a whole row (drawLastNucleus): the kernel's scratch, then the id; its grid.
   CUdeviceptr nucleusDevice_ = 0;
+  unsigned int nucleusBlocks_ = 1;
   void *hostStaging_ = nullptr; // pinned: StepState, tokens, ids, logits
   StepState *hostState_ = nullptr;
   int32_t *hostTokens_ = nullptr;
@@ -583,8 +584,18 @@ Status CudaExecutor::init(int ordinal) {
   size_t offset = 0, size = 0;
   samplesMass_ = sample_ && cu_.funcGetParamInfo &&
                  cu_.funcGetParamInfo(sample_, 9, &offset, &size) == CUDA_SUCCESS;
-  if (cu_.moduleGetFunction(&nucleus_, module_, "ninfer_nucleus_row") != CUDA_SUCCESS)
+  // Plans compiled before the grid draw carry ninfer_nucleus_row (one block, other
+  // parameters), which is not used: they bring the row to the host.
+  if (!cu_.launchCooperativeKernel ||
+      cu_.moduleGetFunction(&nucleus_, module_, "ninfer_nucleus_grid") != CUDA_SUCCESS)
     nucleus_ = nullptr;
+  int smCount = 0;
+  if (nucleus_ && cu_.deviceGetAttribute(&smCount, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                         device_) != CUDA_SUCCESS)
+    nucleus_ = nullptr;
+  // One block per SM always fits: kNucleusThreads threads of at most 128 registers
+  // (__launch_bounds__), under 48 KB of shared memory.
+  nucleusBlocks_ = unsigned(std::clamp(smCount, 1, kNucleusMaxBlocks));
   topKSlices_ = std::max(1, (p.model()->vocab_size() + kTopKSliceValues - 1) / kTopKSliceValues);
   if (topKSlices_ > kTopKSliceValues)
     topk_ = nullptr; // a vocabulary past 16M ids: not even one candidate per slice
@@ -597,7 +608,7 @@ Status CudaExecutor::init(int ordinal) {
   const uint64_t greedyBytes = 2 * kMaxBatch * 4 + uint64_t(kMaxBatch) * kArgmaxSlices * 8;
   const uint64_t topKBytes = kTopKFixedBytes + uint64_t(topKSlices_) * (4 + kMaxTopKCandidates * 8);
   const uint64_t sampleBytes = uint64_t(kMaxBatch) * (kArgmaxSlices * 12 + 8);
-  const uint64_t nucleusBytes = nucleus_ ? uint64_t(p.model()->vocab_size()) * 4 + 4 : 0;
+  const uint64_t nucleusBytes = nucleus_ ? kNucleusScratchBytes + 4 : 0;
   size_t freeBytes = 0, totalBytes = 0;
   NINFER_RETURN_IF_ERROR(
       cu_.check(cu_.memGetInfo(&freeBytes, &totalBytes), "cannot query free GPU memory"));
@@ -632,6 +643,8 @@ Status CudaExecutor::init(int ordinal) {
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(greedy_, 0, greedyBytes), "memset"));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(topKDevice_, 0, topKBytes), "memset"));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(sampleDevice_, 0, sampleBytes), "memset"));
+  if (nucleus_) // the draw's barrier counters
+    NINFER_RETURN_IF_ERROR(cu_.check(cu_.memsetD8(nucleusDevice_, 0, nucleusBytes), "memset"));
 
   std::vector<CUdeviceptr> table(buffers.size(), 0);
   for (uint32_t i = 0; i < buffers.size(); ++i) {
@@ -807,11 +820,12 @@ Status CudaExecutor::drawLastNucleus(float temperature, float topP, double unifo
     return Status::error("top-p sampling needs a finite temperature above 0");
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
   int vocab = file_.plan().model()->vocab_size();
-  CUdeviceptr weights = nucleusDevice_, drawn = nucleusDevice_ + uint64_t(vocab) * 4;
-  void *params[] = {&logits_, &vocab, &temperature, &topP, &uniform, &weights, &drawn};
-  NINFER_RETURN_IF_ERROR(cu_.check(cu_.launchKernel(nucleus_, 1, 1, 1, kNucleusThreads, 1, 1, 0,
-                                                    stream_, params, nullptr),
-                                   "cannot launch the top-p draw"));
+  CUdeviceptr scratch = nucleusDevice_, drawn = nucleusDevice_ + kNucleusScratchBytes;
+  void *params[] = {&logits_, &vocab, &temperature, &topP, &uniform, &scratch, &drawn};
+  NINFER_RETURN_IF_ERROR(
+      cu_.check(cu_.launchCooperativeKernel(nucleus_, nucleusBlocks_, 1, 1, kNucleusThreads, 1,
+                                            1, 0, stream_, params),
+                "cannot launch the top-p draw"));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memcpyDtoHAsync(hostIds_, drawn, 4, stream_),
                                    "cannot copy the drawn token from the GPU"));
   NINFER_RETURN_IF_ERROR(

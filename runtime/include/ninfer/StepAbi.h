@@ -73,9 +73,13 @@ constexpr int kTopKThreads = 256;
 // sums (8 bytes) and last non-NaN ids (4 bytes), a ticket, and the picked id.
 
 // Top-p's draw over a whole row on the device (codegen/kernels/nucleus.cuh,
-// ninfer_nucleus_row): one block of kNucleusThreads for the row, and the row's weights (a
-// float per id) in a buffer of the executor's.
+// ninfer_nucleus_grid): a cooperative launch of at most kNucleusMaxBlocks blocks (and at most
+// one per SM) of kNucleusThreads, each a slice of the row, and kNucleusScratchBytes of the
+// executor's (zero at load; the kernel leaves it zero): its grid barrier's counters and the
+// 256 bins per block that the blocks exchange, twice over.
 constexpr int kNucleusThreads = 512;
+constexpr int kNucleusMaxBlocks = 32;
+constexpr int kNucleusScratchBytes = 16 + 2 * kNucleusMaxBlocks * 256 * (8 + 4);
 
 struct KernelArgs {
   void* buffers[kMaxKernelArgs];
