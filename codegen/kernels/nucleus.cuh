@@ -70,10 +70,12 @@ struct NucleusPick {
 
 struct NucleusShared {
   double bins[kNucleusWarps][256]; // per warp: only the warp's own lanes add to them
-  double runs[256];                       // the running sum before each bin (from the highest)
-  double scanTotals[256 / kWarpSize], setSum; // the bins' scan: its warps' totals, its total
+  double runs[256]; // the running sum before each bin (from the highest)
+  // The bins' scan over threads 0..255: its warps' totals, its total, and per warp the first
+  // thread whose bin crosses and the last whose bin holds elements.
+  double scanTotals[256 / kWarpSize], setSum;
+  int warpHit[256 / kWarpSize], warpLowest[256 / kWarpSize];
   int counts[256];
-  int warpHit[kNucleusWarps], warpLowest[kNucleusWarps];
   int warpCounts[kNucleusWarps];
   double warpSums[kNucleusWarps];
   float warpMax[kNucleusWarps], warpMin[kNucleusWarps];
@@ -110,7 +112,7 @@ struct NucleusGrid {
   __device__ __forceinline__ double *sums(int block) { return scratch->sums[set][block]; }
   __device__ __forceinline__ int *counts(int block) { return scratch->counts[set][block]; }
   // f(b, value at(b)) for every block b in block order, the loads (__ldcg) issued 8 at a
-  // time (one after another they took about 5 us of each pass).
+  // time rather than each after the last has arrived.
   template <class At, class F> __device__ __forceinline__ void forBlocks(At &&at, F &&f) const {
     constexpr int kBatch = 8;
     for (int b0 = 0; b0 < static_cast<int>(gridDim.x); b0 += kBatch) {
