@@ -42,7 +42,7 @@ struct NucleusScratch {
   unsigned int arrived;
   unsigned int left;
   int id;
-  int unused;
+  int padding; // (the sums start 16 bytes in)
   double sums[2][kNucleusMaxBlocks][256];
   int counts[2][kNucleusMaxBlocks][256];
 };
