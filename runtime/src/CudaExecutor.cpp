@@ -822,10 +822,14 @@ Status CudaExecutor::drawLastNucleus(float temperature, float topP, double unifo
   int vocab = file_.plan().model()->vocab_size();
   CUdeviceptr scratch = nucleusDevice_, drawn = nucleusDevice_ + kNucleusScratchBytes;
   void *params[] = {&logits_, &vocab, &temperature, &topP, &uniform, &scratch, &drawn};
-  NINFER_RETURN_IF_ERROR(
-      cu_.check(cu_.launchCooperativeKernel(nucleus_, nucleusBlocks_, 1, 1, kNucleusThreads, 1,
-                                            1, 0, stream_, params),
-                "cannot launch the top-p draw"));
+  const CUresult launched = cu_.launchCooperativeKernel(
+      nucleus_, nucleusBlocks_, 1, 1, kNucleusThreads, 1, 1, 0, stream_, params);
+  if (launched == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) { // (a GPU shared through MPS)
+    nucleus_ = nullptr; // drawsNucleus() is false from now on: the host draws
+    return Status::error(deviceName_ + " cannot keep the top-p draw's " +
+                         std::to_string(nucleusBlocks_) + " blocks resident at once");
+  }
+  NINFER_RETURN_IF_ERROR(cu_.check(launched, "cannot launch the top-p draw"));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.memcpyDtoHAsync(hostIds_, drawn, 4, stream_),
                                    "cannot copy the drawn token from the GPU"));
   NINFER_RETURN_IF_ERROR(

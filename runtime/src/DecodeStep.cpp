@@ -40,8 +40,13 @@ Status DecodeStep::run(int32_t id, int pos, int32_t& next) {
     // The nucleus reaches past the candidates: the executor draws over the whole row, or the
     // step's logits come to the host.
     if (executor_.drawsNucleus()) {
-      ++rowDrawSteps_;
-      return executor_.drawLastNucleus(sampler_.temperature(), sampler_.topP(), uniform, &next);
+      Status drawn =
+          executor_.drawLastNucleus(sampler_.temperature(), sampler_.topP(), uniform, &next);
+      if (drawn.isOk() || executor_.drawsNucleus()) {
+        rowDrawSteps_ += drawn.isOk() ? 1 : 0;
+        return drawn;
+      }
+      // The executor gave its row draw up (the GPU cannot run it): the host draws.
     }
     ++logitsSteps_;
     NINFER_RETURN_IF_ERROR(executor_.lastLogits(logits_.data()));

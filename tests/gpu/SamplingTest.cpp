@@ -299,9 +299,11 @@ void expectNucleusOfCraftedRows(const std::vector<float>& crafted, int width, in
             ++fromLogits;
             std::vector<float> logits(size_t(width), 0.0f);
             ASSERT_TRUE(e.lastLogits(logits.data()).isOk());
-            for (int i = 0; i < width; ++i)
-              if (!std::isnan(row[size_t(i)]))
+            for (int i = 0; i < width; ++i) {
+              if (!std::isnan(row[size_t(i)])) {
                 ASSERT_EQ(logits[size_t(i)], row[size_t(i)]) << what << ", id " << i;
+              }
+            }
             id = host.sampleWith(logits.data(), width, u);
           } else {
             ++fromCandidates;

@@ -308,6 +308,18 @@ public:
   int rowDraws = 0;
 };
 
+// Runs `steps` decode steps of both, each step fed the first one's last pick, and expects the
+// same picks.
+void expectSamePicks(DecodeStep& first, DecodeStep& second, int steps, const std::string& what) {
+  int32_t id = 1, a = 0, b = 0;
+  for (int pos = 0; pos < steps; ++pos) {
+    ASSERT_TRUE(first.run(id, pos, a).isOk()) << what << ", step " << pos;
+    ASSERT_TRUE(second.run(id, pos, b).isOk()) << what << ", step " << pos;
+    EXPECT_EQ(a, b) << what << ", step " << pos;
+    id = a;
+  }
+}
+
 // Where the executor draws top-p over the whole row, DecodeStep lets it (no logits come to the
 // host) where the nucleus reaches past the candidates, with the uniform sampleWith would take.
 TEST(DecodeStep, LetsTheExecutorDrawTopPOverTheRow) {
@@ -320,19 +332,44 @@ TEST(DecodeStep, LetsTheExecutorDrawTopPOverTheRow) {
     RowDrawingExecutor device(100);
     CountingExecutor host(100);
     DecodeStep onDevice(device, deviceSampler, 100), onHost(host, hostSampler, 100);
-    int32_t id = 1, a = 0, b = 0;
-    for (int pos = 0; pos < 5; ++pos) {
-      ASSERT_TRUE(onDevice.run(id, pos, a).isOk());
-      ASSERT_TRUE(onHost.run(id, pos, b).isOk());
-      EXPECT_EQ(a, b) << "temperature " << temperature << ", step " << pos;
-      id = a;
-    }
+    expectSamePicks(onDevice, onHost, 5, "temperature " + std::to_string(temperature));
     const int pastCandidates = temperature < 0.5f ? 0 : 5;
     EXPECT_EQ(onDevice.rowDrawSteps(), pastCandidates);
     EXPECT_EQ(device.rowDraws, pastCandidates);
     EXPECT_EQ(onDevice.logitsSteps(), 0);
     EXPECT_EQ(onHost.rowDrawSteps(), 0);
   }
+}
+
+// NucleusExecutor whose row draw fails once and is then given up (drawsNucleus() false), as
+// the CUDA executor's is where the GPU cannot keep the draw's blocks resident.
+class GivingUpExecutor : public NucleusExecutor {
+public:
+  using NucleusExecutor::NucleusExecutor;
+  bool drawsNucleus() const override { return !gaveUp; }
+  Status drawLastNucleus(float, float, double, int32_t*) override {
+    gaveUp = true;
+    return Status::error("cannot keep the draw's blocks resident");
+  }
+  bool gaveUp = false;
+};
+
+// Where the executor gives its row draw up, DecodeStep brings the logits and draws on the host,
+// in that step and the later ones.
+TEST(DecodeStep, DrawsOnTheHostWhereTheExecutorGivesTheRowDrawUp) {
+  SamplingParams params;
+  params.temperature = 1.0f;
+  params.topP = 0.9f;
+  params.seed = 22;
+  Sampler deviceSampler(params), hostSampler(params);
+  GivingUpExecutor device(100);
+  CountingExecutor host(100);
+  DecodeStep onDevice(device, deviceSampler, 100), onHost(host, hostSampler, 100);
+  expectSamePicks(onDevice, onHost, 5, "top-p");
+  EXPECT_TRUE(device.gaveUp);
+  EXPECT_EQ(onDevice.rowDrawSteps(), 0);
+  EXPECT_EQ(onDevice.logitsSteps(), 5); // every step's nucleus reaches past the candidates
+  EXPECT_EQ(device.logitsCopies, 5);
 }
 
 // DecodeStep counts the steps whose pick read the logits on the host: every step without the
@@ -348,13 +385,7 @@ TEST(DecodeStep, CountsTheStepsThatBringTheLogits) {
     DecodeStep onDevice(nucleus, nucleusSampler, 100), onHost(logits, logitsSampler, 100);
     EXPECT_TRUE(onDevice.onDevice());
     EXPECT_FALSE(onHost.onDevice());
-    int32_t id = 1, a = 0, b = 0;
-    for (int pos = 0; pos < 5; ++pos) {
-      ASSERT_TRUE(onDevice.run(id, pos, a).isOk());
-      ASSERT_TRUE(onHost.run(id, pos, b).isOk());
-      EXPECT_EQ(a, b) << "temperature " << temperature << ", step " << pos;
-      id = a;
-    }
+    expectSamePicks(onDevice, onHost, 5, "temperature " + std::to_string(temperature));
     EXPECT_EQ(onDevice.logitsSteps(), temperature < 0.5f ? 0 : 5);
     EXPECT_EQ(onDevice.logitsSteps(), nucleus.logitsCopies);
     EXPECT_EQ(onHost.logitsSteps(), 5);

@@ -84,8 +84,9 @@ TEST(TernaryDetect, PlainCheckpointHasNone) {
   for (const auto& [name, ref] : store->tensors()) {
     const TernaryInfo info = detectTernary(ref);
     EXPECT_EQ(info.kind, TernaryKind::NotTernary) << name;
-    if (ref.shape.size() == 2)
+    if (ref.shape.size() == 2) {
       EXPECT_GT(info.distinctValues, 3u) << name;
+    }
   }
 }
 

@@ -115,7 +115,8 @@ public:
   // `id` gets the token Sampler::sampleWith draws with `temperature` and `topP` (no top-k)
   // and `uniform` from the logits lastLogits() would give, drawn by the executor over the
   // whole row, so only the id leaves the GPU (where forwardSequenceNucleus's candidates do not
-  // hold the nucleus).
+  // hold the nucleus). Where it fails and drawsNucleus() has turned false, the executor has
+  // given the row draw up (the GPU cannot run it) and lastLogits() still works.
   virtual Status drawLastNucleus(float temperature, float topP, double uniform, int32_t* id) {
     (void)temperature, (void)topP, (void)uniform, (void)id;
     return Status::error(name() + " cannot draw top-p over a whole row itself");
