@@ -136,7 +136,8 @@ public:
     source_ << "#include \"common.cuh\"\n#include \"embedding.cuh\"\n#include \"rmsnorm.cuh\"\n"
             << "#include \"linear.cuh\"\n#include \"rope.cuh\"\n#include \"attention.cuh\"\n"
             << "#include \"swiglu.cuh\"\n#include \"add.cuh\"\n#include \"fill.cuh\"\n"
-            << "#include \"argmax.cuh\"\n#include \"sample.cuh\"\n#include \"topk.cuh\"\n#include \"nucleus.cuh\"\n"
+            << "#include \"argmax.cuh\"\n#include \"sample.cuh\"\n#include \"topk.cuh\"\n"
+            << "#include \"nucleus.cuh\"\n"
             << "#include \"linear_ternary.cuh\"\n#include \"linear_tq1.cuh\"\n"
             << "#include \"linear_quant.cuh\"\n\n"
             << "using ninfer::KernelArgs;\nusing ninfer::StepState;\n\n";
@@ -254,9 +255,9 @@ private:
       return fail(op, "needs " + std::to_string(args.size()) + " buffers, the kernel ABI has " +
                           std::to_string(kMaxKernelArgs));
     const uint32_t threads = shape.block[0] * shape.block[1] * shape.block[2];
-    const std::string bounds = std::to_string(threads) + (shape.minBlocksPerSm
-                                                              ? ", " + std::to_string(shape.minBlocksPerSm)
-                                                              : std::string());
+    const std::string bounds =
+        std::to_string(threads) +
+        (shape.minBlocksPerSm ? ", " + std::to_string(shape.minBlocksPerSm) : std::string());
     const std::string body =
         bounds + "|" + suffix + "|" + (shape.waitsItself ? "w|" : "") + call;
     auto [it, added] = kernelByBody_.try_emplace(body, static_cast<uint32_t>(functions_.size()));
@@ -321,7 +322,8 @@ private:
     NINFER_RETURN_IF_ERROR(checkRows(op, op.outputs[0], maxRows(), a.dim, "output"));
     std::ostringstream call;
     call << "ninfer::dev::embedding<" << int(buf(op.inputs[1]).dtype) << ", " << a.dim << ", "
-         << a.vocab << ", " << kThreads << ">(" << ptr("const int*", op.inputs[0]) << ", " << raw(op.inputs[1]) << ", " << ptr("float*", op.outputs[0]) << ", state)";
+         << a.vocab << ", " << kThreads << ">(" << ptr("const int*", op.inputs[0]) << ", "
+         << raw(op.inputs[1]) << ", " << ptr("float*", op.outputs[0]) << ", state)";
     return addKernel(op, "embedding", call.str(), perTokenRows(rowBlocks(a.dim)));
   }
 
@@ -763,7 +765,8 @@ private:
         blocks = static_cast<uint32_t>(
             ceilDiv(a.out_features, gemv::mmaSwiGluOutputsPerBlock(a.out_features)));
       }
-      call << (oneToken ? "ninfer::dev::linearQuantSwiGluOneToken<" : "ninfer::dev::linearQuantSwiGlu<")
+      call << (oneToken ? "ninfer::dev::linearQuantSwiGluOneToken<"
+                        : "ninfer::dev::linearQuantSwiGlu<")
            << traits.bits << ", " << traits.groupSize << ", ";
     } else {
       call << "ninfer::dev::linearSwiGlu<" << int(wType) << ", ";
@@ -1029,7 +1032,8 @@ private:
       if (k.oneTokenCall) { // batch steps of one row: the one-token kernel
         LaunchShape one = oneTokenShape(oneTokenBlocks, k.oneTokenShared);
         one.steps = plan::LaunchSteps::Batch;
-        NINFER_RETURN_IF_ERROR(addKernel(op, k.suffix + "_one", k.oneTokenCall(kRowsGemv, ""), one));
+        NINFER_RETURN_IF_ERROR(
+            addKernel(op, k.suffix + "_one", k.oneTokenCall(kRowsGemv, ""), one));
         shape.minTokens = 2;
       }
       return addRowsGemv(shape);
@@ -1351,7 +1355,8 @@ private:
     LaunchShape decodeShape{{decodeBlocks, static_cast<uint32_t>(sequenceSplits), 1},
                             {0, 0, 0},
                             {kDecodeThreads, 1, 1},
-                            static_cast<uint32_t>(mmaDecode ? decodeMmaSharedBytes(a.head_dim, group) : 0),
+                            static_cast<uint32_t>(
+                                mmaDecode ? decodeMmaSharedBytes(a.head_dim, group) : 0),
                             1,
                             1};
     decodeShape.steps = plan::LaunchSteps::Sequence;

@@ -110,7 +110,8 @@ private:
       if (group.head != i || group.size != 2 || !sw || act.inputs.size() != 2 ||
           act.outputs.size() != 1)
         continue;
-      const plan::LinearAttrsT &a = *first.attrs.AsLinearAttrs(), &b = *second.attrs.AsLinearAttrs();
+      const plan::LinearAttrsT &a = *first.attrs.AsLinearAttrs();
+      const plan::LinearAttrsT &b = *second.attrs.AsLinearAttrs();
       const bool pair = (act.inputs[0] == first.outputs[0] && act.inputs[1] == second.outputs[0]) ||
                         (act.inputs[0] == second.outputs[0] && act.inputs[1] == first.outputs[0]);
       const DType wType = buf(first.inputs[1]).dtype;
@@ -372,7 +373,8 @@ private:
       }
       if (!ok)
         continue;
-      out_.ropeAppendOf[i - 2] = out_.ropeAppendOf[i - 1] = out_.ropeAppendOf[i] = int(out_.ropeAppends.size());
+      const int ropeAppend = int(out_.ropeAppends.size());
+      out_.ropeAppendOf[i - 2] = out_.ropeAppendOf[i - 1] = out_.ropeAppendOf[i] = ropeAppend;
       const bool decodeRopes = tensorCoreDecode(choices_, DType::F16, att->head_dim) &&
                                !readFrom(i + 1, attention.inputs[0]) &&
                                !readFrom(i + 1, attention.inputs[1]);

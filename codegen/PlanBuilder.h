@@ -26,7 +26,8 @@ struct PlanOptions {
   int maxBatch = 1;
 };
 
-llvm::Expected<std::unique_ptr<plan::PlanT>> buildPlan(mlir::ModuleOp module, const ModelConfig& config,
+llvm::Expected<std::unique_ptr<plan::PlanT>> buildPlan(mlir::ModuleOp module,
+                                                       const ModelConfig& config,
                                                        const WeightStore& weights,
                                                        const PlanOptions& options);
 

@@ -53,7 +53,8 @@ int fuseResidualAdds(plan::PlanT &plan) {
       const auto &buffers = plan.buffers;
       const bool safe =
           side >= 0 && residual != produced && readers[produced] == 1 &&
-          produced != plan.logits_buffer && !overlaps(*buffers[output], *buffers[linearOp->inputs[0]]) &&
+          produced != plan.logits_buffer &&
+          !overlaps(*buffers[output], *buffers[linearOp->inputs[0]]) &&
           (!overlaps(*buffers[output], *buffers[residual]) ||
            sameStart(*buffers[output], *buffers[residual]));
       if (safe) {

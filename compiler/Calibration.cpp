@@ -328,7 +328,8 @@ CalibrationRunner::create(mlir::ModuleOp module, const WeightStore& weights,
     return calibrationError("needs the checkpoint's tokenizer: " + tok.status().message());
   Result<std::vector<int32_t>> ids = (*tok)->encode((*text)->getBuffer().str(), false);
   if (!ids.isOk())
-    return calibrationError("cannot tokenize '" + options.textPath + "': " + ids.status().message());
+    return calibrationError("cannot tokenize '" + options.textPath +
+                            "': " + ids.status().message());
   const int chunk = options.chunkTokens;
   const int64_t count = std::min<int64_t>(int64_t(ids->size()) / chunk, options.maxTokens / chunk);
   if (count < 1)

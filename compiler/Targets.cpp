@@ -77,8 +77,10 @@ std::string knownTargetsHelp() {
   std::string text;
   for (const KnownCard& card : kCards)
     text += llvm::formatv("    {0,-16} {1,-7} {2:F1} GiB\n", card.name, card.arch, card.gib).str();
-  text += "    sm_XX            any architecture NVRTC supports (sm_75 ... sm_121), no memory check\n";
-  text += "    sm_90a           sm_90 plus Hopper's wgmma (faster prefill); runs on 9.0 GPUs only\n";
+  text += "    sm_XX            any architecture NVRTC supports (sm_75 ... sm_121), "
+          "no memory check\n";
+  text += "    sm_90a           sm_90 plus Hopper's wgmma (faster prefill); "
+          "runs on 9.0 GPUs only\n";
   return text;
 }
 

@@ -75,9 +75,10 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
 
 quantization:
   --quant MODE           auto (default): pack exactly-ternary linear weights losslessly (1.6-1.75
-                         bits with TQ1), keep the rest; none: keep the checkpoint's dtypes; ternary: require every
-                         block linear to be ternary (refuses other models); q8|q6|q5|q4|q3|q2:
-                         GPTQ group quantization of every linear, embedding and lm_head weight
+                         bits with TQ1), keep the rest; none: keep the checkpoint's dtypes;
+                         ternary: require every block linear to be ternary (refuses other
+                         models); q8|q6|q5|q4|q3|q2: GPTQ group quantization of every linear,
+                         embedding and lm_head weight
   --ternary-format F     tq1 (default: base 3, five weights a byte, rows padded to 16 bytes) or
                          tq2 (2-bit codes); both with one f32 scale per tensor (docs/ternary.md)
   --bpw X                mixed formats chosen per tensor by measured sensitivity to hit X bits per
@@ -222,7 +223,8 @@ void checkMemory(const plan::PlanT& plan, const std::vector<Target>& targets, bo
         stderr, "memory plan (context %d, %d-token steps%s):\n", plan.context, plan.max_step_tokens,
         plan.max_batch > 1 ? llvm::formatv(", {0} sequences", plan.max_batch).str().c_str() : "");
     double params = static_cast<double>(model.parameters);
-    std::fprintf(stderr, "  weights     %s  (%.2f%s parameters%s)\n", mib(memory.weight_bytes).c_str(),
+    std::fprintf(stderr, "  weights     %s  (%.2f%s parameters%s)\n",
+                 mib(memory.weight_bytes).c_str(),
                  params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M",
                  plan.dummy_weights ? ", dummy" : "");
     bool int8Kv = false;
@@ -249,8 +251,8 @@ void checkMemory(const plan::PlanT& plan, const std::vector<Target>& targets, bo
       if (kvPerPosition > 0 && total - memory.kv_bytes < target.vramBytes)
         fittingContext =
             static_cast<int>((target.vramBytes - (total - memory.kv_bytes)) / kvPerPosition);
-      fail(llvm::formatv("the plan needs {0:F2} GiB but {1} has {2:F2} GiB{3}", total / 1073741824.0,
-                         target.name, target.vramBytes / 1073741824.0,
+      fail(llvm::formatv("the plan needs {0:F2} GiB but {1} has {2:F2} GiB{3}",
+                         total / 1073741824.0, target.name, target.vramBytes / 1073741824.0,
                          fittingContext > 0
                              ? llvm::formatv(": lower --ctx to at most {0}", fittingContext).str()
                              : ": the weights alone do not fit")

@@ -106,16 +106,16 @@ __device__ __forceinline__ float q8Byte(unsigned int w, int i) {
 template <int KVT, int HD>
 __device__ __forceinline__ void loadRow8(const void *cache, long long row, int d0, float *out) {
   if constexpr (KVT == kKvQ8) {
-    const uint2 raw =
-        loadProduced(reinterpret_cast<const uint2 *>(static_cast<const signed char *>(cache) + row * HD + d0));
+    const signed char *bytes = static_cast<const signed char *>(cache) + row * HD + d0;
+    const uint2 raw = loadProduced(reinterpret_cast<const uint2 *>(bytes));
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       out[i] = q8Byte(raw.x, i);
       out[4 + i] = q8Byte(raw.y, i);
     }
   } else {
-    const uint4 raw = loadProduced(
-        reinterpret_cast<const uint4 *>(static_cast<const unsigned short *>(cache) + row * HD + d0));
+    const unsigned short *halves = static_cast<const unsigned short *>(cache) + row * HD + d0;
+    const uint4 raw = loadProduced(reinterpret_cast<const uint4 *>(halves));
     unpack16<kF16>(raw, out);
   }
 }

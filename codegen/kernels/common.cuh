@@ -244,7 +244,8 @@ template <int DT> struct RowNorm {
   __device__ __forceinline__ float weight(long long k) const { return loadAsFloat<DT>(w, k); }
   // Weights k .. k + COUNT - 1 into g: 16-byte loads where COUNT values fill them (k a
   // multiple of COUNT, the weights 16-byte aligned: the emitter checks).
-  template <int COUNT> __device__ __forceinline__ void weights(long long k, float (&g)[COUNT]) const {
+  template <int COUNT>
+  __device__ __forceinline__ void weights(long long k, float (&g)[COUNT]) const {
     constexpr int kPer16 = elemsPer16<DT>();
     if constexpr (COUNT % kPer16 == 0) {
       const uint4 *p = reinterpret_cast<const uint4 *>(static_cast<const char *>(w) +

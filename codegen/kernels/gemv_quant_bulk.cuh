@@ -251,7 +251,8 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
             break;
           const int u = j * kLayout.chunkUnits + inChunk;
           RunCodec<BITS> run0, run1;
-          run0.template load<true>(rows + g * kLayout.slotRowBytes + inChunk * Packing::kUnitBytes, c);
+          run0.template load<true>(
+              rows + g * kLayout.slotRowBytes + inChunk * Packing::kUnitBytes, c);
           run1.template load<true>(
               rows + (g + 8) * kLayout.slotRowBytes + inChunk * Packing::kUnitBytes, c);
           Scales sc0, sc1;

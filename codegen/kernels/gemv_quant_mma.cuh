@@ -55,7 +55,8 @@ constexpr int kGemvMmaMaxTokens = 8;
 // (bits 0.. and 16..): (word & MASK) | 0x64006400 as one LOP3. The exponent bits
 // come from a register, so that the LOP3 has one immediate (with both as
 // immediates ptxas emits an AND and an OR).
-template <unsigned int MASK> __device__ __forceinline__ unsigned int maskedCodePair(unsigned int word) {
+template <unsigned int MASK>
+__device__ __forceinline__ unsigned int maskedCodePair(unsigned int word) {
   unsigned int d;
   asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(word), "n"(MASK), "r"(0x64006400u));
   return d;
@@ -81,7 +82,8 @@ __device__ __forceinline__ unsigned int hfma2(unsigned int a, unsigned int b, un
 
 // (1024 + code offset) in both halves: (1024 + code) - this = the signed level, exact.
 template <int BITS> __device__ __forceinline__ constexpr unsigned int levelBias() {
-  return 0x00010001u * (0x6400u + static_cast<unsigned int>(quant::QuantPacking<BITS>::kCodeOffset));
+  constexpr unsigned int kOffset = quant::QuantPacking<BITS>::kCodeOffset;
+  return 0x00010001u * (0x6400u + kOffset);
 }
 
 // Weight and scale loads as volatile asm (ld.global.nc, as __ldg). Volatile asm
@@ -129,7 +131,8 @@ template <int BITS> struct RunCodec;
 
 template <> struct RunCodec<4> { // 16 bytes: word t holds values 8t..8t+7
   uint4 raw;
-  template <bool SHARED = false> __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+  template <bool SHARED = false>
+  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
     loadRaw<SHARED>(raw, unit + 16 * c);
   }
   __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
@@ -170,7 +173,8 @@ template <> struct RunCodec<4> { // 16 bytes: word t holds values 8t..8t+7
 
 template <> struct RunCodec<8> { // 32 bytes: byte i holds value i
   uint4 raw[2];
-  template <bool SHARED = false> __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+  template <bool SHARED = false>
+  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
     loadRaw<SHARED>(raw[0], unit + 32 * c);
     loadRaw<SHARED>(raw[1], unit + 32 * c + 16);
   }
@@ -199,7 +203,8 @@ struct TwoBitPairs {
 
 template <> struct RunCodec<2> { // 8 bytes
   uint2 raw;
-  template <bool SHARED = false> __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+  template <bool SHARED = false>
+  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
     loadRaw<SHARED>(raw, unit + 8 * c);
   }
   __device__ __forceinline__ void decode(unsigned int (&p)[16]) const {
@@ -217,7 +222,8 @@ template <> struct RunCodec<2> { // 8 bytes
 template <> struct RunCodec<3> { // 8 bytes of the 2-bit plane + 4 bytes of the 1-bit plane
   uint2 low;
   unsigned int high;
-  template <bool SHARED = false> __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+  template <bool SHARED = false>
+  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
     loadRaw<SHARED>(low, unit + 8 * c);
     loadRaw<SHARED>(high, unit + 32 + 4 * c);
   }
@@ -226,7 +232,8 @@ template <> struct RunCodec<3> { // 8 bytes of the 2-bit plane + 4 bytes of the 
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
       // Bits 16t..16t+7 of the high plane to 0..7, 16t+8..16t+15 to 16..23.
-      const unsigned int h = ((high >> (16 * t)) & 0xFFu) | (((high >> (16 * t + 8)) & 0xFFu) << 16);
+      const unsigned int h =
+          ((high >> (16 * t)) & 0xFFu) | (((high >> (16 * t + 8)) & 0xFFu) << 16);
 #pragma unroll
       for (int s = 0; s < 8; ++s)
         p[8 * t + s] = ((words[t] >> (2 * s)) & 0x00030003u) | (((h >> s) & 0x00010001u) << 2) |
@@ -243,7 +250,8 @@ template <> struct RunCodec<3> { // 8 bytes of the 2-bit plane + 4 bytes of the 
 template <> struct RunCodec<6> { // 16 bytes of the 4-bit plane + 8 bytes of the 2-bit plane
   RunCodec<4> low;
   uint2 high;
-  template <bool SHARED = false> __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+  template <bool SHARED = false>
+  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
     low.template load<SHARED>(unit, c);
     loadRaw<SHARED>(high, unit + 64 + 8 * c);
   }
@@ -267,7 +275,8 @@ template <> struct RunCodec<6> { // 16 bytes of the 4-bit plane + 8 bytes of the
 template <> struct RunCodec<5> { // 16 bytes of the 4-bit plane + 4 bytes of the 1-bit plane
   RunCodec<4> low;
   unsigned int high;
-  template <bool SHARED = false> __device__ __forceinline__ void load(const unsigned char *unit, int c) {
+  template <bool SHARED = false>
+  __device__ __forceinline__ void load(const unsigned char *unit, int c) {
     low.template load<SHARED>(unit, c);
     loadRaw<SHARED>(high, unit + 64 + 4 * c);
   }
@@ -864,7 +873,8 @@ __device__ __forceinline__ void rowsUnitMath(const RunCodec<BITS> &run0,
   sc1.resolve(c);
 #pragma unroll
   for (int m = 0; m < 8; ++m) {
-    const unsigned int a[4] = {hmul2(p0[2 * m], sc0.scale(2 * m)), hmul2(p1[2 * m], sc1.scale(2 * m)),
+    const unsigned int a[4] = {hmul2(p0[2 * m], sc0.scale(2 * m)),
+                               hmul2(p1[2 * m], sc1.scale(2 * m)),
                                hmul2(p0[2 * m + 1], sc0.scale(2 * m + 1)),
                                hmul2(p1[2 * m + 1], sc1.scale(2 * m + 1))};
     mma16816<kF16>(m % 2 ? acc2 : acc, a, xp[2 * m], xp[2 * m + 1]);

@@ -144,9 +144,9 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct RowsGemv {
                  full(slot));
       } else {
         tensorCopy2d(stage, codes, boxColumn, gemv::kBulkTileRows * tile, full(slot));
-        bulkCopy(scales,
-                 w + kScalePlane + gemv::kBulkTileRows * static_cast<long long>(tile) * kRowScaleBytes,
-                 kLayout.scaleBytes, full(slot));
+        const long long tileScales =
+            kScalePlane + gemv::kBulkTileRows * static_cast<long long>(tile) * kRowScaleBytes;
+        bulkCopy(scales, w + tileScales, kLayout.scaleBytes, full(slot));
       }
     }
   }
@@ -198,7 +198,8 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct RowsGemv {
     float4 *partial = reinterpret_cast<float4 *>(smem + kLayout.offPartial);
     stageX(x, rows, reinterpret_cast<unsigned int *>(partial) + 64 * warp);
     // The warp's units of the part: warp, warp + 8, ...
-    constexpr int kUpw = (kLayout.partUnits + gemv::kBulkConsumerWarps - 1) / gemv::kBulkConsumerWarps;
+    constexpr int kUpw =
+        (kLayout.partUnits + gemv::kBulkConsumerWarps - 1) / gemv::kBulkConsumerWarps;
     // Every warp has kUpw units of every part: the units' loop below needs no exit, and
     // the compiler interleaves their math (as in gemv_quant_bulk.cuh).
     constexpr bool kWholeParts = kUnits % kLayout.partUnits == 0 &&
@@ -366,7 +367,8 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct RowsGemv {
             storeGlobal(sumsOf(partials, tileBegin, tileStep, n, i) + part * kWarpSize, s[i]);
         __syncwarp();
         unsigned int *ticket = tickets + tileBegin + (n + lane) * tileStep;
-        const bool last = lane < count && ticketArrive(ticket) == static_cast<unsigned int>(kParts - 1);
+        const bool last =
+            lane < count && ticketArrive(ticket) == static_cast<unsigned int>(kParts - 1);
         lastTiles = __ballot_sync(0xffffffffu, last);
         __syncwarp(); // orders the other lanes' loads after the tickets' acquire
         if (last)

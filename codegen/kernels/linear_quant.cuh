@@ -86,8 +86,9 @@ __device__ __forceinline__ void linearQuantGemv(const float* x, int rows, const 
       float wv[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        wv[e] = scale * static_cast<float>(static_cast<int>(Packing::codeInUnit(unit, 4 * lane + e)) -
-                                           Packing::kCodeOffset);
+        wv[e] = scale *
+                static_cast<float>(static_cast<int>(Packing::codeInUnit(unit, 4 * lane + e)) -
+                                   Packing::kCodeOffset);
 #pragma unroll
       for (int r = 0; r < kQuantGemvMaxRows; ++r) {
         if (r < rows) {

@@ -12,8 +12,8 @@
 // so any grid is correct for them.
 //
 // Decode (select/add GEMV, sm_75). A lane reads u32 words of a row per step (one 16-byte chunk =
-// 4 words, or 2, or 1 so that the lanes' steps balance, see wordsPerLane). Word w of chunk c holds bytes
-// 4w..4w+3, whose digit i are the values 80c + 16i + 4w .. +3: one float4 of x.
+// 4 words, or 2, or 1 so that the lanes' steps balance, see wordsPerLane). Word w of chunk c
+// holds bytes 4w..4w+3, whose digit i are the values 80c + 16i + 4w .. +3: one float4 of x.
 // Bytes 0 and 2 go to the 16-bit halves of one register, bytes 1 and 3 to
 // another (tq1::evenLanes / oddLanes); per digit each register is multiplied
 // by 3 (the decode's multiply-and-shift, on the codes, never on x), the digits

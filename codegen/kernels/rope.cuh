@@ -2,8 +2,8 @@
 // batch step the row's own position, StepAbi.h):
 //   y[i] = x[i] cos - x[i + HD/2] sin,  y[i + HD/2] = x[i + HD/2] cos + x[i] sin,
 // angle = position * inv_freq[i], cos/sin scaled by attention_factor.
-// Dynamic NTK (DYNAMIC): when seq_len (pos + n_tokens; a batch row's position + 1) exceeds the original
-// context, base = theta * (factor * seq_len / orig - (factor - 1))^(HD / (HD - 2)) and
+// Dynamic NTK (DYNAMIC): when seq_len (pos + n_tokens; a batch row's position + 1) exceeds the
+// original context, base = theta * (factor * seq_len / orig - (factor - 1))^(HD / (HD - 2)) and
 // inv_freq[i] = 1 / base^(2i / HD), as transformers' dynamic rope update does.
 // Launch: block THREADS, grid (ceil(HEADS*HD/2 / THREADS) capped, n_tokens, 1); one
 // thread per rotated pair, so in place (y = x) is safe. ropeAppend below also

@@ -16,7 +16,8 @@ Result<double> refineCodes(const float* w, const double* h, double damp, int swe
   const QuantSpec spec = tensor.spec;
   const int64_t rows = tensor.rows, cols = tensor.cols;
   NINFER_RETURN_IF_ERROR(validateSpec(spec, rows, cols));
-  if (uint64_t(tensor.packed.size()) != uint64_t(quantTensorBytes(spec.bits, spec.groupSize, rows, cols)))
+  const uint64_t bytes = uint64_t(quantTensorBytes(spec.bits, spec.groupSize, rows, cols));
+  if (uint64_t(tensor.packed.size()) != bytes)
     return Status::error("quant: code descent: the packed tensor has the wrong size");
   std::vector<double> hd(h, h + cols * cols);
   std::vector<bool> dead(size_t(cols), false);

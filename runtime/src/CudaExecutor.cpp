@@ -367,7 +367,8 @@ Status CudaExecutor::encodeTensorMaps(const std::vector<CUdeviceptr> &table) {
                     m.box_rows() > 256
               : weight.kind() != BufferKind::Weight ||
                     (weight.dtype() != plan::DType::F16 && !bf16) ||
-                    weight.size_bytes() != uint64_t(m.rows()) * m.cols() * 2 || m.cols() % 64 != 0 ||
+                    weight.size_bytes() != uint64_t(m.rows()) * m.cols() * 2 ||
+                    m.cols() % 64 != 0 ||
                     (m.box_rows() != 64 && m.box_rows() != 128))
       return Status::error(label + (codes ? " does not describe the code plane of a quantized "
                                             "weight in 16-byte rows with boxes of at most 2 KiB "

@@ -460,7 +460,8 @@ private:
     case OpAttrs::LinearAttrs: {
       const auto* a = op.attrs_as_LinearAttrs();
       const int residual = a->residual() ? (a->has_bias() ? 3 : 2) : -1;
-      NINFER_RETURN_IF_ERROR(expectArity(op, 2 + (a->has_bias() ? 1 : 0) + (a->residual() ? 1 : 0)));
+      NINFER_RETURN_IF_ERROR(
+          expectArity(op, 2 + (a->has_bias() ? 1 : 0) + (a->residual() ? 1 : 0)));
       if (!positive(a->in_features()) || !positive(a->out_features()))
         return opFail("in_features and out_features must be positive");
       NINFER_RETURN_IF_ERROR(expectActivation("input 0", in(0), a->in_features()));

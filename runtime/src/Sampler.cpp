@@ -44,8 +44,8 @@ size_t crossing(std::vector<WeightedLogit>& v, size_t lo, size_t hi, double abov
       std::swap(a, b);
     const WeightedLogit pivot = b;
     const auto first = v.begin() + std::ptrdiff_t(lo), last = v.begin() + std::ptrdiff_t(hi);
-    const auto middle =
-        std::partition(first, last, [&](const WeightedLogit& e) { return weightedBefore(e, pivot); });
+    const auto middle = std::partition(
+        first, last, [&](const WeightedLogit& e) { return weightedBefore(e, pivot); });
     std::iter_swap(middle, std::find_if(middle, last, [&](const WeightedLogit& e) {
                      return e.id == pivot.id;
                    }));

@@ -642,7 +642,8 @@ int bench(const BenchOptions &o) {
   }
   const std::string name = executor->name();
   double bandwidth = o.bandwidth > 0 ? o.bandwidth : bandwidthFor(name);
-  const char *bandwidthSource = o.bandwidth > 0 ? "--bandwidth" : bandwidth > 0 ? "table" : "unknown";
+  const char *bandwidthSource =
+      o.bandwidth > 0 ? "--bandwidth" : bandwidth > 0 ? "table" : "unknown";
   if (!o.batches.empty()) {
     const int code = benchBatches(o, *executor, p, bandwidth, bandwidthSource);
     if (code != 0 || !o.profile)
@@ -741,7 +742,8 @@ int bench(const BenchOptions &o) {
       std::printf("bandwidth: %.3g GB/s (%s)\n", bandwidth / 1e9, bandwidthSource);
     else
       std::printf("bandwidth: unknown (give --bandwidth for MBU)\n");
-    std::printf("runs:     %d measured after %d warm-up, %d decode steps each; median [min, max]\n\n",
+    std::printf("runs:     %d measured after %d warm-up, %d decode steps each; "
+                "median [min, max]\n\n",
                 o.reps, o.warmup, o.gen);
     std::printf("%8s  %28s  %28s  %9s  %9s  %9s  %6s\n", "prompt", "prefill tok/s",
                 "decode tok/s", "p50 ms", "p95 ms", "GB/s", "MBU");

@@ -304,7 +304,8 @@ int runGenerate(int argc, char** argv) {
     if (text.empty())
       failWith("the prompt is empty");
     if (o.chat)
-      prompt = take(encodeChatPrompt(*file, *tokenizer, take(renderChatPrompt(*file, o.system, text))));
+      prompt =
+          take(encodeChatPrompt(*file, *tokenizer, take(renderChatPrompt(*file, o.system, text))));
     else
       prompt = take(tokenizer->encode(text, !o.noBos));
   }

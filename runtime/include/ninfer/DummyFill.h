@@ -10,7 +10,8 @@ namespace ninfer {
 // splitmix64 finalizer of (seed, index): a stateless hash, so every element can
 // be produced independently by any thread.
 NINFER_HD inline unsigned long long dummyHash(unsigned int seed, unsigned long long index) {
-  unsigned long long z = index + 0x9E3779B97F4A7C15ull * (static_cast<unsigned long long>(seed) + 1);
+  unsigned long long z =
+      index + 0x9E3779B97F4A7C15ull * (static_cast<unsigned long long>(seed) + 1);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
