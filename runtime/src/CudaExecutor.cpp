@@ -825,7 +825,8 @@ Status CudaExecutor::drawLastNucleus(float temperature, float topP, double unifo
   void *params[] = {&logits_, &vocab, &temperature, &topP, &uniform, &scratch, &drawn};
   const CUresult launched = cu_.launchCooperativeKernel(
       nucleus_, nucleusBlocks_, 1, 1, kNucleusThreads, 1, 1, 0, stream_, params);
-  if (launched == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) { // (a GPU shared through MPS)
+  // Too large where the process may use only part of the SMs (as under MPS).
+  if (launched == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) {
     nucleus_ = nullptr; // drawsNucleus() is false from now on: the host draws
     return Status::error(deviceName_ + " cannot keep the top-p draw's " +
                          std::to_string(nucleusBlocks_) + " blocks resident at once");
