@@ -272,12 +272,18 @@ private:
   std::vector<float> last_ = std::vector<float>(100);
 };
 
+// Top-p 0.9 sampling at `temperature`, seeded.
+SamplingParams topP90(float temperature, uint64_t seed) {
+  SamplingParams params;
+  params.temperature = temperature;
+  params.topP = 0.9f;
+  params.seed = seed;
+  return params;
+}
+
 TEST(Generator, TopPDecodeStepsLetTheExecutorPickTheCandidates) {
   for (float temperature : {0.02f, 1.0f}) {
-    SamplingParams params;
-    params.temperature = temperature;
-    params.topP = 0.9f;
-    params.seed = 13;
+    const SamplingParams params = topP90(temperature, 13);
     CountingExecutor logits(100);
     NucleusExecutor nucleus(100);
     EXPECT_EQ(sampledTokens(nucleus, params, 30), sampledTokens(logits, params, 30))
@@ -324,11 +330,7 @@ void expectSamePicks(DecodeStep& first, DecodeStep& second, int steps, const std
 // host) where the nucleus reaches past the candidates, with the uniform sampleWith would take.
 TEST(DecodeStep, LetsTheExecutorDrawTopPOverTheRow) {
   for (float temperature : {0.02f, 1.0f}) {
-    SamplingParams params;
-    params.temperature = temperature;
-    params.topP = 0.9f;
-    params.seed = 21;
-    Sampler deviceSampler(params), hostSampler(params);
+    Sampler deviceSampler(topP90(temperature, 21)), hostSampler(topP90(temperature, 21));
     RowDrawingExecutor device(100);
     CountingExecutor host(100);
     DecodeStep onDevice(device, deviceSampler, 100), onHost(host, hostSampler, 100);
@@ -357,11 +359,7 @@ public:
 // Where the executor gives its row draw up, DecodeStep brings the logits and draws on the host,
 // in that step and the later ones.
 TEST(DecodeStep, DrawsOnTheHostWhereTheExecutorGivesTheRowDrawUp) {
-  SamplingParams params;
-  params.temperature = 1.0f;
-  params.topP = 0.9f;
-  params.seed = 22;
-  Sampler deviceSampler(params), hostSampler(params);
+  Sampler deviceSampler(topP90(1.0f, 22)), hostSampler(topP90(1.0f, 22));
   GivingUpExecutor device(100);
   CountingExecutor host(100);
   DecodeStep onDevice(device, deviceSampler, 100), onHost(host, hostSampler, 100);
@@ -376,10 +374,7 @@ TEST(DecodeStep, DrawsOnTheHostWhereTheExecutorGivesTheRowDrawUp) {
 // executor's pick, and top-p's steps whose nucleus reaches past the candidates.
 TEST(DecodeStep, CountsTheStepsThatBringTheLogits) {
   for (float temperature : {0.02f, 1.0f}) {
-    SamplingParams params;
-    params.temperature = temperature;
-    params.topP = 0.9f;
-    Sampler nucleusSampler(params), logitsSampler(params);
+    Sampler nucleusSampler(topP90(temperature, 0)), logitsSampler(topP90(temperature, 0));
     NucleusExecutor nucleus(100);
     CountingExecutor logits(100);
     DecodeStep onDevice(nucleus, nucleusSampler, 100), onHost(logits, logitsSampler, 100);
