@@ -244,27 +244,35 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
         const int slot = stage % kLayout.slots, round = stage / kLayout.slots;
         barrierWait(full(slot), round & 1);
         const unsigned char *rows = smem + kLayout.offSlots + slot * kLayout.slotBytes;
+        // The warp's units of the stage into registers, then the slot goes back to the
+        // producer, then the math: the slot is held for the loads, not for the math.
+        RunCodec<BITS> run0[kUpw], run1[kUpw];
+#pragma unroll
+        for (int i = 0; i < kUpw; ++i) {
+          const int inChunk = warp * kUpw + i;
+          if (!kWholeChunks && inChunk >= chunkUnits(j))
+            break;
+          run0[i].template load<true>(
+              rows + g * kLayout.slotRowBytes + inChunk * Packing::kUnitBytes, c);
+          run1[i].template load<true>(
+              rows + (g + 8) * kLayout.slotRowBytes + inChunk * Packing::kUnitBytes, c);
+        }
+        __syncwarp();
+        if (lane == 0)
+          barrierArrive(empty(slot));
 #pragma unroll
         for (int i = 0; i < kUpw; ++i) {
           const int inChunk = warp * kUpw + i;
           if (!kWholeChunks && inChunk >= chunkUnits(j))
             break;
           const int u = j * kLayout.chunkUnits + inChunk;
-          RunCodec<BITS> run0, run1;
-          run0.template load<true>(
-              rows + g * kLayout.slotRowBytes + inChunk * Packing::kUnitBytes, c);
-          run1.template load<true>(
-              rows + (g + 8) * kLayout.slotRowBytes + inChunk * Packing::kUnitBytes, c);
           Scales sc0, sc1;
           sc0.template load<true>(s0 + u * Scales::kUnitHalves, c);
           sc1.template load<true>(s1 + u * Scales::kUnitHalves, c);
           const int s = j * kUpw + i;
-          oneTokenUnitMath<BITS, GROUP>(run0, run1, sc0, sc1, staged[s], xLow + s * xLowStep,
-                                        xHigh + s * xHighStep, sum0, sum1);
+          oneTokenUnitMath<BITS, GROUP>(run0[i], run1[i], sc0, sc1, staged[s],
+                                        xLow + s * xLowStep, xHigh + s * xHighStep, sum0, sum1);
         }
-        __syncwarp();
-        if (lane == 0)
-          barrierArrive(empty(slot));
       }
       if (lane == 0)
         barrierArrive(scalesEmpty(b));
