@@ -109,6 +109,19 @@ struct NucleusGrid {
     }
     __syncthreads();
   }
+  // Thread 0 stores the warps' values added up in warp order at `slot` (this block's entry
+  // of an exchange), then the blocks meet.
+  template <class T>
+  __device__ __forceinline__ void publishBlockTotal(const T (&perWarp)[kNucleusWarps], T *slot) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      T total = 0;
+      for (int w = 0; w < kNucleusWarps; ++w)
+        total += perWarp[w];
+      *slot = total;
+    }
+    barrier();
+  }
   __device__ __forceinline__ double *sums(int block) { return scratch->sums[set][block]; }
   __device__ __forceinline__ int *counts(int block) { return scratch->counts[set][block]; }
   // f(b, value at(b)) for every block b in block order, the loads (__ldcg) issued 8 at a
@@ -333,14 +346,7 @@ __device__ __noinline__ int nucleusNthId(NucleusGrid &grid, unsigned int key, in
   }
   if (lane == 0)
     sh.warpCounts[warp] = count;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int blockCount = 0;
-    for (int w = 0; w < kNucleusWarps; ++w)
-      blockCount += sh.warpCounts[w];
-    grid.counts(blockIdx.x)[0] = blockCount;
-  }
-  grid.barrier();
+  grid.publishBlockTotal(sh.warpCounts, grid.counts(blockIdx.x));
   int before = 0, total = 0;
   grid.forBlocks([&](int b) { return grid.counts(b); }, [&](int b, int c) {
     before += b < static_cast<int>(blockIdx.x) ? c : 0;
@@ -431,14 +437,7 @@ __device__ __forceinline__ int nucleusDraw(NucleusGrid &grid, float topP, double
     sum += __shfl_xor_sync(0xffffffffu, sum, o);
   if (lane == 0)
     sh.warpSums[warp] = sum;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double blockSum = 0.0;
-    for (int w = 0; w < kNucleusWarps; ++w)
-      blockSum += sh.warpSums[w];
-    grid.sums(blockIdx.x)[0] = blockSum;
-  }
-  grid.barrier();
+  grid.publishBlockTotal(sh.warpSums, grid.sums(blockIdx.x));
   double total = 0.0;
   grid.forBlocks([&](int b) { return grid.sums(b); }, [&](int, double v) { total += v; });
   grid.set ^= 1;
