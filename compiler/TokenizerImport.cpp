@@ -458,6 +458,8 @@ llvm::Expected<std::unique_ptr<plan::TokenizerT>> importTokenizer(const std::str
   std::string dir = modelDir;
   if (!llvm::sys::fs::is_directory(dir)) // a config.json path
     dir = llvm::sys::path::parent_path(modelDir).str();
+  if (!llvm::sys::fs::is_directory(dir))
+    return fail("no model folder at " + modelDir);
   auto pathOf = [&](const char* name) {
     llvm::SmallString<256> path(dir);
     llvm::sys::path::append(path, name);

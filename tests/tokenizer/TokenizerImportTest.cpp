@@ -97,6 +97,13 @@ TEST_F(TokenizerImport, DirectoryWithoutTokenizerKeepsBosAndEos) {
   EXPECT_TRUE((*table)->tokens.empty());
 }
 
+TEST_F(TokenizerImport, NamesAMissingModelFolder) {
+  const std::string missing = path("absent/model");
+  auto table = importTokenizer(missing, config_);
+  ASSERT_FALSE(bool(table));
+  EXPECT_EQ(llvm::toString(table.takeError()), "no model folder at " + missing);
+}
+
 TEST_F(TokenizerImport, AcceptsAConfigJsonPath) {
   writeTokenizer([](json::Object&) {});
   auto table = importTokenizer(path("config.json"), config_);
