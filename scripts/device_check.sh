@@ -19,9 +19,10 @@ if [ ! -x "$build/bin/ninfer" ] || [ ! -x "$build/tests/gpu/gpu_tests" ]; then
   ninja -C "$build" -j"$(nproc)" ninfer gpu_tests >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
 fi
 
-# The GPU tests in $SHARDS processes at once (default 8; gtest sharding): one process
-# takes over 400 s on the H200, most of it NVRTC on the CPU.
-shards=${SHARDS:-8}
+# The GPU tests in $SHARDS processes at once (default 12; gtest sharding): one process
+# takes over 400 s on the H200, most of it NVRTC on the CPU. With 8, one shard of six
+# slow quantized-linear cases ran past 500 s; with 12 the suite took 404 s (16 cores).
+shards=${SHARDS:-12}
 echo "== gpu_tests ($shards shards)"
 for i in $(seq 0 $((shards - 1))); do
   GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$build/tests/gpu/gpu_tests" \
