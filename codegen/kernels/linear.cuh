@@ -37,6 +37,7 @@
 #include "GemvShapes.h"
 #include "common.cuh"
 #include "gemm_wgmma.cuh"
+#include "tiled_gemm.cuh"
 
 namespace ninfer {
 namespace dev {
@@ -345,77 +346,31 @@ __device__ __forceinline__ void linearSwiGlu(const float *x, const void *gate, c
 template <int WDT, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void linearTiled(const float *x, int rows, const void *w,
                                             const void *bias, const float *residual,
-                                              float *y) {
-  constexpr int TM = 64, TN = 64, TK = 32;
+                                            float *y) {
+  constexpr int TK = 32;
   static_assert(kLinearThreads == 256, "the tile mapping assumes 256 threads");
-  // +1 column: the k-major reads below hit 32 different banks.
-  __shared__ float xs[TM][TK + 1];
-  __shared__ float ws[TN][TK + 1];
-  const int tx = threadIdx.x % 16; // outputs tx + 16 j
-  const int ty = threadIdx.x / 16; // tokens ty + 16 i
   const int loadK = threadIdx.x % TK;
   const int loadRow = threadIdx.x / TK; // 0..7
-  constexpr int tilesN = (N + TN - 1) / TN;
-  const int tilesM = (rows + TM - 1) / TM;
-  for (int tile = blockIdx.x; tile < tilesN * tilesM; tile += gridDim.x) {
-    const int n0 = (tile % tilesN) * TN;
-    const int m0 = (tile / tilesN) * TM;
-    float acc[4][4];
+  auto stage = [&](float (&xs)[kTiledGemmRows][TK + 1], float (&ws)[kTiledGemmRows][TK + 1],
+                   int m0, int n0, int k0) {
+    const int gk = k0 + loadK;
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        acc[i][j] = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += TK) {
-      const int gk = k0 + loadK;
-#pragma unroll
-      for (int r = 0; r < TN / 8; ++r) {
-        const int o = loadRow + 8 * r;
-        const int gn = n0 + o;
-        ws[o][loadK] =
-            (gn < N && gk < K) ? loadAsFloat<WDT>(w, static_cast<long long>(gn) * K + gk) : 0.0f;
-      }
-#pragma unroll
-      for (int r = 0; r < TM / 8; ++r) {
-        const int m = loadRow + 8 * r;
-        const int gm = m0 + m;
-        xs[m][loadK] = (gm < rows && gk < K) ? x[static_cast<long long>(gm) * K + gk] : 0.0f;
-      }
-      __syncthreads();
-#pragma unroll 8
-      for (int k = 0; k < TK; ++k) {
-        float a[4], b[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          a[i] = xs[ty + 16 * i][k];
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          b[j] = ws[tx + 16 * j][k];
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-            acc[i][j] += a[i] * b[j];
-      }
-      __syncthreads();
+    for (int r = 0; r < kTiledGemmRows / 8; ++r) {
+      const int o = loadRow + 8 * r;
+      const int gn = n0 + o;
+      ws[o][loadK] =
+          (gn < N && gk < K) ? loadAsFloat<WDT>(w, static_cast<long long>(gn) * K + gk) : 0.0f;
     }
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int gm = m0 + ty + 16 * i;
-      if (gm >= rows)
-        continue;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int gn = n0 + tx + 16 * j;
-        if (gn < N) {
-          float b = 0.0f;
-          if constexpr (HAS_BIAS)
-            b = loadAsFloat<BDT>(bias, gn);
-          storeLinearOut(y, residual, static_cast<long long>(gm) * N + gn, acc[i][j] + b);
-        }
-      }
+    for (int r = 0; r < kTiledGemmRows / 8; ++r) {
+      const int m = loadRow + 8 * r;
+      const int gm = m0 + m;
+      xs[m][loadK] = (gm < rows && gk < K) ? x[static_cast<long long>(gm) * K + gk] : 0.0f;
     }
-  }
+  };
+  tiledGemm<TK, float, BDT, HAS_BIAS, K, N>(
+      rows, bias, residual, y, stage, [](float a, float b) { return a * b; },
+      [](float sum) { return sum; });
 }
 
 // norm: an RMSNorm fused into the GEMV's input (common.cuh); the GEMM launches take

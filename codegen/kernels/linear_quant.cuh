@@ -39,6 +39,7 @@
 #include "gemm_wgmma.cuh"
 #include "gemv_quant_mma.cuh"
 #include "gemv_quant_rows.cuh"
+#include "tiled_gemm.cuh"
 
 namespace ninfer {
 namespace dev {
@@ -114,73 +115,27 @@ __device__ __forceinline__ void linearQuantGemv(const float* x, int rows, const 
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void linearQuantTiled(const float* x, int rows, const unsigned char* w,
                                                  const void* bias, const float* residual,
-                                                float* y) {
-  constexpr int TM = 64, TN = 64, TK = 64;
+                                                 float* y) {
+  constexpr int TK = 64;
   static_assert(kQuantThreads == 256, "the tile mapping assumes 256 threads");
   static_assert(K % TK == 0, "K is a multiple of 128");
-  // +1 column: the k-major reads below hit 32 different banks.
-  __shared__ float xs[TM][TK + 1];
-  __shared__ float ws[TN][TK + 1];
-  const int tx = threadIdx.x % 16; // outputs tx + 16 j
-  const int ty = threadIdx.x / 16; // tokens ty + 16 i
   // Loading: thread -> (tile row threadIdx.x / 4, 16 consecutive k at 16 * (threadIdx.x % 4)).
   const int loadRow = threadIdx.x / 4;
   const int loadK = 16 * (threadIdx.x % 4);
-  constexpr int tilesN = (N + TN - 1) / TN;
-  const int tilesM = (rows + TM - 1) / TM;
-  for (int tile = blockIdx.x; tile < tilesN * tilesM; tile += gridDim.x) {
-    const int n0 = (tile % tilesN) * TN;
-    const int m0 = (tile / tilesN) * TM;
-    float acc[4][4];
+  auto stage = [&](float (&xs)[kTiledGemmRows][TK + 1], float (&ws)[kTiledGemmRows][TK + 1],
+                   int m0, int n0, int k0) {
+    const int gn = n0 + loadRow;
+    const int gm = m0 + loadRow;
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        acc[i][j] = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += TK) {
-      const int gn = n0 + loadRow;
-      const int gm = m0 + loadRow;
-#pragma unroll
-      for (int e = 0; e < 16; ++e) {
-        const int k = k0 + loadK + e;
-        ws[loadRow][loadK + e] = gn < N ? quantValue<BITS, GROUP, K, N>(w, gn, k) : 0.0f;
-        xs[loadRow][loadK + e] = gm < rows ? x[static_cast<long long>(gm) * K + k] : 0.0f;
-      }
-      __syncthreads();
-#pragma unroll 8
-      for (int k = 0; k < TK; ++k) {
-        float a[4], b[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          a[i] = xs[ty + 16 * i][k];
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          b[j] = ws[tx + 16 * j][k];
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-            acc[i][j] += a[i] * b[j];
-      }
-      __syncthreads();
+    for (int e = 0; e < 16; ++e) {
+      const int k = k0 + loadK + e;
+      ws[loadRow][loadK + e] = gn < N ? quantValue<BITS, GROUP, K, N>(w, gn, k) : 0.0f;
+      xs[loadRow][loadK + e] = gm < rows ? x[static_cast<long long>(gm) * K + k] : 0.0f;
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int gm = m0 + ty + 16 * i;
-      if (gm >= rows)
-        continue;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int gn = n0 + tx + 16 * j;
-        if (gn < N) {
-          float b = 0.0f;
-          if constexpr (HAS_BIAS)
-            b = loadAsFloat<BDT>(bias, gn);
-          storeLinearOut(y, residual, static_cast<long long>(gm) * N + gn, acc[i][j] + b);
-        }
-      }
-    }
-  }
+  };
+  tiledGemm<TK, float, BDT, HAS_BIAS, K, N>(
+      rows, bias, residual, y, stage, [](float a, float b) { return a * b; },
+      [](float sum) { return sum; });
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

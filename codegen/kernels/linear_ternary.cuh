@@ -34,6 +34,7 @@
 #include "GemvShapes.h"
 #include "TernaryFormat.h"
 #include "common.cuh"
+#include "tiled_gemm.cuh"
 
 namespace ninfer {
 namespace dev {
@@ -194,80 +195,32 @@ __device__ __forceinline__ float ternarySelect(float x, unsigned int m) {
 template <class LAYOUT, int BDT, bool HAS_BIAS, int K, int N>
 __device__ __forceinline__ void ternaryTiled(const float *x, int rows, const unsigned int *w,
                                              float scale, const void *bias,
-                                            const float *residual, float *y) {
-  constexpr int TM = 64, TN = 64, TK = 32;
+                                             const float *residual, float *y) {
+  constexpr int TK = 32;
   static_assert(kTernaryThreads == 256, "the tile mapping assumes 256 threads");
   static_assert(K % 16 == 0, "K is a multiple of 16");
-  // +1 column: the k-major reads below hit 32 different banks.
-  __shared__ float xs[TM][TK + 1];
-  __shared__ unsigned int ws[TN][TK + 1];
-  const int tx = threadIdx.x % 16; // outputs tx + 16 j
-  const int ty = threadIdx.x / 16; // tokens ty + 16 i
   const int loadK = threadIdx.x % TK;
   const int loadRow = threadIdx.x / TK; // 0..7
-  constexpr int tilesN = (N + TN - 1) / TN;
-  const int tilesM = (rows + TM - 1) / TM;
-  for (int tile = blockIdx.x; tile < tilesN * tilesM; tile += gridDim.x) {
-    const int n0 = (tile % tilesN) * TN;
-    const int m0 = (tile / tilesN) * TM;
-    float acc[4][4];
+  auto stage = [&](float (&xs)[kTiledGemmRows][TK + 1],
+                   unsigned int (&ws)[kTiledGemmRows][TK + 1], int m0, int n0, int k0) {
+    const int gk = k0 + loadK;
+    const bool inK = K % TK == 0 || gk < K; // the last K step may be half a tile
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        acc[i][j] = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += TK) {
-      const int gk = k0 + loadK;
-      const bool inK = K % TK == 0 || gk < K; // the last K step may be half a tile
-#pragma unroll
-      for (int r = 0; r < TN / 8; ++r) {
-        const int o = loadRow + 8 * r;
-        const int gn = n0 + o;
-        // Neighbouring threads read the same code word or byte through L1 together.
-        ws[o][loadK] = gn < N && inK ? LAYOUT::template mask<K>(w, gn, gk) : 0u;
-      }
-#pragma unroll
-      for (int r = 0; r < TM / 8; ++r) {
-        const int m = loadRow + 8 * r;
-        const int gm = m0 + m;
-        xs[m][loadK] = gm < rows && inK ? x[static_cast<long long>(gm) * K + gk] : 0.0f;
-      }
-      __syncthreads();
-#pragma unroll 8
-      for (int k = 0; k < TK; ++k) {
-        float a[4];
-        unsigned int b[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          a[i] = xs[ty + 16 * i][k];
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          b[j] = ws[tx + 16 * j][k];
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-            acc[i][j] += ternarySelect(a[i], b[j]);
-      }
-      __syncthreads();
+    for (int r = 0; r < kTiledGemmRows / 8; ++r) {
+      const int o = loadRow + 8 * r;
+      const int gn = n0 + o;
+      // Neighbouring threads read the same code word or byte through L1 together.
+      ws[o][loadK] = gn < N && inK ? LAYOUT::template mask<K>(w, gn, gk) : 0u;
     }
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int gm = m0 + ty + 16 * i;
-      if (gm >= rows)
-        continue;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int gn = n0 + tx + 16 * j;
-        if (gn < N) {
-          float b = 0.0f;
-          if constexpr (HAS_BIAS)
-            b = loadAsFloat<BDT>(bias, gn);
-          storeLinearOut(y, residual, static_cast<long long>(gm) * N + gn, acc[i][j] * scale + b);
-        }
-      }
+    for (int r = 0; r < kTiledGemmRows / 8; ++r) {
+      const int m = loadRow + 8 * r;
+      const int gm = m0 + m;
+      xs[m][loadK] = gm < rows && inK ? x[static_cast<long long>(gm) * K + gk] : 0.0f;
     }
-  }
+  };
+  tiledGemm<TK, unsigned int, BDT, HAS_BIAS, K, N>(
+      rows, bias, residual, y, stage, ternarySelect, [&](float sum) { return sum * scale; });
 }
 
 // The paths of the file comment for one layout, given the codes and the scale.
