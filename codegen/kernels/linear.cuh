@@ -368,9 +368,7 @@ __device__ __forceinline__ void linearTiled(const float *x, int rows, const void
       xs[m][loadK] = (gm < rows && gk < K) ? x[static_cast<long long>(gm) * K + gk] : 0.0f;
     }
   };
-  tiledGemm<TK, float, BDT, HAS_BIAS, K, N>(
-      rows, bias, residual, y, stage, [](float a, float b) { return a * b; },
-      [](float sum) { return sum; });
+  tiledGemm<TK, float, BDT, HAS_BIAS, K, N>(rows, bias, residual, y, stage);
 }
 
 // norm: an RMSNorm fused into the GEMV's input (common.cuh); the GEMM launches take

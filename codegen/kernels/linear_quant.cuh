@@ -133,9 +133,7 @@ __device__ __forceinline__ void linearQuantTiled(const float* x, int rows, const
       xs[loadRow][loadK + e] = gm < rows ? x[static_cast<long long>(gm) * K + k] : 0.0f;
     }
   };
-  tiledGemm<TK, float, BDT, HAS_BIAS, K, N>(
-      rows, bias, residual, y, stage, [](float a, float b) { return a * b; },
-      [](float sum) { return sum; });
+  tiledGemm<TK, float, BDT, HAS_BIAS, K, N>(rows, bias, residual, y, stage);
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

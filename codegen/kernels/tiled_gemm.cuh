@@ -5,8 +5,9 @@
 //
 // Per step of TK values of K the caller's stage(xs, ws, m0, n0, k0) fills the tile's x rows
 // and weight rows (WS: a weight element as the product takes it) between two barriers;
-// product(a, b) is one x value times one weight element, and output(sum) what an output's
-// sum becomes before its bias and the fused residual are added.
+// product(a, b) is one x value times one weight element (default: a * b), and output(sum)
+// what an output's sum becomes before its bias and the fused residual are added (default:
+// the sum).
 #pragma once
 
 #include "common.cuh"
@@ -16,11 +17,18 @@ namespace dev {
 
 constexpr int kTiledGemmRows = 64; // tokens and outputs of a tile
 
-template <int TK, class WS, int BDT, bool HAS_BIAS, int K, int N, class Stage, class Product,
-          class Output>
+struct TiledProduct {
+  __device__ __forceinline__ float operator()(float a, float b) const { return a * b; }
+};
+struct TiledSum {
+  __device__ __forceinline__ float operator()(float sum) const { return sum; }
+};
+
+template <int TK, class WS, int BDT, bool HAS_BIAS, int K, int N, class Stage,
+          class Product = TiledProduct, class Output = TiledSum>
 __device__ __forceinline__ void tiledGemm(int rows, const void *bias, const float *residual,
-                                          float *y, Stage &&stage, Product &&product,
-                                          Output &&output) {
+                                          float *y, const Stage &stage, Product product = {},
+                                          Output output = {}) {
   constexpr int TM = kTiledGemmRows, TN = kTiledGemmRows;
   // +1 column: the k-major reads below hit 32 different banks.
   __shared__ float xs[TM][TK + 1];
