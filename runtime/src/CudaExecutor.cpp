@@ -119,6 +119,10 @@ public:
   }
   uint64_t deviceMemoryBytes() const override { return allocatedBytes_; }
   Result<std::vector<LaunchTiming>> profileStep(const int32_t *tokens, int n, int pos) override;
+  Result<std::vector<LaunchTiming>> profileBatchStep(const int32_t *tokens,
+                                                     const int32_t *positions,
+                                                     const int32_t *sequences,
+                                                     int batch) override;
 
 private:
   struct LaunchInfo {
@@ -184,6 +188,12 @@ private:
                      double uniform = 0.0);
   Status runBatch(const int32_t *tokens, const int32_t *positions, const int32_t *sequences,
                   int batch, Output output);
+  // The batch step's StepState and tokens into the pinned staging.
+  void stageBatch(const int32_t *tokens, const int32_t *positions, const int32_t *sequences,
+                  int batch);
+  // Runs the staged step of n rows launch by launch with an event between launches, and
+  // returns each launch's time (launches that do not run at n are left out).
+  Result<std::vector<LaunchTiming>> timeLaunches(int n, bool batch);
   std::string opLabel(uint32_t op) const;
   std::string kernelName(uint32_t function) const;
 
@@ -840,9 +850,8 @@ Status CudaExecutor::drawLastNucleus(float temperature, float topP, double unifo
   return Status::ok();
 }
 
-Status CudaExecutor::runBatch(const int32_t *tokens, const int32_t *positions,
-                              const int32_t *sequences, int batch, Output output) {
-  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
+void CudaExecutor::stageBatch(const int32_t *tokens, const int32_t *positions,
+                              const int32_t *sequences, int batch) {
   *hostState_ = StepState{};
   hostState_->nTokens = batch;
   hostState_->batch = batch;
@@ -851,6 +860,12 @@ Status CudaExecutor::runBatch(const int32_t *tokens, const int32_t *positions,
     hostState_->rowSeq[t] = sequences[t];
   }
   std::memcpy(hostTokens_, tokens, size_t(batch) * sizeof(int32_t));
+}
+
+Status CudaExecutor::runBatch(const int32_t *tokens, const int32_t *positions,
+                              const int32_t *sequences, int batch, Output output) {
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
+  stageBatch(tokens, positions, sequences, batch);
   return runStaged(batch, true, output, &batchGraphs_[output][batch],
                    " (batch step of " + std::to_string(batch) + " sequences)");
 }
@@ -913,8 +928,6 @@ bool CudaExecutor::runsAt(const LaunchInfo &l, int n, bool batch) {
 
 Result<std::vector<LaunchTiming>> CudaExecutor::profileStep(const int32_t *tokens, int n,
                                                             int pos) {
-  if (!cu_.hasEvents())
-    return Status::error("the CUDA driver lacks the event entry points needed to time kernels");
   const plan::Plan &p = file_.plan();
   std::vector<float> logits(size_t(std::max(1, p.model()->vocab_size())));
   NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logits.data(), embeddingVocab_));
@@ -923,6 +936,28 @@ Result<std::vector<LaunchTiming>> CudaExecutor::profileStep(const int32_t *token
   hostState_->pos = pos;
   hostState_->nTokens = n;
   std::memcpy(hostTokens_, tokens, size_t(n) * sizeof(int32_t));
+  return timeLaunches(n, false);
+}
+
+Result<std::vector<LaunchTiming>> CudaExecutor::profileBatchStep(const int32_t *tokens,
+                                                                 const int32_t *positions,
+                                                                 const int32_t *sequences,
+                                                                 int batch) {
+  const plan::Plan &p = file_.plan();
+  // A plan of one sequence has no batch launches; its batch of one is a decode step.
+  if (p.max_batch() == 1 && batch == 1 && positions && sequences)
+    return profileStep(tokens, 1, positions[0]);
+  float unused = 0.0f; // checkBatchStep asks for a logits pointer
+  NINFER_RETURN_IF_ERROR(
+      checkBatchStep(p, tokens, positions, sequences, batch, &unused, embeddingVocab_));
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
+  stageBatch(tokens, positions, sequences, batch);
+  return timeLaunches(batch, true);
+}
+
+Result<std::vector<LaunchTiming>> CudaExecutor::timeLaunches(int n, bool batch) {
+  if (!cu_.hasEvents())
+    return Status::error("the CUDA driver lacks the event entry points needed to time kernels");
   std::vector<CUevent> timers(launches_.size() + 1, nullptr);
   Status status = Status::ok();
   for (CUevent &timer : timers)
@@ -930,11 +965,11 @@ Result<std::vector<LaunchTiming>> CudaExecutor::profileStep(const int32_t *token
       status = cu_.check(cu_.eventCreate(&timer, CU_EVENT_DEFAULT), "cannot create a CUDA event");
   std::vector<LaunchTiming> timings;
   if (status.isOk())
-    status = enqueueStep(n, false, kLogits, " (profiled step)", &timers);
+    status = enqueueStep(n, batch, kLogits, " (profiled step)", &timers);
   if (status.isOk())
     status = cu_.check(cu_.streamSynchronize(stream_), "a kernel failed in the profiled step");
   for (size_t i = 0; status.isOk() && i < launches_.size(); ++i) {
-    if (!runsAt(launches_[i], n, false))
+    if (!runsAt(launches_[i], n, batch))
       continue; // skipped at this step size: nothing to time
     float ms = 0.0f;
     status = cu_.check(cu_.eventElapsedTime(&ms, timers[i], timers[i + 1]),

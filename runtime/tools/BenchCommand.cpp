@@ -60,7 +60,8 @@ const char *const kBenchHelp =
   --plot OUT.png      draw decode tok/s against context length (with --batch: against
                       batch size, a line per prompt length) into a PNG
   --profile           then time every kernel of one decode step (at the first prompt
-                      length) and of one prefill step, grouped by kernel (not with --json)
+                      length; with --batch: one step of the largest batch) and of one
+                      prefill step, grouped by kernel (not with --json)
   --temp T, --top-k K, --top-p P, --seed S
                       single-sequence decode steps pick their tokens with this sampling
                       (as `ninfer PLAN` takes it; default greedy); not with --batch
@@ -589,6 +590,20 @@ int benchBatches(const BenchOptions &o, Executor &executor, const plan::Plan &p,
                   r.achievedBytesPerSecond / 1e9, mbu);
     }
   }
+  if (o.profile) {
+    // The largest batch at the first prompt length: its step, kernel by kernel.
+    const BatchResult *largest = nullptr;
+    for (const BatchResult &r : results)
+      if (r.prompt == o.prompts.front() && (!largest || r.batch > largest->batch))
+        largest = &r;
+    const int prefill = std::min(o.prompts.front(), std::max(1, p.max_step_tokens()));
+    Status s = printKernelProfile(executor, p, o.prompts.front(), prefill, largest->p50Ms,
+                                  largest->batch);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
+      return 1;
+    }
+  }
   if (!o.plot.empty()) {
     std::vector<ChartSeries> series;
     for (int prompt : o.prompts) {
@@ -644,18 +659,8 @@ int bench(const BenchOptions &o) {
   double bandwidth = o.bandwidth > 0 ? o.bandwidth : bandwidthFor(name);
   const char *bandwidthSource =
       o.bandwidth > 0 ? "--bandwidth" : bandwidth > 0 ? "table" : "unknown";
-  if (!o.batches.empty()) {
-    const int code = benchBatches(o, *executor, p, bandwidth, bandwidthSource);
-    if (code != 0 || !o.profile)
-      return code;
-    const int prefill = std::min(o.prompts.front(), std::max(1, p.max_step_tokens()));
-    Status s = printKernelProfile(*executor, p, o.prompts.front(), prefill, 0.0);
-    if (!s.isOk()) {
-      std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
-      return 1;
-    }
-    return 0;
-  }
+  if (!o.batches.empty())
+    return benchBatches(o, *executor, p, bandwidth, bandwidthSource);
   const double weightBytes = weightBytesPerToken(p);
   const double kvPerPos = kvBytesPerPosition(p);
   std::vector<float> logits(static_cast<size_t>(std::max(1, p.model()->vocab_size())));

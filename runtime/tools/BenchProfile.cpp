@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -62,13 +63,15 @@ struct Row {
   double microseconds = 0, weightBytes = 0;
 };
 
-Status printTable(Executor &executor, const plan::Plan &p, const std::vector<int32_t> &ids,
-                  int pos, int repeats, const char *title, double measuredMs) {
+// One timed step, as profileStep() or profileBatchStep() gives it.
+using TimedStep = std::function<Result<std::vector<LaunchTiming>>()>;
+
+Status printTable(const plan::Plan &p, const TimedStep &step, int repeats,
+                  const std::string &title, double measuredMs) {
   std::vector<std::vector<double>> perLaunch;
   std::vector<LaunchTiming> layout;
   for (int r = 0; r < repeats; ++r) {
-    Result<std::vector<LaunchTiming>> timed =
-        executor.profileStep(ids.data(), static_cast<int>(ids.size()), pos);
+    Result<std::vector<LaunchTiming>> timed = step();
     if (!timed.isOk())
       return timed.status();
     layout = timed.value();
@@ -102,8 +105,7 @@ Status printTable(Executor &executor, const plan::Plan &p, const std::vector<int
     sorted.push_back(entry.second);
   std::sort(sorted.begin(), sorted.end(),
             [](const Row &a, const Row &b) { return a.microseconds > b.microseconds; });
-  std::printf("\n%s (%zu tokens at position %d; kernel by kernel, median of %d)\n", title,
-              ids.size(), pos, repeats);
+  std::printf("\n%s; kernel by kernel, median of %d)\n", title.c_str(), repeats);
   std::printf("%-22s  %-34s  %5s  %9s  %9s  %6s  %8s\n", "kernel", "op", "calls", "us/call",
               "us/step", "share", "GB/s");
   for (const Row &row : sorted) {
@@ -125,17 +127,35 @@ Status printTable(Executor &executor, const plan::Plan &p, const std::vector<int
 } // namespace
 
 Status printKernelProfile(Executor &executor, const plan::Plan &p, int context, int prefillTokens,
-                          double decodeStepMs) {
+                          double decodeStepMs, int batch) {
   const int vocab = std::max(2, p.model()->vocab_size());
-  std::vector<int32_t> one{1 + context % (vocab - 1)};
-  NINFER_RETURN_IF_ERROR(
-      printTable(executor, p, one, context, kDecodeRepeats, "decode step", decodeStepMs));
+  const int rows = std::max(1, batch);
+  std::vector<int32_t> tokens(size_t(rows), 1 + context % (vocab - 1));
+  std::vector<int32_t> positions(size_t(rows), context), sequences;
+  for (int t = 0; t < rows; ++t)
+    sequences.push_back(t);
+  const TimedStep decode = [&] {
+    return batch > 1 ? executor.profileBatchStep(tokens.data(), positions.data(),
+                                                 sequences.data(), batch)
+                     : executor.profileStep(tokens.data(), 1, context);
+  };
+  const std::string where = " at position " + std::to_string(context);
+  NINFER_RETURN_IF_ERROR(printTable(
+      p, decode, kDecodeRepeats,
+      batch > 1 ? "batch step (" + std::to_string(batch) + " sequences, one token each" + where
+                : "decode step (1 token" + where,
+      decodeStepMs));
   if (prefillTokens <= 1)
     return Status::ok();
   std::vector<int32_t> ids(static_cast<size_t>(prefillTokens));
   for (int i = 0; i < prefillTokens; ++i)
     ids[size_t(i)] = 1 + static_cast<int32_t>((int64_t(i) * 7919 + 13) % (vocab - 1));
-  return printTable(executor, p, ids, 0, kPrefillRepeats, "prefill step", 0.0);
+  const TimedStep prefill = [&] {
+    return executor.profileStep(ids.data(), prefillTokens, 0);
+  };
+  return printTable(p, prefill, kPrefillRepeats,
+                    "prefill step (" + std::to_string(prefillTokens) + " tokens at position 0",
+                    0.0);
 }
 
 } // namespace ninfer

@@ -9,14 +9,14 @@ namespace plan {
 struct Plan;
 }
 
-// Times every launch of one decode step at position `context` and of one
-// prefill step of `prefillTokens` tokens at position 0 (each repeated, median
-// per launch), groups the launches by kernel and prints a table: calls per
-// step, microseconds per call and per step, share, and the weight bytes the
-// kernel's ops read per second. `decodeStepMs` (the measured median decode
-// latency, 0 if unknown) is set against the sum of kernel times to show the
-// launch gaps and host time a step spends outside kernels.
+// Times every launch of one decode step at position `context` (with batch > 1: one batch
+// step of sequences 0..batch-1, each at position `context`) and of one prefill step of
+// `prefillTokens` tokens at position 0 (each repeated, median per launch), groups the
+// launches by kernel and prints a table: calls per step, microseconds per call and per
+// step, share, and the weight bytes the kernel's ops read per second. `decodeStepMs` (the
+// measured median decode or batch step latency, 0 if unknown) is set against the sum of
+// kernel times to show the launch gaps and host time a step spends outside kernels.
 Status printKernelProfile(Executor &executor, const plan::Plan &p, int context, int prefillTokens,
-                          double decodeStepMs);
+                          double decodeStepMs, int batch = 1);
 
 } // namespace ninfer

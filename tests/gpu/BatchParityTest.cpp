@@ -20,6 +20,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
 namespace ninfer {
@@ -349,6 +350,46 @@ TEST(BatchParity, RejectsBadBatchSteps) {
                                      logits.data());
   EXPECT_NE(past.message().find("exceeds the plan's context of 128"), std::string::npos)
       << past.message();
+}
+
+// `ninfer bench --batch B --profile`: a batch step timed launch by launch times the launches
+// of batch steps (their own launches and those of every step), not those of single-sequence
+// steps, and refuses what forwardBatch refuses.
+TEST(BatchParity, ProfilesABatchStep) {
+  REQUIRE_GPU();
+  test::TestPlan t = emittedTinyModel(4, true, DType::F16, {gpu().codeArch});
+  const std::string path = test::tempPlanPath("batch_profile");
+  ASSERT_TRUE(t.write(path).isOk());
+  Executors e = open(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(e.cuda);
+  std::map<std::pair<uint32_t, uint32_t>, plan::LaunchSteps> kinds; // (op, function)
+  int batchOnly = 0;
+  for (size_t op = 0; op < t.plan.ops.size(); ++op)
+    for (const auto &l : t.plan.ops[op]->launches) {
+      kinds[{uint32_t(op), l->function}] = l->steps;
+      batchOnly += l->steps == plan::LaunchSteps::Batch;
+    }
+  ASSERT_GT(batchOnly, 0) << "the plan has no launches of its own for batch steps";
+  std::vector<int32_t> tokens = {5, 6, 7}, positions = {3, 9, 4}, sequences = {2, 0, 1};
+  Result<std::vector<LaunchTiming>> timed =
+      e.cuda->profileBatchStep(tokens.data(), positions.data(), sequences.data(), 3);
+  ASSERT_TRUE(timed.isOk()) << timed.status().message();
+  int timedBatchOnly = 0;
+  for (const LaunchTiming &l : *timed) {
+    auto kind = kinds.find({l.op, l.function});
+    ASSERT_NE(kind, kinds.end()) << "op " << l.op << " has no launch of function " << l.function;
+    EXPECT_NE(kind->second, plan::LaunchSteps::Sequence) << "op " << l.op;
+    EXPECT_GT(l.microseconds, 0.0) << "op " << l.op;
+    timedBatchOnly += kind->second == plan::LaunchSteps::Batch;
+  }
+  EXPECT_EQ(timedBatchOnly, batchOnly);
+  sequences[1] = 2;
+  Result<std::vector<LaunchTiming>> twice =
+      e.cuda->profileBatchStep(tokens.data(), positions.data(), sequences.data(), 3);
+  ASSERT_FALSE(twice.isOk());
+  EXPECT_NE(twice.status().message().find("sequence 2 appears twice"), std::string::npos)
+      << twice.status().message();
 }
 
 } // namespace

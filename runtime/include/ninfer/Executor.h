@@ -142,6 +142,14 @@ public:
     (void)tokens, (void)n, (void)pos;
     return Status::error(name() + " cannot time kernels (profiling needs the CUDA executor)");
   }
+  // profileStep() for a batch step (as forwardBatch() takes it).
+  virtual Result<std::vector<LaunchTiming>> profileBatchStep(const int32_t* tokens,
+                                                             const int32_t* positions,
+                                                             const int32_t* sequences,
+                                                             int batch) {
+    (void)tokens, (void)positions, (void)sequences, (void)batch;
+    return Status::error(name() + " cannot time kernels (profiling needs the CUDA executor)");
+  }
 };
 
 // Hooks into the CPU executor for the compiler's calibration (activation
