@@ -1333,14 +1333,13 @@ private:
     // With the RoPE fused in, the kernel waits for the previous one itself, after its first
     // copies of cache rows (attentionDecodeMma).
     const std::string rope = decodeRope(op, a);
-    // balanced: the tensor-core kernel's split rule of single-sequence steps (batch steps keep
-    // one round per split: AttentionShapes.h).
-    const auto decode = [&](bool balanced) {
+    // batch: the tensor-core kernel's split rule of batch steps (AttentionShapes.h).
+    const auto decode = [&](bool batch) {
       std::ostringstream call;
       call << "ninfer::dev::" << (mmaDecode ? "attentionDecodeMma<" : "attentionDecode<")
            << a.heads << ", " << a.kv_heads << ", " << a.head_dim << ", " << a.window << ", "
            << a.context << ", " << (mmaDecode ? "" : kvDtype + ", ") << splits
-           << (mmaDecode && !balanced ? ", false" : "") << ">("
+           << (mmaDecode && batch ? ", ninfer::attn::kSplitBatch" : "") << ">("
            << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[3]) << ", "
            << raw(op.inputs[4]) << ", " << ptr("float*", op.outputs[0]) << ", "
            << (op.inputs.size() == 6 ? raw(op.inputs[5]) : std::string("nullptr")) << ", "
@@ -1352,7 +1351,7 @@ private:
     // its grid has no rows past them (8B q4 decode on the H200 with 64 rows, 32 of them always
     // empty: 594.3-598.1 tok/s against 599.3 with 32).
     const int sequenceSplits = mmaDecode ? std::min(splits, attn::kDecodeMmaMaxSplits) : splits;
-    LaunchShape decodeShape{{decodeBlocks, static_cast<uint32_t>(sequenceSplits), 1},
+    LaunchShape decodeShape{{decodeBlocks, 1, static_cast<uint32_t>(sequenceSplits)},
                             {0, 0, 0},
                             {kDecodeThreads, 1, 1},
                             static_cast<uint32_t>(
@@ -1362,19 +1361,20 @@ private:
     decodeShape.steps = plan::LaunchSteps::Sequence;
     decodeShape.waitsItself = !rope.empty();
     NINFER_RETURN_IF_ERROR(
-        addKernel(op, "attention_decode", decode(true) + rope + ")", decodeShape));
-    if (maxBatch() > 1) { // a grid layer per row of a batch step
+        addKernel(op, "attention_decode", decode(false) + rope + ")", decodeShape));
+    if (maxBatch() > 1) { // a grid row per row of a batch step
       args_ = op.launches.back()->args; // and the same buffers (addKernel took them)
-      decodeShape.gridBase[1] = static_cast<uint32_t>(splits);
-      decodeShape.gridBase[2] = 0;
-      decodeShape.gridPerToken[2] = 1;
+      decodeShape.gridBase[1] = 0;
+      decodeShape.gridPerToken[1] = 1;
+      decodeShape.gridBase[2] = static_cast<uint32_t>(
+          mmaDecode ? std::min(splits, attn::kBatchDecodeSplits) : splits);
       decodeShape.maxTokens = static_cast<uint32_t>(maxBatch());
       decodeShape.steps = plan::LaunchSteps::Batch;
       // Without the RoPE (the fused RoPE launch runs in batch steps): with it the 8B q4 batch
       // plan's 8-row step was no faster, 3.115-3.123 against 3.041-3.049 ms, or 3.032-3.042
       // against 3.029-3.030 with batch steps triggering early but for the attention (H200).
       decodeShape.waitsItself = false;
-      NINFER_RETURN_IF_ERROR(addKernel(op, "attention_decode", decode(false) + ")", decodeShape));
+      NINFER_RETURN_IF_ERROR(addKernel(op, "attention_decode", decode(true) + ")", decodeShape));
     }
 
     // Prefill: the tensor-core kernel where decode takes it (f16 caches, head_dim 16..128);

@@ -8,8 +8,8 @@
 // when the step is not its kind. A plan of several sequences holds one cache
 // per sequence (slotCache), each laid out as above; a token reads and writes
 // its own sequence's slot at its own position (StepAbi.h), and a batch step
-// (one token of each of n sequences) runs the decode kernel with grid z = n,
-// one row per z (the prefill kernel never runs in batch steps):
+// (one token of each of n sequences) runs the decode kernel with grid y = n,
+// one row per y (the prefill kernel never runs in batch steps):
 //
 // kvAppend: writes the step's k, v rows at positions pos..pos+n-1. f16: f32 ->
 //   f16 elementwise, block THREADS, grid (ceil(KVH*HD/THREADS) capped, n, 1).
@@ -17,7 +17,7 @@
 //   the header's codes), grid (ceil(KVH / warps), n, 1). A separate launch, so
 //   every query of a prefill sees all earlier keys of the step.
 //
-// attentionDecode (n == 1; flash-decoding): grid (KVH * HCH, SPLITS, 1), block
+// attentionDecode (n == 1; flash-decoding): grid (KVH * HCH, 1, SPLITS), block
 //   kDecodeThreads. A block takes up to HPB = min(GROUP, 8) query heads of one
 //   kv head (HCH blocks cover a group) and one slice of the visible keys: the
 //   run-time split count is ceil(len / kDecodeMinKeys) capped at SPLITS, so a
@@ -206,19 +206,21 @@ struct DecodeSlice {
 };
 
 // Moves q, the caches, out and the workspace to this block's row of the step
-// (grid z in batch steps; single-sequence steps decode one token) and splits
-// the visible keys into at most SPLITS runs of up to minKeys keys, or with BALANCED of
-// whole rounds of minKeys keys (AttentionShapes.h, kDecodeSplitBalance). False when
-// the block has nothing to do (not a decode step, a row past the step, an empty split).
+// (grid y in batch steps; single-sequence steps decode one token) and splits
+// the visible keys by RULE (AttentionShapes.h): into at most SPLITS runs of up to minKeys
+// keys (kSplitRounds), of whole rounds of minKeys keys (kSplitBalanced,
+// kDecodeSplitBalance), or at most grid z runs of kBatchDecodeMinKeys keys or more, about
+// kBatchDecodeBlocks blocks in all (kSplitBatch). The split is grid z. False when the block
+// has nothing to do (not a decode step, a row past the step, an empty split).
 template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int KVT, int SPLITS,
-          bool BALANCED = false>
+          int RULE = attn::kSplitRounds>
 __device__ __forceinline__ bool decodeSlice(int minKeys, const float *&q, const void *&kCache,
                                             const void *&vCache, float *&out, void *&workspace,
                                             const StepState *state, DecodeSlice &slice) {
   constexpr int kGroup = HEADS / KVH;
   constexpr int kHpb = decodeHeadsPerBlock(kGroup);
   constexpr int kHch = decodeHeadChunks(kGroup);
-  const int row = blockIdx.z;
+  const int row = blockIdx.y;
   if ((state->batch == 0 && state->nTokens != 1) || row >= state->nTokens)
     return false;
   kCache = slotCache<KVT, CONTEXT, KVH, HD>(kCache, stepSequence(state, row));
@@ -232,16 +234,20 @@ __device__ __forceinline__ bool decodeSlice(int minKeys, const float *&q, const 
   const int lo = WINDOW > 0 ? max(0, p - WINDOW + 1) : 0;
   const int len = p - lo + 1;
   int keys = minKeys, most = SPLITS; // keys per split, splits
-  if constexpr (BALANCED) {
+  if constexpr (RULE == attn::kSplitBalanced) {
     const float rounds = sqrtf(static_cast<float>(len) / (minKeys * attn::kDecodeSplitBalance));
     keys *= max(1, __float2int_rn(rounds));
     most = min(SPLITS, attn::kDecodeMmaMaxSplits);
+  } else if constexpr (RULE == attn::kSplitBatch) {
+    keys = max(minKeys, attn::kBatchDecodeMinKeys);
+    const int blocks = state->nTokens * static_cast<int>(gridDim.x);
+    most = min(static_cast<int>(gridDim.z), max(1, attn::kBatchDecodeBlocks / blocks));
   }
   int splits = min(most, (len + keys - 1) / keys);
   const int chunk = (len + splits - 1) / splits;
   splits = (len + chunk - 1) / chunk; // every split below is non-empty
   slice.splits = splits;
-  slice.split = blockIdx.y;
+  slice.split = blockIdx.z;
   if (slice.split >= splits)
     return false;
   slice.j0 = lo + slice.split * chunk;
@@ -513,7 +519,7 @@ __device__ __forceinline__ int decodeRopeAppend(const DecodeRope<HD, DYNAMIC> &r
   constexpr int kHalf = HD / 2;
   constexpr int kQPairs = (HPB * kHalf + kDecodeThreads - 1) / kDecodeThreads;
   static_assert(HD <= kDecodeThreads, "a thread per value of the k and v rows");
-  const int row = blockIdx.z, t = threadIdx.x;
+  const int row = blockIdx.y, t = threadIdx.x;
   const int position = stepPosition(state, row);
   const bool appends = slice.split == slice.splits - 1 && position < CONTEXT;
   const long long in = (static_cast<long long>(row) * KVH + slice.kvh) * HD;
@@ -583,9 +589,10 @@ __device__ __forceinline__ int decodeRopeAppend(const DecodeRope<HD, DYNAMIC> &r
 //              next mma (hi + lo again), V fragments by ldmatrix.trans.
 // Then the warps' states go through finishDecodeBlock in natural-log units.
 // With a DecodeRope (rope.cuh) q and k come unrotated, and the block rotates and appends
-// them first (decodeRopeAppend). BALANCED false: splits of one round each, up to SPLITS (the
-// rule before kDecodeSplitBalance, which batch steps keep: AttentionShapes.h).
-template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int SPLITS, bool BALANCED = true,
+// them first (decodeRopeAppend). RULE: how the keys are split (decodeSlice; batch steps take
+// kSplitBatch).
+template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int SPLITS,
+          int RULE = attn::kSplitBalanced,
           class ROPE = NoDecodeRope>
 __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *kCache,
                                                    const void *vCache, float *out,
@@ -602,7 +609,7 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
   extern __shared__ __align__(16) unsigned char decodeShared[];
 
   DecodeSlice slice;
-  if (!decodeSlice<HEADS, KVH, HD, WINDOW, CONTEXT, kKvF16, SPLITS, BALANCED>(
+  if (!decodeSlice<HEADS, KVH, HD, WINDOW, CONTEXT, kKvF16, SPLITS, RULE>(
           kDecodeMmaMinKeys, q, kCache, vCache, out, workspace, state, slice))
     return;
   const int lane = threadIdx.x % kWarpSize;

@@ -84,12 +84,12 @@ void expectBatchParity(Executors &e, const std::string &what, int idVocab, int s
   }
 }
 
-// The launches of op `name`, as (kernel suffix, steps, min, max, grid base z,
-// grid per token z) rows.
+// The launches of op `name`, as (kernel suffix, steps, min, max, grid base and per token
+// y and z) rows.
 struct LaunchRow {
   std::string kernel;
   plan::LaunchSteps steps;
-  uint32_t minTokens, maxTokens, zBase, zPerToken;
+  uint32_t minTokens, maxTokens, yBase, yPerToken, zBase, zPerToken;
   uint32_t function;
 };
 
@@ -100,14 +100,16 @@ std::vector<LaunchRow> launchesOf(const plan::PlanT &p, const std::string &name)
       for (const auto &l : op->launches) {
         const std::string &fn = p.kernels->functions[l->function];
         rows.push_back({fn.substr(fn.find('_') + 1), l->steps, l->min_tokens, l->max_tokens,
-                        l->grid_base[2], l->grid_per_token[2], l->function});
+                        l->grid_base[1], l->grid_per_token[1], l->grid_base[2],
+                        l->grid_per_token[2], l->function});
       }
   return rows;
 }
 
 test::TestPlan emittedTinyModel(int maxBatch, bool quant, DType cache,
-                                std::vector<std::string> archs = {"sm_90"}) {
+                                std::vector<std::string> archs = {"sm_90"}, int context = 128) {
   test::TinyModelOptions options;
+  options.context = context;
   options.dummy = true;
   options.linearsSet = quant;
   options.linears = DType::Q4_G64;
@@ -124,7 +126,8 @@ test::TestPlan emittedTinyModel(int maxBatch, bool quant, DType cache,
 
 TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
   using S = plan::LaunchSteps;
-  test::TestPlan many = emittedTinyModel(8, false, DType::F16);
+  // Context 512: 16 splits of 32 keys in the decode workspace.
+  test::TestPlan many = emittedTinyModel(8, false, DType::F16, {"sm_90"}, 512);
   test::TestPlan one = emittedTinyModel(1, false, DType::F16);
   ASSERT_TRUE(many.plan.kernels && one.plan.kernels);
 
@@ -139,34 +142,40 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
   EXPECT_EQ(head[1].maxTokens, 8u);
 
   // Attention: no append (the fused RoPE launch or the one-token decode kernel appends), the
-  // decode kernel without the RoPE once per row of a batch step (grid z = rows) as a launch
-  // of its own, prefill in single-sequence steps only.
+  // decode kernel without the RoPE once per row of a batch step (grid y = rows, z = at most
+  // kBatchDecodeSplits splits) as a launch of its own, prefill in single-sequence steps only.
+  // The split is grid z in both, so blocks of empty splits are dispatched last.
   const std::vector<LaunchRow> attention = launchesOf(many.plan, "l1.attn");
   ASSERT_EQ(attention.size(), 3u);
   EXPECT_EQ(attention[0].kernel, "attention_decode");
   EXPECT_EQ(attention[0].steps, S::Sequence);
   EXPECT_EQ(attention[0].maxTokens, 1u);
-  EXPECT_EQ(attention[0].zBase, 1u);
+  EXPECT_EQ(attention[0].yBase, 1u);
+  EXPECT_EQ(attention[0].yPerToken, 0u);
+  EXPECT_EQ(attention[0].zBase, 16u);
   EXPECT_EQ(attention[0].zPerToken, 0u);
   EXPECT_EQ(attention[1].kernel, "attention_decode");
   EXPECT_NE(attention[1].function, attention[0].function);
   EXPECT_EQ(attention[1].steps, S::Batch);
   EXPECT_EQ(attention[1].maxTokens, 8u);
-  EXPECT_EQ(attention[1].zBase, 0u);
-  EXPECT_EQ(attention[1].zPerToken, 1u);
+  EXPECT_EQ(attention[1].yBase, 0u);
+  EXPECT_EQ(attention[1].yPerToken, 1u);
+  EXPECT_EQ(attention[1].zBase, 8u);
+  EXPECT_EQ(attention[1].zPerToken, 0u);
   EXPECT_EQ(attention[2].kernel, "attention_prefill");
   EXPECT_EQ(attention[2].steps, S::Sequence);
-  // The batch launch keeps one round of keys per split; the single-sequence one takes the
-  // balanced split rule (AttentionShapes.h).
+  // The batch launch takes the batch split rule, the single-sequence one the balanced rule
+  // (AttentionShapes.h).
   const std::string &source = many.plan.kernels->source;
   auto callOf = [&](uint32_t function) {
     const size_t at = source.find(" " + many.plan.kernels->functions[function] + "(");
     return at == std::string::npos ? std::string() : source.substr(at, source.find("\n}\n", at) - at);
   };
   EXPECT_NE(callOf(attention[1].function).find("attentionDecodeMma<"), std::string::npos);
-  EXPECT_NE(callOf(attention[1].function).find(", false>("), std::string::npos);
+  EXPECT_NE(callOf(attention[1].function).find(", ninfer::attn::kSplitBatch>("),
+            std::string::npos);
   EXPECT_NE(callOf(attention[0].function).find("attentionDecodeMma<"), std::string::npos);
-  EXPECT_EQ(callOf(attention[0].function).find(", false>("), std::string::npos);
+  EXPECT_EQ(callOf(attention[0].function).find("kSplitBatch"), std::string::npos);
   // Multi-row GEMV steps stage x in shared memory in plans of several sequences only.
   EXPECT_NE(many.plan.kernels->source.find("#define NINFER_GEMV_STAGE_X 1"), std::string::npos);
   EXPECT_EQ(one.plan.kernels->source.find("NINFER_GEMV_STAGE_X"), std::string::npos);

@@ -1275,10 +1275,10 @@ TEST(Nvrtc, AttentionVariantsCompile) {
       ASSERT_EQ(launches.size(), 3u);
       const bool mma = tensorCores && c.cache == DType::F16 && c.headDim % 16 == 0 &&
                        c.headDim <= 128;
-      // A row of blocks per split: up to 64 (kMaxDecodeSplits), and on tensor cores up to 32,
-      // the most its rule takes (kDecodeMmaMaxSplits).
+      // A layer of blocks (grid z) per split: up to 64 (kMaxDecodeSplits), and on tensor cores
+      // up to 32, the most its rule takes (kDecodeMmaMaxSplits).
       EXPECT_EQ(launches[1]->grid_base,
-                (std::vector<uint32_t>{c.decodeBlocks, mma ? 32u : 64u, 1}));
+                (std::vector<uint32_t>{c.decodeBlocks, 1, mma ? 32u : 64u}));
       EXPECT_EQ(launches[1]->grid_per_token, (std::vector<uint32_t>{0, 0, 0}));
       EXPECT_EQ(launches[0]->min_tokens, 0u); // the append runs in every step
       EXPECT_EQ(launches[0]->max_tokens, 0u);

@@ -1,5 +1,5 @@
 // A two-layer llama-shaped plan for the GPU tests (hidden 256, 8 heads over 2
-// KV heads of 32, SwiGLU 512, vocab 300, context 128, 64-token steps, so the
+// KV heads of 32, SwiGLU 512, vocab 300, context 128 (an option), 64-token steps, so the
 // emitter fuses q/k/v and gate/up GEMVs and RoPE with the KV append): real
 // random weights, or dummy weights filled on each executor (which also checks
 // that both fills agree). Options give the linears another dtype (dummy
@@ -25,6 +25,7 @@ struct TinyModelOptions {
   plan::DType cache = plan::DType::F16;   // F16 or Q8_KV
   int maxBatch = 1;
   int ffn = 512; // the MLP's width
+  int context = 128;
   // The SwiGLU writes an activation of its own (else in place over gate, which keeps it
   // from being fused into the gate/up launches: the down projection reads gate's buffer).
   bool swiGluOwnOutput = false;
@@ -33,7 +34,7 @@ struct TinyModelOptions {
 inline TestPlan tinyModel(const TinyModelOptions &options) {
   std::mt19937 rng(99);
   const int hidden = 256, heads = 8, kvHeads = 2, headDim = 32, ffn = options.ffn, vocab = 300,
-            context = 128, layers = 2;
+            context = options.context, layers = 2;
   TestPlan t(64, context, options.maxBatch);
   uint32_t seed = 1;
   auto weightOf = [&](plan::DType type, const std::string &name, std::vector<int64_t> shape,

@@ -21,11 +21,28 @@ constexpr int kMaxDecodeSplits = 64;
 // Measured on the H200, 8B q4 decode tok/s: at 512 keys 8 splits beat 4, 2 and 1 (535.8
 // against 531.5, 521.8, 512.0); at 8K 32 beat 64 and 16 (466.5 against 428.3, 461.2); at 32K
 // 32 beat 64 (331.2 against 311.5). The CUDA-core kernel (int8 caches) loses with fewer
-// splits (8K: 354.8 -> 297.5) and keeps one round of kDecodeMinKeys keys. So do batch steps:
-// with the rule their kernel made batch-8 steps at 512-640 keys, whose splits it leaves as they
-// were, 3.03 -> 3.09 ms (not understood; docs/performance.md, nineteenth session).
+// splits (8K: 354.8 -> 297.5) and keeps one round of kDecodeMinKeys keys. Batch steps have a
+// rule of their own (below).
 constexpr int kDecodeSplitBalance = 8;
 constexpr int kDecodeMmaMaxSplits = 32;
+// Batch steps on the tensor-core kernel: splits of at least kBatchDecodeMinKeys keys, about
+// kBatchDecodeBlocks blocks over the step's rows and kv heads (two per H200 SM; the blocks'
+// shared memory lets three in), and at most kBatchDecodeSplits splits (the launch's grid z;
+// the split is the grid's slowest axis, so the blocks of empty splits come last). Measured on
+// the H200, 8B q4 --batch 8 plan, batch-8 step at 512 / 3,968 keys: one round of 64 keys per
+// split and 64 splits' grid 3.015 / 5.102 ms; at most 4 splits of 128 keys or more 2.638 /
+// 3.536; at most 8 of 256 or more 2.659 / 3.634 (batch 2: 2.352 / 2.574 against 2.338 / 2.665
+// with at most 4). The blocks are a chain of round trips (the cache rows, the partials, the
+// combine), so a block does best with many keys behind one chain.
+constexpr int kBatchDecodeMinKeys = 128;
+constexpr int kBatchDecodeBlocks = 256;
+constexpr int kBatchDecodeSplits = 8;
+// Which rule a decode launch splits its keys by (decodeSlice in attention.cuh).
+enum DecodeSplitRule {
+  kSplitRounds = 0,   // one round of the kernel's minimum keys per split, up to SPLITS
+  kSplitBalanced = 1, // single-sequence tensor-core steps: kDecodeSplitBalance above
+  kSplitBatch = 2,    // batch steps on the tensor-core kernel: kBatchDecode* above
+};
 constexpr int kPrefillThreads = 256;
 constexpr int kPrefillKeys = 32; // keys per prefill tile
 // Tensor-core prefill (attentionPrefillMma): 4 warps of 16 queries, tiles of 64 keys.
