@@ -118,6 +118,7 @@ public:
            (dependentLaunch_ ? ", pdl" : "") + ")";
   }
   uint64_t deviceMemoryBytes() const override { return allocatedBytes_; }
+  bool timesKernels() const override { return cu_.hasEvents(); }
   Result<std::vector<LaunchTiming>> profileStep(const int32_t *tokens, int n, int pos) override;
   Result<std::vector<LaunchTiming>> profileBatchStep(const int32_t *tokens,
                                                      const int32_t *positions,

@@ -656,6 +656,13 @@ int bench(const BenchOptions &o) {
     return 1;
   }
   const std::string name = executor->name();
+  if (o.profile && !executor->timesKernels()) {
+    std::fprintf(stderr,
+                 "ninfer: error: --profile times kernels on the GPU, and this run uses %s "
+                 "(give --device cuda on a machine with a GPU)\n",
+                 name.c_str());
+    return 1;
+  }
   double bandwidth = o.bandwidth > 0 ? o.bandwidth : bandwidthFor(name);
   const char *bandwidthSource =
       o.bandwidth > 0 ? "--bandwidth" : bandwidth > 0 ? "table" : "unknown";

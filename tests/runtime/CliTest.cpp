@@ -303,6 +303,12 @@ TEST(Cli, BenchBatchSweep) {
                      "--batch 8");
   expectOneErrorLine(runCli("bench " + path + " --batch 0"), 2,
                      "--batch expects an integer in [1, 8], got '0'");
+  // --profile needs the GPU: refused before the runs, not after them.
+  for (const char *batches : {"", " --batch 1,2"}) {
+    CliResult profile = runCli("bench " + path + common + batches + " --profile");
+    expectOneErrorLine(profile, 1, "--profile times kernels on the GPU, and this run uses cpu");
+    EXPECT_TRUE(profile.out.empty()) << profile.out;
+  }
   CliResult help = runCli("bench --help");
   EXPECT_NE(help.out.find("--batch B[,B...]"), std::string::npos) << help.out;
 }

@@ -142,6 +142,8 @@ public:
     (void)tokens, (void)n, (void)pos;
     return Status::error(name() + " cannot time kernels (profiling needs the CUDA executor)");
   }
+  // Whether profileStep() and profileBatchStep() work for this executor.
+  virtual bool timesKernels() const { return false; }
   // profileStep() for a batch step (as forwardBatch() takes it).
   virtual Result<std::vector<LaunchTiming>> profileBatchStep(const int32_t* tokens,
                                                              const int32_t* positions,
