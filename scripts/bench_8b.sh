@@ -13,9 +13,9 @@
 #       each plan: prompt 512 + 128 decode steps, 3 warm-ups, 5 measured runs, with --profile
 #       (kernel by kernel), then NINFER_PDL=0 as an A/B, then decode at 8K context (f16, q4,
 #       q4 with int8 KV) and one run at 32K (q4), then batched decode of the --batch 8 plan
-#       (batch 1, 2, 4, 8; prompt 512, 128 steps). Writes <plan>.bench, <plan>.json,
-#       <plan>.<ctx>.txt and bench-8b-q4-b8.batch.{txt,json,png} to $OUT (or PLAN_DIR)
-#       and prints the summary lines.
+#       (batch 1, 2, 4, 8; prompt 512, 128 steps; --profile: the batch-8 step kernel by
+#       kernel). Writes <plan>.bench, <plan>.json, <plan>.<ctx>.txt and
+#       bench-8b-q4-b8.batch.{txt,json,png} to $OUT (or PLAN_DIR) and prints the summary lines.
 # Method and the table: docs/performance.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,11 +68,11 @@ run)
   if [ -f "$dir/bench-8b-q4-b8.nplan" ]; then
     plan="$dir/bench-8b-q4-b8.nplan"
     batch=(--device cuda --prompt 512 --gen 128 --batch 1,2,4,8 --warmup 2 --reps 5)
-    "$ninfer" bench "$plan" "${batch[@]}" --plot "$out/bench-8b-q4-b8.batch.png" \
+    "$ninfer" bench "$plan" "${batch[@]}" --profile --plot "$out/bench-8b-q4-b8.batch.png" \
       >"$out/bench-8b-q4-b8.batch.txt"
     "$ninfer" bench "$plan" "${batch[@]}" --json >"$out/bench-8b-q4-b8.batch.json"
     echo "== bench-8b-q4-b8 batched decode:"
-    tail -4 "$out/bench-8b-q4-b8.batch.txt"
+    grep -E '^ +512 +[1248] ' "$out/bench-8b-q4-b8.batch.txt"
   fi
   ;;
 *)
