@@ -48,7 +48,8 @@ const char *const kBenchHelp =
   --gen N             decode steps per run (default 128)
   --batch B[,B...]    batched decode: for each batch size B, prefill B sequences (the
                       prompt each, in its own KV-cache slot), then decode the B together
-                      (--gen batch steps of one token each); reports aggregate and
+                      (--gen batch steps of one token each; on the GPU a batch of 1 takes
+                      single-sequence steps, as generation does); reports aggregate and
                       per-sequence tok/s, the ratio to batch 1 and the step latency. B up to
                       the plan's sequences (ninferc --batch, at most 8)
   --reps N            measured runs per prompt length (default 5)
