@@ -119,7 +119,9 @@ public:
   }
   uint64_t deviceMemoryBytes() const override { return allocatedBytes_; }
   bool timesKernels() const override { return cu_.hasEvents(); }
-  Result<std::vector<LaunchTiming>> profileStep(const int32_t *tokens, int n, int pos) override;
+  Result<std::vector<LaunchTiming>> profileStep(const int32_t *tokens, int n, int pos) override {
+    return profileSequence(0, tokens, n, pos);
+  }
   Result<std::vector<LaunchTiming>> profileBatchStep(const int32_t *tokens,
                                                      const int32_t *positions,
                                                      const int32_t *sequences,
@@ -189,12 +191,24 @@ private:
                      double uniform = 0.0);
   Status runBatch(const int32_t *tokens, const int32_t *positions, const int32_t *sequences,
                   int batch, Output output);
+  // A batch of one runs as a single-sequence decode step: a plan of one sequence has no batch
+  // launches, and in plans of several the one-token launches are the faster ones (8B q4 on
+  // the H200: 609.5 tok/s in a plan of one sequence; batches of one through the batch launches
+  // of a plan of 8, 586.7).
+  static bool runsAsSequence(int batch, const int32_t *positions, const int32_t *sequences) {
+    return batch == 1 && positions && sequences;
+  }
+  // A single-sequence step's StepState and tokens into the pinned staging.
+  void stageSequence(int sequence, const int32_t *tokens, int n, int pos, double uniform);
   // The batch step's StepState and tokens into the pinned staging.
   void stageBatch(const int32_t *tokens, const int32_t *positions, const int32_t *sequences,
                   int batch);
   // Runs the staged step of n rows launch by launch with an event between launches, and
   // returns each launch's time (launches that do not run at n are left out).
   Result<std::vector<LaunchTiming>> timeLaunches(int n, bool batch);
+  // profileStep() on the KV-cache slot `sequence`.
+  Result<std::vector<LaunchTiming>> profileSequence(int sequence, const int32_t *tokens, int n,
+                                                    int pos);
   std::string opLabel(uint32_t op) const;
   std::string kernelName(uint32_t function) const;
 
@@ -707,17 +721,22 @@ Status CudaExecutor::init(int ordinal) {
   return uploadWeights();
 }
 
-Status CudaExecutor::runSequence(int sequence, const int32_t *tokens, int n, int pos,
-                                 Output output, double uniform) {
-  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
-  // The graph's copies read these pinned slots when it runs, so they are
-  // written first on both paths.
+void CudaExecutor::stageSequence(int sequence, const int32_t *tokens, int n, int pos,
+                                 double uniform) {
   *hostState_ = StepState{};
   hostState_->pos = pos;
   hostState_->nTokens = n;
   hostState_->seq = sequence;
   hostState_->uniform[0] = uniform;
   std::memcpy(hostTokens_, tokens, size_t(n) * sizeof(int32_t));
+}
+
+Status CudaExecutor::runSequence(int sequence, const int32_t *tokens, int n, int pos,
+                                 Output output, double uniform) {
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
+  // The graph's copies read these pinned slots when it runs, so they are
+  // written first on both paths.
+  stageSequence(sequence, tokens, n, pos, uniform);
   return runStaged(n, false, output, n == 1 ? &decodeGraphs_[output] : nullptr,
                    " (step at position " + std::to_string(pos) + ", " + std::to_string(n) +
                        " tokens)");
@@ -874,11 +893,7 @@ Status CudaExecutor::runBatch(const int32_t *tokens, const int32_t *positions,
 Status CudaExecutor::forwardBatch(const int32_t *tokens, const int32_t *positions,
                                   const int32_t *sequences, int batch, float *logits) {
   const plan::Plan &p = file_.plan();
-  // A batch of one is a single-sequence decode step: a plan of one sequence has no batch
-  // launches, and in plans of several the one-token launches are the faster ones (8B q4 on the
-  // H200: 609.5 tok/s in a plan of one sequence; batches of one through the batch launches of
-  // a plan of 8, 586.7).
-  if (batch == 1 && positions && sequences)
+  if (runsAsSequence(batch, positions, sequences))
     return forwardSequence(sequences[0], tokens, 1, positions[0], logits);
   NINFER_RETURN_IF_ERROR(
       checkBatchStep(p, tokens, positions, sequences, batch, logits, embeddingVocab_));
@@ -894,7 +909,7 @@ Status CudaExecutor::forwardBatchGreedy(const int32_t *tokens, const int32_t *po
     return Executor::forwardBatchGreedy(tokens, positions, sequences, batch, ids);
   if (!ids)
     return Status::error("no place for the batch step's tokens");
-  if (batch == 1 && positions && sequences) // a single-sequence step (forwardBatch)
+  if (runsAsSequence(batch, positions, sequences))
     return forwardSequenceGreedy(sequences[0], tokens, 1, positions[0], ids);
   float unused = 0.0f; // checkBatchStep asks for a logits pointer
   NINFER_RETURN_IF_ERROR(
@@ -930,16 +945,14 @@ bool CudaExecutor::runsAt(const LaunchInfo &l, int n, bool batch) {
   return kind && uint32_t(n) >= l.minTokens && (l.maxTokens == 0 || uint32_t(n) <= l.maxTokens);
 }
 
-Result<std::vector<LaunchTiming>> CudaExecutor::profileStep(const int32_t *tokens, int n,
-                                                            int pos) {
-  const plan::Plan &p = file_.plan();
-  std::vector<float> logits(size_t(std::max(1, p.model()->vocab_size())));
-  NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logits.data(), embeddingVocab_));
+Result<std::vector<LaunchTiming>> CudaExecutor::profileSequence(int sequence,
+                                                                const int32_t *tokens, int n,
+                                                                int pos) {
+  float unused = 0.0f; // checkStep asks for a logits pointer
+  NINFER_RETURN_IF_ERROR(
+      checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
-  *hostState_ = StepState{};
-  hostState_->pos = pos;
-  hostState_->nTokens = n;
-  std::memcpy(hostTokens_, tokens, size_t(n) * sizeof(int32_t));
+  stageSequence(sequence, tokens, n, pos, 0.0);
   return timeLaunches(n, false);
 }
 
@@ -948,9 +961,8 @@ Result<std::vector<LaunchTiming>> CudaExecutor::profileBatchStep(const int32_t *
                                                                  const int32_t *sequences,
                                                                  int batch) {
   const plan::Plan &p = file_.plan();
-  // A single-sequence step, as forwardBatch runs it (on slot 0's cache: the same work).
-  if (batch == 1 && positions && sequences)
-    return profileStep(tokens, 1, positions[0]);
+  if (runsAsSequence(batch, positions, sequences))
+    return profileSequence(sequences[0], tokens, 1, positions[0]);
   float unused = 0.0f; // checkBatchStep asks for a logits pointer
   NINFER_RETURN_IF_ERROR(
       checkBatchStep(p, tokens, positions, sequences, batch, &unused, embeddingVocab_));

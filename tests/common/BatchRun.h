@@ -25,15 +25,15 @@ struct BatchSchedule {
 };
 
 // `batch` rows over a plan of `slots` sequences: rows take the slots in a
-// rotated, reversed order; prompt lengths differ by row (1 to context - steps),
+// rotated, reversed order; prompt lengths differ by row (shortest to context - steps),
 // ids are spread over [1, vocab).
 inline BatchSchedule makeBatchSchedule(int batch, int slots, int vocab, int context, int steps,
-                                       int seed) {
+                                       int seed, int shortest = 1) {
   BatchSchedule s;
-  const int longest = std::max(1, context - steps);
+  const int longest = std::max(shortest, context - steps);
   for (int r = 0; r < batch; ++r) {
     s.sequences.push_back((slots - 1 - r + seed) % slots);
-    const int length = 1 + (r * 7 + seed * 5) % longest;
+    const int length = shortest + (r * 7 + seed * 5) % (longest - shortest + 1);
     std::vector<int32_t> prompt(static_cast<size_t>(length));
     for (int i = 0; i < length; ++i)
       prompt[size_t(i)] = 1 + int32_t((int64_t(i) * 7919 + r * 131 + seed) % (vocab - 1));

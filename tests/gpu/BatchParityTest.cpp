@@ -57,16 +57,16 @@ Executors open(const std::string &path) {
 // `aloneBound`: the same kernels on the same rows; the one-row GEMV is its own
 // instantiation, so rounding may differ, hence a bound not equality) and against
 // the CPU batch step (bound `cpuBound`). A row run against the wrong sequence,
-// position or slot is off by an nMSE of order 1.
+// position or slot is off by an nMSE of order 1. Prompts of `shortest` tokens or more.
 void expectBatchParity(Executors &e, const std::string &what, int idVocab, int scheduleContext,
-                       double aloneBound, double cpuBound) {
+                       double aloneBound, double cpuBound, int shortest = 1) {
   ASSERT_TRUE(e.cpu && e.cuda) << what;
   const plan::Plan &p = e.file->plan();
   const int vocab = p.model()->vocab_size(), maxStep = p.max_step_tokens();
   const int slots = p.max_batch();
   for (int batch = 1; batch <= slots; ++batch) {
     const test::BatchSchedule s =
-        test::makeBatchSchedule(batch, slots, idVocab, scheduleContext, 4, batch);
+        test::makeBatchSchedule(batch, slots, idVocab, scheduleContext, 4, batch, shortest);
     std::vector<std::vector<float>> cudaBatched, cudaAlone, cpuBatched;
     Status a = test::runBatched(*e.cuda, s, vocab, maxStep, cudaBatched);
     Status b = test::runAlone(*e.cuda, s, vocab, maxStep, false, cudaAlone);
@@ -277,13 +277,17 @@ TEST(BatchParity, TinyModel) {
     double cpuBound; // the TinyModel bounds of OpParityTest
     int ffn = 512;   // 12,800: the gate/up pair's steps of 2..8 rows take the multi-row
                      // kernel with the SwiGLU fused (gemv_quant_rows.cuh) on sm_90
+    int context = 128; // 512: prompts of 300 tokens or more, so batch steps' decode attention
+                       // takes several splits of >= 128 keys (kSplitBatch)
   };
   for (const Case &c : {Case{"f16 weights, f16 KV", false, DType::F16, 1e-9, 1e-5},
                         Case{"f16 weights, int8 KV", false, DType::Q8_KV, 1e-9, 1e-5},
                         Case{"q4_g64 linears, f16 KV", true, DType::F16, 1e-6, 1e-4},
                         Case{"q4_g64 linears, int8 KV", true, DType::Q8_KV, 1e-6, 1e-4},
                         Case{"q4_g64 linears, MLP 12800 wide", true, DType::F16, 1e-6, 1e-4,
-                             12800}}) {
+                             12800},
+                        Case{"f16 weights, f16 KV, context 512", false, DType::F16, 1e-9, 1e-5,
+                             512, 512}}) {
     test::TinyModelOptions options;
     options.type = DType::F16;
     options.dummy = c.quant;
@@ -293,6 +297,7 @@ TEST(BatchParity, TinyModel) {
     options.maxBatch = 8;
     options.ffn = c.ffn;
     options.swiGluOwnOutput = c.ffn != 512;
+    options.context = c.context;
     test::TestPlan t = test::tinyModel(options);
     KernelOptions kernels;
     kernels.archs = {gpu().codeArch};
@@ -303,7 +308,7 @@ TEST(BatchParity, TinyModel) {
     Executors e = open(path);
     std::remove(path.c_str()); // the mapping stays valid
     expectBatchParity(e, std::string("TinyModel ") + c.name, test::kTokenVocab,
-                      t.plan.context, c.aloneBound, c.cpuBound);
+                      t.plan.context, c.aloneBound, c.cpuBound, c.context > 128 ? 300 : 1);
   }
 }
 
@@ -320,9 +325,10 @@ TEST(BatchParity, PlanFiles) {
     Executors e = open(path);
     ASSERT_TRUE(e.file) << path;
     EXPECT_GT(e.file->plan().max_batch(), 1) << path << " holds one sequence";
-    // Prompts up to 300 positions: long enough for several decode splits.
+    // Prompts of 150 to 300 positions: several decode splits of >= 128 keys (kSplitBatch).
     const int context = std::min(e.file->plan().context(), 300);
-    expectBatchParity(e, path, e.file->plan().model()->vocab_size(), context, 1e-6, 1e-3);
+    expectBatchParity(e, path, e.file->plan().model()->vocab_size(), context, 1e-6, 1e-3,
+                      context / 2);
   }
 }
 
@@ -363,7 +369,8 @@ TEST(BatchParity, RejectsBadBatchSteps) {
 
 // `ninfer bench --batch B --profile`: a batch step timed launch by launch times the launches
 // of batch steps (their own launches and those of every step), not those of single-sequence
-// steps, and refuses what forwardBatch refuses.
+// steps; a batch of one those of a single-sequence step; and it refuses what forwardBatch
+// refuses.
 TEST(BatchParity, ProfilesABatchStep) {
   REQUIRE_GPU();
   test::TestPlan t = emittedTinyModel(4, true, DType::F16, {gpu().codeArch});
@@ -393,6 +400,13 @@ TEST(BatchParity, ProfilesABatchStep) {
     timedBatchOnly += kind->second == plan::LaunchSteps::Batch;
   }
   EXPECT_EQ(timedBatchOnly, batchOnly);
+  // A batch of one runs as a single-sequence step: none of the batch steps' own launches.
+  Result<std::vector<LaunchTiming>> one =
+      e.cuda->profileBatchStep(tokens.data(), positions.data(), sequences.data(), 1);
+  ASSERT_TRUE(one.isOk()) << one.status().message();
+  EXPECT_FALSE(one->empty());
+  for (const LaunchTiming &l : *one)
+    EXPECT_NE((kinds[{l.op, l.function}]), plan::LaunchSteps::Batch) << "op " << l.op;
   sequences[1] = 2;
   Result<std::vector<LaunchTiming>> twice =
       e.cuda->profileBatchStep(tokens.data(), positions.data(), sequences.data(), 3);
