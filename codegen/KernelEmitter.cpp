@@ -1101,7 +1101,10 @@ private:
     k.call = linearCall(op, a, "ninfer::dev::linearQuant<" + args.str());
     // gemv_quant_mma.cuh's rows per block (the sm_75 GEMV and the tiled path
     // grid-stride, so any grid is correct for them). 3 blocks per SM: it fits 80
-    // registers without spilling (sm_90).
+    // registers without spilling (sm_90). Its wrapper waits for the previous kernel first:
+    // waiting after the first weight loads instead (as linear.cuh's GEMV does) took the 8B
+    // q4 batch plan's 8-row step from 2.65 to 2.72-2.73 ms, and with every batch-step kernel
+    // also triggering early, 2.66 (H200).
     k.blocks =
         static_cast<uint32_t>(ceilDiv(a.out_features, gemv::mmaRowsPerBlock(a.out_features)));
     k.gemvBlocksPerSm = 3;
@@ -1333,7 +1336,11 @@ private:
     // With the RoPE fused in, the kernel waits for the previous one itself, after its first
     // copies of cache rows (attentionDecodeMma).
     const std::string rope = decodeRope(op, a);
-    // batch: the tensor-core kernel's split rule of batch steps (AttentionShapes.h).
+    // batch: the tensor-core kernel's split rule of batch steps (AttentionShapes.h). The
+    // CUDA-core kernel (int8 caches) keeps every split in batch steps: with kSplitBatch, the
+    // 8B q4 int8-KV batch plan's step at batch 2 took 2.95-2.97 against 2.59-2.61 ms at 512
+    // keys and 4.74 against 3.33 at 3,968; at batch 8, the same at 512 and 7.44 against 6.27
+    // at 3,968 (H200).
     const auto decode = [&](bool batch) {
       std::ostringstream call;
       call << "ninfer::dev::" << (mmaDecode ? "attentionDecodeMma<" : "attentionDecode<")

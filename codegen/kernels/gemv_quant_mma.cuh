@@ -860,6 +860,11 @@ __device__ __forceinline__ void oneTokenRows(const float *x, const unsigned char
 // One unit of rows g and g + 8 of a tile for every token row (the general path): the
 // runs' levels times their scales as A, x's pairs xp as B, the unit's eight mma steps
 // (even ones into acc, odd ones into acc2: two chains).
+// This math does not bound 8-row steps (8B q4 batch plan, H200, timing variants with wrong
+// results): the mma on the raw pairs with no levels and no scales took the step 2.663-2.670
+// against 2.660-2.662 ms, and no math at all 2.520-2.523; the gate/up launch with no math
+// ran 30.9 us against 29.9-31.1. So OneToken's trick (scales and offsets applied to f32 sums)
+// would not pay here.
 template <int BITS, int GROUP>
 __device__ __forceinline__ void rowsUnitMath(const RunCodec<BITS> &run0,
                                              const RunCodec<BITS> &run1, RunScales<GROUP> sc0,
@@ -897,7 +902,9 @@ __device__ __forceinline__ void gemvQuantMma(const float *x, int rows, const uns
   constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
   static_assert(firstHalfPairsHoldFirstGroup<RunCodec<BITS>>(), "RunScales' pair split");
   // Units in flight per lane: 2 keeps the kernel under 85 registers (3 blocks of
-  // 256 threads per SM); more warps hide latency better than deeper unrolling.
+  // 256 threads per SM); more warps hide latency better than deeper unrolling. In 8-row
+  // steps (8B q4 batch plan, H200) 4 took the step from 2.65 to 2.80 ms, and staging the
+  // x of both units before their math (two XStages per warp) to 2.73.
   constexpr int kUnroll = BITS == 8 ? 1 : 2;
 
   const int lane = threadIdx.x % kWarpSize;
