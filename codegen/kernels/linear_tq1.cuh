@@ -26,6 +26,7 @@
 #pragma once
 
 #include "Tq1Format.h"
+#include "gemm_wgmma.cuh"
 #include "gemv_tq1_mma.cuh"
 #include "linear_ternary.cuh"
 
@@ -115,6 +116,66 @@ struct TernaryTq1Layout {
   }
 };
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// Weight tiles of the tensor-core GEMMs (gemm_mma.cuh, gemm_wgmma.cuh) from TQ1 rows, for
+// K a multiple of the GEMM's 64-value k-step: thread t takes row n0 + t / 2 of the tile and
+// values k0 + 32 (t % 2) .. +31 of it, two runs of 16 values. A run of 16 values is digit
+// i of the 16 bytes of one chunk (Tq1Format.h), so the thread loads those chunks raw one
+// k-step ahead and, after the math, decodes digit i of each byte (two bytes per 16-bit
+// lane, as the GEMV) into +-s or 0 as f16, s the tensor's scale rounded to f16 once.
+template <int K, int N> struct Tq1TileStager {
+  static_assert(K % kMmaTK == 0, "whole k-steps");
+  static constexpr int kMmaDType = kF16;
+  static constexpr bool kCopiesAsync = false; // store decodes what fetch loaded
+  static constexpr bool kBulk = false;
+  const unsigned char *w;
+  unsigned int scaleBits; // f16 bits of s (s > 0 for packed tensors; the sign bit is added)
+  uint4 raw[2];
+  int digit[2];
+
+  template <class TILE> __device__ __forceinline__ void fetch(int n0, int k0, TILE) {
+    // Rows past N read row N - 1 (not stored).
+    const long long n = min(n0 + static_cast<int>(threadIdx.x) / 2, N - 1);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int k = k0 + 32 * (static_cast<int>(threadIdx.x) % 2) + 16 * r;
+      const int chunk = k / tq1::kChunkValues;
+      digit[r] = k % tq1::kChunkValues / 16;
+      loadStreamed(raw[r], w + n * tq1::rowBytes(K) + chunk * tq1::kChunkBytes);
+    }
+  }
+  // f16 bits of the value of digit d (at bit `at` of a tripled lane pair): -s, 0 or +s.
+  __device__ __forceinline__ unsigned int valueOf(unsigned int lanes, int at) const {
+    const unsigned int d = (lanes >> at) & 3u;
+    return (d == 1u ? 0u : scaleBits) | (d == 0u ? 0x8000u : 0u);
+  }
+  template <class TILE> __device__ __forceinline__ void store(TILE tile) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const unsigned int words[4] = {raw[r].x, raw[r].y, raw[r].z, raw[r].w};
+      unsigned int v[8]; // v[m] = run values (2m, 2m + 1)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        unsigned int even = tq1::evenLanes(words[q]), odd = tq1::oddLanes(words[q]);
+        for (int i = 0; i < digit[r]; ++i) {
+          even = (even * 3u) & tq1::kLaneMask;
+          odd = (odd * 3u) & tq1::kLaneMask;
+        }
+        even *= 3u; // bytes 0 and 2: digits at bits 8-9 and 24-25
+        odd *= 3u;  // bytes 1 and 3
+        v[2 * q] = valueOf(even, 8) | valueOf(odd, 8) << 16;
+        v[2 * q + 1] = valueOf(even, 24) | valueOf(odd, 24) << 16;
+      }
+      const int chunk = 4 * (threadIdx.x % 2) + 2 * r;
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        *static_cast<uint4 *>(tile.chunk(threadIdx.x / 2, chunk + h)) =
+            make_uint4(v[4 * h], v[4 * h + 1], v[4 * h + 2], v[4 * h + 3]);
+    }
+  }
+};
+#endif
+
 template <int BDT, bool HAS_BIAS, int K, int N, int ROWS>
 __device__ __forceinline__ void linearTq1(const float *x, const void *w, const void *bias,
                                           const float *residual, float *y,
@@ -126,9 +187,23 @@ __device__ __forceinline__ void linearTq1(const float *x, const void *w, const v
                                                             tq1::scaleOffset(N, K)));
   const unsigned int *codes = static_cast<const unsigned int *>(w);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  // Tensor-core GEMV (gemv_tq1_mma.cuh) for decode, short steps and last_row_only;
-  // the select/add GEMV of ternaryLinear stays for sm_75, the tiled GEMM for prefill.
-  if constexpr (ROWS != kRowsGemm) {
+  // Tensor-core GEMV (gemv_tq1_mma.cuh) for decode, short steps and last_row_only, the
+  // tensor-core GEMMs for longer steps where the emitter takes them (K a multiple of 64:
+  // ROWS kRowsGemmX16* on sm_90a, kRowsGemm with NINFER_LINEAR_MMA); the select/add GEMV of
+  // ternaryLinear stays for sm_75, the tiled GEMM for the other prefills.
+  if constexpr (ROWS == kRowsGemmX16 || ROWS == kRowsGemmX16Tall) {
+#if NINFER_SM90A
+    Tq1TileStager<K, N> stager{static_cast<const unsigned char *>(w), f32ToF16(scale)};
+    gemmWgmma<Tq1TileStager<K, N>, LinearOut<BDT, HAS_BIAS, N>, K, N,
+              ROWS == kRowsGemmX16Tall ? 2 : 1>(reinterpret_cast<const unsigned short *>(x),
+                                                state->nTokens, stager, {bias, residual, y},
+                                                blocks);
+#endif
+  } else if constexpr (ROWS == kRowsGemm && NINFER_LINEAR_MMA && K % kMmaTK == 0) {
+    Tq1TileStager<K, N> stager{static_cast<const unsigned char *>(w), f32ToF16(scale)};
+    gemmMma<Tq1TileStager<K, N>, BDT, HAS_BIAS, K, N>(x, state->nTokens, stager, bias, residual,
+                                                      y, blocks);
+  } else if constexpr (ROWS != kRowsGemm) {
     static_assert(kGemvMmaMaxTokens == kLinearGemvMaxRows, "the emitter's GEMV/GEMM split");
     const int n = state->nTokens;
     const float *rows = ROWS == kRowsLast ? x + static_cast<long long>(n - 1) * K : x;

@@ -1,6 +1,6 @@
 // The CUDA ternary linears (TQ2: codegen/kernels/linear_ternary.cuh, TQ1:
-// linear_tq1.cuh, its sm_80+ decode GEMV gemv_tq1_mma.cuh) against the CPU
-// executor on the same plan: tokens -> Embedding (random f32 table) -> Linear
+// linear_tq1.cuh, its sm_80+ decode GEMV gemv_tq1_mma.cuh and its tensor-core GEMMs)
+// against the CPU executor on the same plan: tokens -> Embedding (random f32 table) -> Linear
 // with a TQ2 or TQ1 weight (+ a fused residual from a second embedding) -> an
 // all-rows logits buffer, run over a prefill step of 64 tokens (tiled path) and
 // steps of 1..8 tokens (GEMV), swept over model-like shapes K 256..14336 (TQ1
@@ -11,7 +11,10 @@
 // dummy-filled weights (GPU fill vs CPU fill). nMSE = sum((gpu - cpu)^2) /
 // sum(cpu^2) must stay below 1e-9 where the two differ only in summation order;
 // the TQ1 GEMV on sm_80+ rounds x to f16 (relative 2^-11, weights exact, f32
-// accumulation), so its steps (1..8 tokens, last_row_only) are held to 1e-6.
+// accumulation), so its steps (1..8 tokens, last_row_only) are held to 1e-6, and so are
+// TQ1's longer steps where K is a multiple of 64 (the tensor-core GEMMs, which round x and
+// the scale to f16). On an sm_90 GPU the TQ1 cases run twice: plans for sm_90 (mma.sync
+// GEMM) and for sm_90a (wgmma GEMM).
 // (tests/gpu/OpParityTest.cpp sweeps odd shapes and step sizes.)
 // The NVRTC test runs anywhere; the parity tests skip (GTEST_SKIP) without a GPU.
 #include "CudaDriver.h"
@@ -35,6 +38,7 @@ constexpr int kMaxStep = 64;
 constexpr double kBound = 1e-9;
 constexpr int kGemvMaxRows = 8; // steps of at most this many tokens take the GEMV (KernelEmitter)
 constexpr double kTq1GemvBound = 1e-6; // x in f16 on the tensor cores
+constexpr int kGemmTileK = 64; // TQ1 GEMMs on tensor cores where K is a multiple of this
 
 std::string gpuArch(std::string* why) {
   Result<const CudaDriver*> driver = CudaDriver::get();
@@ -105,9 +109,9 @@ TestPlan ternaryPlan(const Case& c, std::mt19937& rng) {
 }
 
 // Worst nMSE over the steps, or INFINITY after a reported failure. Steps of at
-// most gemvBoundRows tokens (the GEMV path) are held to gemvBound, the others to kBound.
+// most kGemvMaxRows tokens (the GEMV path) are held to gemvBound, the others to gemmBound.
 double runParity(TestPlan& t, const std::string& arch, const std::string& what,
-                 double gemvBound = kBound) {
+                 double gemvBound, double gemmBound) {
   KernelOptions options;
   options.archs = {arch};
   options.embedPtx = false;
@@ -153,7 +157,7 @@ double runParity(TestPlan& t, const std::string& arch, const std::string& what,
     }
     const double nmse = ref > 0 ? err / ref : err;
     const bool gemv = n <= kGemvMaxRows || !t.logitsAllRows;
-    EXPECT_TRUE(nmse < (gemv ? gemvBound : kBound))
+    EXPECT_TRUE(nmse < (gemv ? gemvBound : gemmBound))
         << what << " step of " << n << " tokens: nMSE " << nmse;
     EXPECT_GT(ref, 0.0) << what << ": the reference output is all zero";
     worst = std::max(worst, std::isnan(nmse) ? INFINITY : nmse);
@@ -189,6 +193,36 @@ TEST(TernaryKernels, CompileWithNvrtc) {
     }
 }
 
+// TQ1 prefill takes the tensor-core GEMMs where K is a multiple of 64, the tiled GEMM
+// otherwise: on sm_90a the wgmma GEMM with its x rounded to f16 first, on sm_80 mma.sync
+// (the GEMM launch has dynamic shared memory; the tiled one has none).
+TEST(TernaryKernels, Tq1PrefillTakesTensorCoreGemms) {
+  std::mt19937 rng(3);
+  for (const char* arch : {"sm_80", "sm_90a"})
+    for (Case c : {Case{4096, 1024, true, false, false}, Case{96, 512, false, false, false}}) {
+      c.dtype = DType::TQ1;
+      TestPlan t = ternaryPlan(c, rng);
+      KernelOptions options;
+      options.archs = {arch};
+      Status emitted = emitKernels(t.plan, options);
+      ASSERT_TRUE(emitted.isOk()) << arch << " " << caseName(c) << ": " << emitted.message();
+      const bool tensorCores = c.k % kGemmTileK == 0;
+      bool rounds = false, gemmShared = false, gemm = false;
+      for (const auto& op : t.plan.ops)
+        for (const auto& launch : op->launches) {
+          const std::string& name = t.plan.kernels->functions[launch->function];
+          rounds = rounds || name.find("round_x16") != std::string::npos;
+          if (name.find("linear_tq1_gemm") != std::string::npos) {
+            gemm = true;
+            gemmShared = launch->shared_bytes > 0;
+          }
+        }
+      EXPECT_TRUE(gemm) << arch << " " << caseName(c);
+      EXPECT_EQ(gemmShared, tensorCores) << arch << " " << caseName(c);
+      EXPECT_EQ(rounds, tensorCores && std::string(arch) == "sm_90a") << arch << " " << caseName(c);
+    }
+}
+
 TEST(TernaryKernels, ParityWithCpuExecutor) {
   std::string why;
   const std::string arch = gpuArch(&why);
@@ -220,19 +254,27 @@ TEST(TernaryKernels, ParityWithCpuExecutor) {
       {96, 32800, true, false, false},    {176, 32800, false, true, false},
       {14336, 1000, false, false, false}, {4096, 8200, false, false, false, true},
   };
-  std::printf("%-48s %12s\n", "ternary linear (steps 64, 1..8)", "worst nMSE");
-  for (DType dtype : {DType::TQ2, DType::TQ1}) {
-    std::vector<Case> all = cases;
-    if (dtype == DType::TQ1)
-      all.insert(all.end(), tq1Cases.begin(), tq1Cases.end());
-    for (Case c : all) {
-      c.dtype = dtype;
-      TestPlan t = ternaryPlan(c, rng);
-      const double worst =
-          runParity(t, arch, caseName(c), dtype == DType::TQ1 ? kTq1GemvBound : kBound);
-      std::printf("%-48s %12.3g\n", caseName(c).c_str(), worst);
+  std::vector<std::string> archs = {arch};
+  if (arch == "sm_90")
+    archs.push_back("sm_90a");
+  std::printf("%-56s %12s\n", "ternary linear (steps 64, 1..8)", "worst nMSE");
+  for (const std::string& target : archs)
+    for (DType dtype : {DType::TQ2, DType::TQ1}) {
+      if (target == "sm_90a" && dtype == DType::TQ2) // the same kernels as on sm_90
+        continue;
+      std::vector<Case> all = cases;
+      if (dtype == DType::TQ1)
+        all.insert(all.end(), tq1Cases.begin(), tq1Cases.end());
+      for (Case c : all) {
+        c.dtype = dtype;
+        TestPlan t = ternaryPlan(c, rng);
+        const bool tq1 = dtype == DType::TQ1;
+        const std::string what = target + " " + caseName(c);
+        const double worst = runParity(t, target, what, tq1 ? kTq1GemvBound : kBound,
+                                       tq1 && c.k % kGemmTileK == 0 ? kTq1GemvBound : kBound);
+        std::printf("%-56s %12.3g\n", what.c_str(), worst);
+      }
     }
-  }
 }
 
 } // namespace
