@@ -4,7 +4,10 @@
 //  * GEMV rows (1..8 tokens, last_row_only) on sm_80+: the tensor-core GEMV of
 //    gemv_tq1_mma.cuh, which multiplies x (rounded to f16) by the exact levels
 //    +-1 / 0 with f32 accumulation; no per-weight scale, s once per output.
-//  * GEMV rows on sm_75, and the tiled GEMM for prefill (more rows, any arch):
+//  * Longer steps where K is a multiple of 64 and the targets take the tensor-core GEMMs
+//    (sm_80+): gemm_mma.cuh / gemm_wgmma.cuh with the weight tiles decoded to f16 +-s / 0
+//    (Tq1TileStager below; s rounded to f16 once).
+//  * GEMV rows on sm_75, and the tiled GEMM for the other long steps (any arch):
 //    the multiply-free select/add skeletons of linear_ternary.cuh with the TQ1
 //    layout below (TernaryTq1Layout).
 // Launch: block 256 threads, grid ceil(N / gemv::mmaRowsPerBlock(N)) blocks, the
@@ -144,11 +147,6 @@ template <int K, int N> struct Tq1TileStager {
       loadStreamed(raw[r], w + n * tq1::rowBytes(K) + chunk * tq1::kChunkBytes);
     }
   }
-  // f16 bits of the value of digit d (at bit `at` of a tripled lane pair): -s, 0 or +s.
-  __device__ __forceinline__ unsigned int valueOf(unsigned int lanes, int at) const {
-    const unsigned int d = (lanes >> at) & 3u;
-    return (d == 1u ? 0u : scaleBits) | (d == 0u ? 0x8000u : 0u);
-  }
   template <class TILE> __device__ __forceinline__ void store(TILE tile) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -156,15 +154,10 @@ template <int K, int N> struct Tq1TileStager {
       unsigned int v[8]; // v[m] = run values (2m, 2m + 1)
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        unsigned int even = tq1::evenLanes(words[q]), odd = tq1::oddLanes(words[q]);
-        for (int i = 0; i < digit[r]; ++i) {
-          even = (even * 3u) & tq1::kLaneMask;
-          odd = (odd * 3u) & tq1::kLaneMask;
-        }
-        even *= 3u; // bytes 0 and 2: digits at bits 8-9 and 24-25
-        odd *= 3u;  // bytes 1 and 3
-        v[2 * q] = valueOf(even, 8) | valueOf(odd, 8) << 16;
-        v[2 * q + 1] = valueOf(even, 24) | valueOf(odd, 24) << 16;
+        unsigned int pairs[2];
+        tq1::digitPairsF16(words[q], digit[r], scaleBits, pairs);
+        v[2 * q] = pairs[0];
+        v[2 * q + 1] = pairs[1];
       }
       const int chunk = 4 * (threadIdx.x % 2) + 2 * r;
 #pragma unroll

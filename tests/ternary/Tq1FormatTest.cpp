@@ -79,6 +79,35 @@ TEST(Tq1Format, LaneDecodeMatchesByteDecode) {
     }
 }
 
+// The tensor-core GEMMs' decode: digit i of a chunk's four words, as f16 pairs, is the
+// chunk's run of 16 values 80 c + 16 i .. +15 in order (-s, 0, +s; padding 0).
+TEST(Tq1Format, DigitPairsAreARunOfAChunk) {
+  const long long cols = 4096; // 52 chunks, the last one 16 values and 64 of padding
+  const unsigned int scaleBits = 0x2570u; // an f16 near 0.0215
+  std::mt19937 rng(7);
+  std::vector<signed char> t(static_cast<size_t>(cols));
+  for (auto& v : t)
+    v = static_cast<signed char>(int(rng() % 3) - 1);
+  std::vector<unsigned char> row(size_t(tq1::rowBytes(cols)));
+  tq1::packRow(t.data(), cols, row.data());
+  const auto expected = [&](long long k) -> unsigned int {
+    const int v = k < cols ? t[size_t(k)] : 0;
+    return v == 0 ? 0u : v > 0 ? scaleBits : scaleBits | 0x8000u;
+  };
+  for (long long c = 0; c < tq1::chunks(cols); ++c)
+    for (int i = 0; i < tq1::kDigits; ++i)
+      for (int q = 0; q < tq1::kWordsPerChunk; ++q) {
+        unsigned int word;
+        std::memcpy(&word, row.data() + c * tq1::kChunkBytes + 4 * q, 4);
+        unsigned int pairs[2];
+        tq1::digitPairsF16(word, i, scaleBits, pairs);
+        const long long k = tq1::valueIndex(c, 4 * q, i);
+        for (int e = 0; e < 4; ++e)
+          ASSERT_EQ((pairs[e / 2] >> (16 * (e % 2))) & 0xFFFFu, expected(k + e))
+              << "chunk " << c << " digit " << i << " value " << k + e;
+      }
+}
+
 // A single non-zero value lands in byte 16 c + j, digit i of k = 80 c + 16 i + j.
 TEST(Tq1Format, ValuePositions) {
   const long long cols = 176; // 3 chunks, the last one 16 values

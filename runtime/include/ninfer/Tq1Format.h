@@ -105,6 +105,27 @@ constexpr unsigned int kLaneMask = 0x00FF00FFu;
 NINFER_HD constexpr unsigned int evenLanes(unsigned int word) { return word & kLaneMask; }
 NINFER_HD constexpr unsigned int oddLanes(unsigned int word) { return (word >> 8) & kLaneMask; }
 
+// The tensor-core GEMMs' decode (linear_tq1.cuh's Tq1TileStager): digit i of the four
+// bytes of a word as f16 bits of -s, 0 or +s (scaleBits: the f16 bits of s > 0), in two
+// pairs of adjacent values, the first value in the low half: pairs[0] = bytes 0, 1 and
+// pairs[1] = bytes 2, 3. Digit i of byte j of a chunk is value 80 c + 16 i + j, so the
+// pairs of a chunk's four words are 16 adjacent values.
+NINFER_HD inline void digitPairsF16(unsigned int word, int digit, unsigned int scaleBits,
+                                    unsigned int (&pairs)[2]) {
+  unsigned int even = evenLanes(word), odd = oddLanes(word);
+  for (int i = 0; i < digit; ++i) {
+    even = (even * 3u) & kLaneMask;
+    odd = (odd * 3u) & kLaneMask;
+  }
+  even *= 3u; // bytes 0 and 2: digits at bits 8-9 and 24-25
+  odd *= 3u;  // bytes 1 and 3
+  const auto value = [scaleBits](unsigned int lanes, int at) {
+    const unsigned int d = (lanes >> at) & 3u;
+    return (d == 1u ? 0u : scaleBits) | (d == 0u ? 0x8000u : 0u);
+  };
+  pairs[0] = value(even, 8) | value(odd, 8) << 16;
+  pairs[1] = value(even, 24) | value(odd, 24) << 16;
+}
 // Value index of digit i of byte j of chunk c.
 NINFER_HD constexpr long long valueIndex(long long chunk, int byte, int digit) {
   return chunk * kChunkValues + 16LL * digit + byte;
