@@ -1168,15 +1168,15 @@ private:
       k.blocks =
           static_cast<uint32_t>(ceilDiv(a.out_features, gemv::mmaRowsPerBlock(a.out_features)));
       k.gemvBlocksPerSm = 3;
-      // Longer steps on the tensor-core GEMMs where K is whole k-steps (Tq1TileStager decodes
-      // the weights to f16); the tiled select/add GEMM otherwise.
-      k.mmaGemm = a.in_features % gemm::kTileK == 0;
-      k.gemmDType = int(DType::F16);
     } else {
       k.suffix = "linear_tq2";
       k.blocks = static_cast<uint32_t>(
           ceilDiv(a.out_features, gemv::ternaryRowsPerBlock(a.out_features)));
     }
+    // Longer steps on the tensor-core GEMMs where K is whole k-steps (every TQ2 shape;
+    // gemm_ternary.cuh decodes the weights to f16), the tiled select/add GEMM otherwise.
+    k.mmaGemm = a.in_features % gemm::kTileK == 0;
+    k.gemmDType = int(DType::F16);
     return Status::ok();
   }
 

@@ -18,8 +18,9 @@
 //    Per value: two bit tests on the code word that predicate one add and one
 //    subtract (no decode table, no multiply). One butterfly reduction per output.
 //    Decode (one row) has its own instantiation with one accumulator per row.
-//  * more rows (prefill): shared-memory tiled GEMM on CUDA cores, a TM x TN output
-//    tile per block, K in steps of TK. A weight tile is decoded once into select
+//  * more rows (prefill): the tensor-core GEMMs of gemm_ternary.cuh where the plan's
+//    targets take them (sm_80+), else a shared-memory tiled GEMM on CUDA cores, a TM x TN
+//    output tile per block, K in steps of TK. A weight tile is decoded once into select
 //    masks m (+1 -> 0xFFFFFFFF, -1 -> 0x7FFFFFFF, 0 -> 0) reused by TM tokens, and
 //    the inner loop applies them with one bitwise op per multiply-accumulate:
 //    x' = (x & (m | S)) ^ (S & ~m), S = the sign bit, which is x, -x or +-0; then
@@ -34,6 +35,7 @@
 #include "GemvShapes.h"
 #include "TernaryFormat.h"
 #include "common.cuh"
+#include "gemm_ternary.cuh"
 #include "tiled_gemm.cuh"
 
 namespace ninfer {
@@ -256,8 +258,12 @@ __device__ __forceinline__ void linearTernary(const float *x, const void *w, con
   // The scale follows the codes; that offset is a multiple of 16 bytes.
   const float scale = __ldg(reinterpret_cast<const float *>(
       static_cast<const char *>(w) + ternary::scaleOffset(N, K)));
-  ternaryLinear<TernaryTq2Layout, BDT, HAS_BIAS, K, N, ROWS>(
-      x, static_cast<const unsigned int *>(w), scale, bias, residual, y, state, blocks);
+  if constexpr (ternaryTensorCoreGemm<K, ROWS>()) // long steps on tensor cores
+    ternaryGemm<Tq2Codes, BDT, HAS_BIAS, K, N, ROWS>(x, w, scale, bias, residual, y, state,
+                                                     blocks);
+  else
+    ternaryLinear<TernaryTq2Layout, BDT, HAS_BIAS, K, N, ROWS>(
+        x, static_cast<const unsigned int *>(w), scale, bias, residual, y, state, blocks);
 }
 
 } // namespace dev

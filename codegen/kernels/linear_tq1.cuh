@@ -5,8 +5,7 @@
 //    gemv_tq1_mma.cuh, which multiplies x (rounded to f16) by the exact levels
 //    +-1 / 0 with f32 accumulation; no per-weight scale, s once per output.
 //  * Longer steps where K is a multiple of 64 and the targets take the tensor-core GEMMs
-//    (sm_80+): gemm_mma.cuh / gemm_wgmma.cuh with the weight tiles decoded to f16 +-s / 0
-//    (Tq1TileStager below; s rounded to f16 once).
+//    (sm_80+): gemm_ternary.cuh (weight tiles decoded to f16 +-s / 0, s rounded to f16).
 //  * GEMV rows on sm_75, and the tiled GEMM for the other long steps (any arch):
 //    the multiply-free select/add skeletons of linear_ternary.cuh with the TQ1
 //    layout below (TernaryTq1Layout).
@@ -29,7 +28,7 @@
 #pragma once
 
 #include "Tq1Format.h"
-#include "gemm_wgmma.cuh"
+#include "gemm_ternary.cuh"
 #include "gemv_tq1_mma.cuh"
 #include "linear_ternary.cuh"
 
@@ -119,56 +118,6 @@ struct TernaryTq1Layout {
   }
 };
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-// Weight tiles of the tensor-core GEMMs (gemm_mma.cuh, gemm_wgmma.cuh) from TQ1 rows, for
-// K a multiple of the GEMM's 64-value k-step: thread t takes row n0 + t / 2 of the tile and
-// values k0 + 32 (t % 2) .. +31 of it, two runs of 16 values. A run of 16 values is digit
-// i of the 16 bytes of one chunk (Tq1Format.h), so the thread loads those chunks raw one
-// k-step ahead and, after the math, decodes digit i of each byte (two bytes per 16-bit
-// lane, as the GEMV) into +-s or 0 as f16, s the tensor's scale rounded to f16 once.
-template <int K, int N> struct Tq1TileStager {
-  static_assert(K % kMmaTK == 0, "whole k-steps");
-  static constexpr int kMmaDType = kF16;
-  static constexpr bool kCopiesAsync = false; // store decodes what fetch loaded
-  static constexpr bool kBulk = false;
-  const unsigned char *w;
-  unsigned int scaleBits; // f16 bits of s (s > 0 for packed tensors; the sign bit is added)
-  uint4 raw[2];
-  int digit[2];
-
-  template <class TILE> __device__ __forceinline__ void fetch(int n0, int k0, TILE) {
-    // Rows past N read row N - 1 (not stored).
-    const long long n = min(n0 + static_cast<int>(threadIdx.x) / 2, N - 1);
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int k = k0 + 32 * (static_cast<int>(threadIdx.x) % 2) + 16 * r;
-      const int chunk = k / tq1::kChunkValues;
-      digit[r] = k % tq1::kChunkValues / 16;
-      loadStreamed(raw[r], w + n * tq1::rowBytes(K) + chunk * tq1::kChunkBytes);
-    }
-  }
-  template <class TILE> __device__ __forceinline__ void store(TILE tile) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const unsigned int words[4] = {raw[r].x, raw[r].y, raw[r].z, raw[r].w};
-      unsigned int v[8]; // v[m] = run values (2m, 2m + 1)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        unsigned int pairs[2];
-        tq1::digitPairsF16(words[q], digit[r], scaleBits, pairs);
-        v[2 * q] = pairs[0];
-        v[2 * q + 1] = pairs[1];
-      }
-      const int chunk = 4 * (threadIdx.x % 2) + 2 * r;
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        *static_cast<uint4 *>(tile.chunk(threadIdx.x / 2, chunk + h)) =
-            make_uint4(v[4 * h], v[4 * h + 1], v[4 * h + 2], v[4 * h + 3]);
-    }
-  }
-};
-#endif
-
 template <int BDT, bool HAS_BIAS, int K, int N, int ROWS>
 __device__ __forceinline__ void linearTq1(const float *x, const void *w, const void *bias,
                                           const float *residual, float *y,
@@ -179,37 +128,29 @@ __device__ __forceinline__ void linearTq1(const float *x, const void *w, const v
   const float scale = __ldg(reinterpret_cast<const float *>(static_cast<const char *>(w) +
                                                             tq1::scaleOffset(N, K)));
   const unsigned int *codes = static_cast<const unsigned int *>(w);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  // Tensor-core GEMV (gemv_tq1_mma.cuh) for decode, short steps and last_row_only, the
-  // tensor-core GEMMs for longer steps where the emitter takes them (K a multiple of 64:
-  // ROWS kRowsGemmX16* on sm_90a, kRowsGemm with NINFER_LINEAR_MMA); the select/add GEMV of
-  // ternaryLinear stays for sm_75, the tiled GEMM for the other prefills.
-  if constexpr (ROWS == kRowsGemmX16 || ROWS == kRowsGemmX16Tall) {
-#if NINFER_SM90A
-    Tq1TileStager<K, N> stager{static_cast<const unsigned char *>(w), f32ToF16(scale)};
-    gemmWgmma<Tq1TileStager<K, N>, LinearOut<BDT, HAS_BIAS, N>, K, N,
-              ROWS == kRowsGemmX16Tall ? 2 : 1>(reinterpret_cast<const unsigned short *>(x),
-                                                state->nTokens, stager, {bias, residual, y},
-                                                blocks);
-#endif
-  } else if constexpr (ROWS == kRowsGemm && NINFER_LINEAR_MMA && K % kMmaTK == 0) {
-    Tq1TileStager<K, N> stager{static_cast<const unsigned char *>(w), f32ToF16(scale)};
-    gemmMma<Tq1TileStager<K, N>, BDT, HAS_BIAS, K, N>(x, state->nTokens, stager, bias, residual,
-                                                      y, blocks);
-  } else if constexpr (ROWS != kRowsGemm) {
-    static_assert(kGemvMmaMaxTokens == kLinearGemvMaxRows, "the emitter's GEMV/GEMM split");
-    const int n = state->nTokens;
-    const float *rows = ROWS == kRowsLast ? x + static_cast<long long>(n - 1) * K : x;
-    gemvTq1Mma<BDT, HAS_BIAS, K, N>(rows, ROWS == kRowsLast ? 1 : n, codes, scale, bias, residual,
-                                    y, blocks);
+  if constexpr (ternaryTensorCoreGemm<K, ROWS>()) { // long steps (gemm_ternary.cuh)
+    ternaryGemm<Tq1Codes, BDT, HAS_BIAS, K, N, ROWS>(x, w, scale, bias, residual, y, state,
+                                                     blocks);
   } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    // Tensor-core GEMV (gemv_tq1_mma.cuh) for decode, short steps and last_row_only; the
+    // select/add GEMV of ternaryLinear stays for sm_75, the tiled GEMM for the long steps
+    // the tensor-core GEMMs do not take.
+    if constexpr (ROWS != kRowsGemm) {
+      static_assert(kGemvMmaMaxTokens == kLinearGemvMaxRows, "the emitter's GEMV/GEMM split");
+      const int n = state->nTokens;
+      const float *rows = ROWS == kRowsLast ? x + static_cast<long long>(n - 1) * K : x;
+      gemvTq1Mma<BDT, HAS_BIAS, K, N>(rows, ROWS == kRowsLast ? 1 : n, codes, scale, bias,
+                                      residual, y, blocks);
+    } else {
+      ternaryLinear<TernaryTq1Layout, BDT, HAS_BIAS, K, N, ROWS>(x, codes, scale, bias, residual,
+                                                                 y, state, blocks);
+    }
+#else
     ternaryLinear<TernaryTq1Layout, BDT, HAS_BIAS, K, N, ROWS>(x, codes, scale, bias, residual, y,
                                                                state, blocks);
-  }
-#else
-  ternaryLinear<TernaryTq1Layout, BDT, HAS_BIAS, K, N, ROWS>(x, codes, scale, bias, residual, y,
-                                                             state, blocks);
 #endif
+  }
 }
 
 } // namespace dev

@@ -81,6 +81,28 @@ TEST(TernaryFormat, BitPositions) {
   EXPECT_EQ(words[3], 0x40000000u);
 }
 
+// The tensor-core GEMMs' decode: pair m of a word is values 2m, 2m + 1 of its 16 as f16
+// bits of -s, 0, +s (the code 11, never written, as 0).
+TEST(TernaryFormat, CodePairsAreAdjacentValues) {
+  const long long cols = 1024;
+  const unsigned int scaleBits = 0x2570u; // an f16 near 0.0215
+  std::mt19937 rng(5);
+  std::vector<signed char> t(static_cast<size_t>(cols));
+  for (auto& v : t)
+    v = static_cast<signed char>(int(rng() % 3) - 1);
+  std::vector<unsigned int> words(static_cast<size_t>(ternary::rowWords(cols)));
+  ternary::packRow(t.data(), cols, words.data());
+  const auto f16 = [&](int v) { return v == 0 ? 0u : v > 0 ? scaleBits : scaleBits | 0x8000u; };
+  for (long long w = 0; w < ternary::rowWords(cols); ++w)
+    for (int m = 0; m < 8; ++m) {
+      const unsigned int pair = ternary::codePairF16(words[size_t(w)], m, scaleBits);
+      const long long k = w * ternary::kValuesPerWord + 2 * m;
+      ASSERT_EQ(pair & 0xFFFFu, f16(t[size_t(k)])) << "value " << k;
+      ASSERT_EQ(pair >> 16, f16(t[size_t(k + 1)])) << "value " << k + 1;
+    }
+  EXPECT_EQ(ternary::codePairF16(0xFu, 0, scaleBits), 0u); // 11 11
+}
+
 TEST(TernaryFormat, DummyFillIsValidTernary) {
   const long long rows = 64, cols = 256;
   const unsigned long long units =

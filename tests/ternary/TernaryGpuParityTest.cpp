@@ -12,9 +12,9 @@
 // sum(cpu^2) must stay below 1e-9 where the two differ only in summation order;
 // the TQ1 GEMV on sm_80+ rounds x to f16 (relative 2^-11, weights exact, f32
 // accumulation), so its steps (1..8 tokens, last_row_only) are held to 1e-6, and so are
-// TQ1's longer steps where K is a multiple of 64 (the tensor-core GEMMs, which round x and
-// the scale to f16). On an sm_90 GPU the TQ1 cases run twice: plans for sm_90 (mma.sync
-// GEMM) and for sm_90a (wgmma GEMM).
+// the longer steps where K is a multiple of 64 (gemm_ternary.cuh's tensor-core GEMMs, which
+// round x and the scale to f16). On an sm_90 GPU the cases run twice: plans for sm_90
+// (mma.sync GEMM) and for sm_90a (wgmma GEMM).
 // (tests/gpu/OpParityTest.cpp sweeps odd shapes and step sizes.)
 // The NVRTC test runs anywhere; the parity tests skip (GTEST_SKIP) without a GPU.
 #include "CudaDriver.h"
@@ -38,7 +38,7 @@ constexpr int kMaxStep = 64;
 constexpr double kBound = 1e-9;
 constexpr int kGemvMaxRows = 8; // steps of at most this many tokens take the GEMV (KernelEmitter)
 constexpr double kTq1GemvBound = 1e-6; // x in f16 on the tensor cores
-constexpr int kGemmTileK = 64; // TQ1 GEMMs on tensor cores where K is a multiple of this
+constexpr int kGemmTileK = 64; // GEMMs on tensor cores where K is a multiple of this
 
 std::string gpuArch(std::string* why) {
   Result<const CudaDriver*> driver = CudaDriver::get();
@@ -193,26 +193,28 @@ TEST(TernaryKernels, CompileWithNvrtc) {
     }
 }
 
-// TQ1 prefill takes the tensor-core GEMMs where K is a multiple of 64, the tiled GEMM
-// otherwise: on sm_90a the wgmma GEMM with its x rounded to f16 first, on sm_80 mma.sync
-// (the GEMM launch has dynamic shared memory; the tiled one has none).
-TEST(TernaryKernels, Tq1PrefillTakesTensorCoreGemms) {
+// Ternary prefill takes the tensor-core GEMMs where K is a multiple of 64 (every TQ2 shape),
+// the tiled GEMM otherwise: on sm_90a the wgmma GEMM with its x rounded to f16 first, on
+// sm_80 mma.sync (the GEMM launch has dynamic shared memory; the tiled one has none).
+TEST(TernaryKernels, PrefillTakesTensorCoreGemms) {
   std::mt19937 rng(3);
   for (const char* arch : {"sm_80", "sm_90a"})
-    for (Case c : {Case{4096, 1024, true, false, false}, Case{96, 512, false, false, false}}) {
-      c.dtype = DType::TQ1;
+    for (Case c : {Case{4096, 1024, true, false, false, false, DType::TQ2},
+                   Case{4096, 1024, true, false, false, false, DType::TQ1},
+                   Case{96, 512, false, false, false, false, DType::TQ1}}) {
       TestPlan t = ternaryPlan(c, rng);
       KernelOptions options;
       options.archs = {arch};
       Status emitted = emitKernels(t.plan, options);
       ASSERT_TRUE(emitted.isOk()) << arch << " " << caseName(c) << ": " << emitted.message();
       const bool tensorCores = c.k % kGemmTileK == 0;
+      const std::string gemmName = c.dtype == DType::TQ1 ? "linear_tq1_gemm" : "linear_tq2_gemm";
       bool rounds = false, gemmShared = false, gemm = false;
       for (const auto& op : t.plan.ops)
         for (const auto& launch : op->launches) {
           const std::string& name = t.plan.kernels->functions[launch->function];
           rounds = rounds || name.find("round_x16") != std::string::npos;
-          if (name.find("linear_tq1_gemm") != std::string::npos) {
+          if (name.find(gemmName) != std::string::npos) {
             gemm = true;
             gemmShared = launch->shared_bytes > 0;
           }
@@ -260,8 +262,6 @@ TEST(TernaryKernels, ParityWithCpuExecutor) {
   std::printf("%-56s %12s\n", "ternary linear (steps 64, 1..8)", "worst nMSE");
   for (const std::string& target : archs)
     for (DType dtype : {DType::TQ2, DType::TQ1}) {
-      if (target == "sm_90a" && dtype == DType::TQ2) // the same kernels as on sm_90
-        continue;
       std::vector<Case> all = cases;
       if (dtype == DType::TQ1)
         all.insert(all.end(), tq1Cases.begin(), tq1Cases.end());
@@ -271,7 +271,7 @@ TEST(TernaryKernels, ParityWithCpuExecutor) {
         const bool tq1 = dtype == DType::TQ1;
         const std::string what = target + " " + caseName(c);
         const double worst = runParity(t, target, what, tq1 ? kTq1GemvBound : kBound,
-                                       tq1 && c.k % kGemmTileK == 0 ? kTq1GemvBound : kBound);
+                                       c.k % kGemmTileK == 0 ? kTq1GemvBound : kBound);
         std::printf("%-56s %12.3g\n", what.c_str(), worst);
       }
     }

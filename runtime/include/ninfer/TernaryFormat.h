@@ -67,6 +67,17 @@ NINFER_HD constexpr unsigned int encode(int t) {
   return t > 0 ? kCodePlus : t < 0 ? kCodeMinus : kCodeZero;
 }
 
+// The tensor-core GEMMs' decode (codegen/kernels/gemm_ternary.cuh): values 2m, 2m + 1 of
+// a word (m in 0..7) as f16 bits of -s, 0 or +s (scaleBits: the f16 bits of s > 0), the first
+// value in the low half.
+NINFER_HD constexpr unsigned int codeF16(unsigned int code, unsigned int scaleBits) {
+  return code == kCodePlus ? scaleBits : code == kCodeMinus ? (scaleBits | 0x8000u) : 0u;
+}
+NINFER_HD constexpr unsigned int codePairF16(unsigned int word, int m, unsigned int scaleBits) {
+  return codeF16((word >> (4 * m)) & 3u, scaleBits) |
+         codeF16((word >> (4 * m + 2)) & 3u, scaleBits) << 16;
+}
+
 // Code of value k of a row whose words start at `row`.
 NINFER_HD inline unsigned int codeAt(const unsigned int* row, long long k) {
   return (row[k / kValuesPerWord] >> (2 * (k % kValuesPerWord))) & 3u;

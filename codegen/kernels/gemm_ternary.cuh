@@ -1,0 +1,121 @@
+// Long steps of ternary linears (TQ2: ninfer/TernaryFormat.h, TQ1: ninfer/Tq1Format.h) on the
+// tensor-core GEMMs: gemm_wgmma.cuh on sm_90a (the emitter's x16 rows, x rounded to f16 by
+// its rounding launch) and gemm_mma.cuh on sm_80+ (f32 x, rounded as staged). The weight
+// tiles are decoded to f16 +-s / 0, s the tensor's scale rounded to f16 once, so a product
+// is x's f16 times s's: relative error about 2^-11 against the select/add paths' f32.
+// The emitter takes this where K is a multiple of the GEMM's 64-value k-step (every TQ2
+// shape; TQ1 shapes whose rows are whole k-steps) and the targets are sm_80+.
+//
+// TernaryTileStager: thread t takes row n0 + t / 2 of the 128-row tile and values
+// k0 + 32 (t % 2) .. +31 of it (as linear_quant.cuh's QuantTileStager), loads their codes
+// raw one k-step ahead (CODES::load) and, after the math, decodes them into 16 pairs of
+// adjacent values (CODES::pairs) and stores them as four 16-byte chunks of the tile.
+//  * Tq2Codes: the 32 values are two u32 words of the row (16 values each).
+//  * Tq1Codes: the 32 values are two runs of 16 values, run i of a chunk being digit i
+//    of the chunk's 16 bytes, so a run is one 16-byte load and digitPairsF16 per word.
+#pragma once
+
+#include "TernaryFormat.h"
+#include "Tq1Format.h"
+#include "gemm_wgmma.cuh"
+#include "gemv_quant_mma.cuh"
+
+namespace ninfer {
+namespace dev {
+
+// Whether a step of ROWS runs here (else the select/add paths): the wgmma GEMM's rows, or
+// the mma.sync GEMM's where the plan takes it (NINFER_LINEAR_MMA) and K is whole k-steps.
+template <int K, int ROWS> __host__ __device__ constexpr bool ternaryTensorCoreGemm() {
+  return ROWS == kRowsGemmX16 || ROWS == kRowsGemmX16Tall ||
+         (ROWS == kRowsGemm && NINFER_LINEAR_MMA && K % kMmaTK == 0);
+}
+
+struct Tq2Codes {
+  uint2 raw;
+  template <int K>
+  __device__ __forceinline__ void load(const unsigned char *w, long long n, int k) {
+    loadStreamed(raw, w + n * ternary::rowBytes(K) + k / 4);
+  }
+  __device__ __forceinline__ void pairs(unsigned int scaleBits, unsigned int (&v)[16]) const {
+#pragma unroll
+    for (int m = 0; m < 16; ++m)
+      v[m] = ternary::codePairF16(m < 8 ? raw.x : raw.y, m % 8, scaleBits);
+  }
+};
+
+struct Tq1Codes {
+  uint4 raw[2];
+  int digit[2];
+  template <int K>
+  __device__ __forceinline__ void load(const unsigned char *w, long long n, int k) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int run = k + 16 * r;
+      digit[r] = run % tq1::kChunkValues / 16;
+      loadStreamed(raw[r], w + n * tq1::rowBytes(K) +
+                               run / tq1::kChunkValues * tq1::kChunkBytes);
+    }
+  }
+  __device__ __forceinline__ void pairs(unsigned int scaleBits, unsigned int (&v)[16]) const {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const unsigned int words[4] = {raw[r].x, raw[r].y, raw[r].z, raw[r].w};
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        unsigned int p[2];
+        tq1::digitPairsF16(words[q], digit[r], scaleBits, p);
+        v[8 * r + 2 * q] = p[0];
+        v[8 * r + 2 * q + 1] = p[1];
+      }
+    }
+  }
+};
+
+template <class CODES, int K, int N> struct TernaryTileStager {
+  static_assert(K % kMmaTK == 0, "whole k-steps");
+  static constexpr int kMmaDType = kF16;
+  static constexpr bool kCopiesAsync = false; // store decodes what fetch loaded
+  static constexpr bool kBulk = false;
+  const unsigned char *w;
+  unsigned int scaleBits; // f16 bits of s
+  CODES codes;
+
+  template <class TILE> __device__ __forceinline__ void fetch(int n0, int k0, TILE) {
+    // Rows past N read row N - 1 (not stored).
+    const long long n = min(n0 + static_cast<int>(threadIdx.x) / 2, N - 1);
+    codes.template load<K>(w, n, k0 + 32 * (static_cast<int>(threadIdx.x) % 2));
+  }
+  template <class TILE> __device__ __forceinline__ void store(TILE tile) {
+    unsigned int v[16]; // v[m] = values (2m, 2m + 1) of the thread's 32
+    codes.pairs(scaleBits, v);
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+      *static_cast<uint4 *>(tile.chunk(threadIdx.x / 2, 4 * (threadIdx.x % 2) + q)) =
+          make_uint4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+  }
+};
+
+// A long step of a ternary linear where ternaryTensorCoreGemm<K, ROWS>() (x: the x16 rows
+// for ROWS kRowsGemmX16*, f32 rows for kRowsGemm).
+template <class CODES, int BDT, bool HAS_BIAS, int K, int N, int ROWS>
+__device__ __forceinline__ void ternaryGemm(const float *x, const void *w, float scale,
+                                            const void *bias, const float *residual, float *y,
+                                            const StepState *state, BlockSlice blocks) {
+  static_assert(ternaryTensorCoreGemm<K, ROWS>(), "the select/add paths take this step");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  using Stager = TernaryTileStager<CODES, K, N>;
+  Stager stager{static_cast<const unsigned char *>(w), f32ToF16(scale)};
+  if constexpr (ROWS == kRowsGemm) {
+    gemmMma<Stager, BDT, HAS_BIAS, K, N>(x, state->nTokens, stager, bias, residual, y, blocks);
+  } else {
+#if NINFER_SM90A
+    gemmWgmma<Stager, LinearOut<BDT, HAS_BIAS, N>, K, N, ROWS == kRowsGemmX16Tall ? 2 : 1>(
+        reinterpret_cast<const unsigned short *>(x), state->nTokens, stager,
+        {bias, residual, y}, blocks);
+#endif
+  }
+#endif
+}
+
+} // namespace dev
+} // namespace ninfer
