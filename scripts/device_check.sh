@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the GPU checks on a machine with a GPU but without the compiler (the
 # H200 used for development): builds the runtime and the GPU tests from this
-# tree, runs the op-parity tests, the end-to-end goldens on plans compiled
-# beforehand, and a decode/prefill timing of every bench-*.nplan.
+# tree, runs the op-parity tests (gpu_tests, and the ternary linears' parity in
+# ternary_tests), the end-to-end goldens on plans compiled beforehand, and a
+# decode/prefill timing of every bench-*.nplan.
 #   scripts/device_check.sh PLAN_DIR [BUILD_DIR]
 # PLAN_DIR holds <golden-model>.nplan files and bench-*.nplan files.
 set -uo pipefail
@@ -13,10 +14,12 @@ out=${OUT:-$build}
 export PATH=/usr/local/cuda/bin:$PATH
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader
-if [ ! -x "$build/bin/ninfer" ] || [ ! -x "$build/tests/gpu/gpu_tests" ]; then
+if [ ! -x "$build/bin/ninfer" ] || [ ! -x "$build/tests/gpu/gpu_tests" ] ||
+  [ ! -x "$build/tests/ternary/ternary_tests" ]; then
   cmake -G Ninja -S "$root" -B "$build" -DNINFER_BUILD_COMPILER=OFF -DCMAKE_BUILD_TYPE=Release \
     >"$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
-  ninja -C "$build" -j"$(nproc)" ninfer gpu_tests >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+  ninja -C "$build" -j"$(nproc)" ninfer gpu_tests ternary_tests >"$out/build.log" 2>&1 ||
+    { tail -40 "$out/build.log"; exit 1; }
 fi
 
 # The GPU tests in $SHARDS processes at once (default 12; gtest sharding): one process
@@ -28,6 +31,9 @@ for i in $(seq 0 $((shards - 1))); do
   GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$build/tests/gpu/gpu_tests" \
     >"$out/gpu_tests.$i.log" 2>&1 &
 done
+# Beside them, the ternary linears against the CPU (the rest of ternary_tests needs no GPU).
+"$build/tests/ternary/ternary_tests" --gtest_filter='TernaryKernels.*' \
+  >"$out/gpu_tests.ternary.log" 2>&1 &
 failed=0
 for job in $(jobs -p); do wait "$job" || failed=1; done
 echo "gpu_tests: $(cat "$out"/gpu_tests.*.log | grep -c '^\[       OK ]') passed, $(cat "$out"/gpu_tests.*.log | grep -cE '^\[  FAILED  \].*\([0-9]+ ms\)$') failed$([ $failed = 0 ] || echo ', a shard exited non-zero')"
