@@ -15,7 +15,8 @@ struct Plan;
 // launches by kernel and prints a table: calls per step, microseconds per call and per
 // step, share, and the weight bytes the kernel's ops read per second. `decodeStepMs` (the
 // measured median decode or batch step latency, 0 if unknown) is set against the sum of
-// kernel times to show the launch gaps and host time a step spends outside kernels.
+// kernel times: the time a step spends outside kernels (launch gaps, host), or, where its
+// launches overlap (graphs, programmatic dependent launch), by how much the sum exceeds it.
 Status printKernelProfile(Executor &executor, const plan::Plan &p, int context, int prefillTokens,
                           double decodeStepMs, int batch = 1);
 
