@@ -230,7 +230,6 @@ TEST(TernaryKernels, ParityWithCpuExecutor) {
   const std::string arch = gpuArch(&why);
   if (arch.empty())
     GTEST_SKIP() << "no usable GPU: " << why;
-  std::mt19937 rng(2024);
   const std::vector<Case> cases = {
       {256, 64, false, false, false},     {256, 1000, true, false, false},
       {512, 512, false, false, false},    {512, 256, false, false, false},
@@ -265,8 +264,13 @@ TEST(TernaryKernels, ParityWithCpuExecutor) {
       std::vector<Case> all = cases;
       if (dtype == DType::TQ1)
         all.insert(all.end(), tq1Cases.begin(), tq1Cases.end());
-      for (Case c : all) {
+      for (size_t i = 0; i < all.size(); ++i) {
+        Case c = all[i];
         c.dtype = dtype;
+        // Each case draws the same data for every arch, so that the archs' figures differ by
+        // their kernels alone. (With x in f16, a case of one output, K = 80, measured 1.5e-6
+        // on one draw: its sum happened to cancel to an eighth of its usual size.)
+        std::mt19937 rng(uint32_t(2024 + i + (dtype == DType::TQ1 ? 1000 : 0)));
         TestPlan t = ternaryPlan(c, rng);
         const bool tq1 = dtype == DType::TQ1;
         const std::string what = target + " " + caseName(c);
