@@ -302,10 +302,11 @@ TEST(OpParity, NormFusedIntoLinears) {
 // tiled GEMM for more, last_row_only; TQ1 also with K not a multiple of its
 // 80-value chunk (padded rows) and tiny K and N. Both executors accumulate the
 // same f32 values {x, -x} (the CPU one as f32 products with {-s, 0, +s}, the
-// same numbers), so only the summation order differs: nMSE <= 1e-9. Except the
-// TQ1 GEMV on sm_80+ (gemv_tq1_mma.cuh), which rounds x to f16 for the tensor
-// cores (relative 2^-11; weights exact, f32 accumulation): its steps (1..8
-// rows, last_row_only) are held to 1e-6.
+// same numbers), so only the summation order differs: nMSE <= 1e-9. Except where x
+// is rounded to f16 for the tensor cores (relative 2^-11; weights exact, f32
+// accumulation): the TQ1 GEMV on sm_80+ (gemv_tq1_mma.cuh; steps of 1..8 rows,
+// last_row_only) and the GEMMs of longer steps where K is a multiple of 64
+// (gemm_ternary.cuh, which also rounds the scale to f16) are held to 1e-6.
 TEST(OpParity, LinearTernary) {
   REQUIRE_GPU();
   struct Case {
@@ -343,15 +344,16 @@ TEST(OpParity, LinearTernary) {
                                  (bias ? " bias" : "") + (lastRow ? " last_row_only" : "");
         const std::vector<test::StepError> errors = test::stepErrors(t, steps, what);
         const double gemvBound = c.type == DType::TQ1 ? 1e-6 : 1e-9;
+        const double gemmBound = c.in % 64 == 0 ? 1e-6 : 1e-9;
         double worst = 0.0;
         for (size_t s = 0; s < steps.size(); ++s) {
           const bool gemv = lastRow || steps[s] <= 8; // KernelEmitter's GEMV/GEMM split
-          EXPECT_LE(errors[s].nmse(), gemv ? gemvBound : 1e-9)
+          EXPECT_LE(errors[s].nmse(), gemv ? gemvBound : gemmBound)
               << what << ": step " << s << " (n " << steps[s] << ")";
           worst = std::max(worst, errors[s].nmse());
         }
-        std::printf("[parity] %-60s max nMSE %.3g (bound %.0e GEMV, 1e-09 GEMM)\n", what.c_str(),
-                    worst, gemvBound);
+        std::printf("[parity] %-60s max nMSE %.3g (bound %.0e GEMV, %.0e GEMM)\n", what.c_str(),
+                    worst, gemvBound, gemmBound);
       }
 }
 

@@ -243,12 +243,14 @@ TEST(TernaryKernels, ParityWithCpuExecutor) {
       {4096, 1024, false, false, false, true},
   };
   // TQ1 only (K a multiple of 16): padded last chunks (K % 80 != 0; K = 16, 32:
-  // one chunk, most warps of a tile without work), one whole chunk (K = 80), many
+  // one chunk, most warps of a tile without work), one whole chunk (K = 80; 16 outputs, since
+  // with x in f16 the nMSE of one output exceeds 1e-6 when its sum cancels: 1.5e-6 and 2.0e-6
+  // on two draws on the H200, alike on both archs, against 2.8e-8 on a third), many
   // chunks per lane (K = 14336 over 8 K splits: 6 quads), N not a multiple of 16,
   // 2 row tiles a block (N >= 8192) and 4 (N >= 32768), the last block partial.
   const std::vector<Case> tq1Cases = {
       {16, 64, false, false, false},      {32, 7, true, false, false},
-      {80, 1, false, false, false},       {96, 1000, true, false, false},
+      {80, 16, false, false, false},      {96, 1000, true, false, false},
       {96, 1000, false, false, false, true},
       {96, 33, false, true, false},       {400, 8200, false, false, false},
       {1600, 100, true, false, true},     {4096, 4096, false, true, true},
@@ -268,8 +270,7 @@ TEST(TernaryKernels, ParityWithCpuExecutor) {
         Case c = all[i];
         c.dtype = dtype;
         // Each case draws the same data for every arch, so that the archs' figures differ by
-        // their kernels alone. (With x in f16, a case of one output, K = 80, measured 1.5e-6
-        // on one draw: its sum happened to cancel to an eighth of its usual size.)
+        // their kernels alone.
         std::mt19937 rng(uint32_t(2024 + i + (dtype == DType::TQ1 ? 1000 : 0)));
         TestPlan t = ternaryPlan(c, rng);
         const bool tq1 = dtype == DType::TQ1;
