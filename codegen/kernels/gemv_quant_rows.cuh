@@ -20,7 +20,10 @@
 // tile's part into a ring slot, ahead of the dependency wait: one TMA box of the code
 // plane (16 rows x the part's bytes; the emitter's tensor map, box_bytes) and the tile's
 // scale rows by one bulk copy, completing on the slot's barrier. One copy per row (1D
-// bulk copies) ran gate/up at 32.8-47.9 us: the copies' count set the pace. Math warp w
+// bulk copies) ran gate/up at 32.8-47.9 us: the copies' count set the pace. The scale
+// rows are copied whole although the part reads only its slice: a timing variant that
+// copied a slice's bytes (the down projection's slot 23 -> 17 KB, so 3 slots instead of 2)
+// ran the 8B q4 8-row step at 2.650 / 2.648 ms against 2.625 / 2.634 (H200). Math warp w
 // takes units w and w + 8 of the part in every tile (their x B fragments stay in
 // registers), with the general path's math (rowsUnitMath: levels times f16 scales,
 // tokens as the mma's n). A combiner warp sums the math warps' fragments of a tile in

@@ -142,7 +142,9 @@ constexpr int kRowsThreads = (kBulkConsumerWarps + 2) * 32; // math, producer, c
 constexpr int kRowsTileFloats = kBulkTileRows * kRowsTokens; // a tile's partial sums
 constexpr int kRowsMaxSlots = 6;
 // Buffers of the math warps' fragments (a tile each), and the most tiles the combiner
-// takes at once (their parts' sums, tickets and loads in flight together).
+// takes at once (their parts' sums, tickets and loads in flight together). With 2 buffers
+// the ring gets 4 slots at K = 4,096 and 3 at 14,336 (now 3 and 2): the 8B q4 8-row step
+// took 2.737 / 2.736 ms against 2.651 (H200).
 constexpr int kRowsBuffers = 4;
 constexpr int kRowsCombineBatch = 8;
 // The barriers: full / empty per ring slot, tileDone / partialFree per buffer.
@@ -155,7 +157,9 @@ NINFER_HD constexpr int rowsParts(int k) {
 // the parts' sums through global memory) pay off only over several tiles. Measured on
 // the H200 (8B q4, 8-row steps, plain launches, against gemv_quant_mma.cuh): gate/up,
 // 13.6 tiles per group, 28.6 against 45.4 us; down 6.9 tiles, 20.5 against 24.5; q/k/v
-// 2.9 tiles, 21.6 against 13.1; o 1.9 tiles, 14.5 against 11.2.
+// 2.9 tiles, 21.6 against 13.1; o 1.9 tiles, 14.5 against 11.2. In the graph, where the
+// producer's copies start before the dependency wait, the same: with q/k/v and o on this
+// kernel too (a minimum of 1) the 8B q4 8-row step took 2.983 / 2.975 ms against 2.651.
 constexpr int kRowsMinTilesPerGroup = 6;
 NINFER_HD constexpr bool rowsPays(int k, int tiles) {
   const int groups = kBulkGridBlocks / rowsParts(k);
