@@ -105,26 +105,55 @@ constexpr unsigned int kLaneMask = 0x00FF00FFu;
 NINFER_HD constexpr unsigned int evenLanes(unsigned int word) { return word & kLaneMask; }
 NINFER_HD constexpr unsigned int oddLanes(unsigned int word) { return (word >> 8) & kLaneMask; }
 
-// The tensor-core GEMMs' decode (linear_tq1.cuh's Tq1TileStager): digit i of the four
-// bytes of a word as f16 bits of -s, 0 or +s (scaleBits: the f16 bits of s > 0), in two
-// pairs of adjacent values, the first value in the low half: pairs[0] = bytes 0, 1 and
-// pairs[1] = bytes 2, 3. Digit i of byte j of a chunk is value 80 c + 16 i + j, so the
-// pairs of a chunk's four words are 16 adjacent values.
+// 3^i for digit i (0..4): (b * 3^i) & 255 is b after i steps of q = (3 q) & 255, since the
+// mask is a remainder mod 256; in a 16-bit lane b * 81 stays below 2^16.
+NINFER_HD constexpr unsigned int digitMultiplier(int digit) {
+  return static_cast<unsigned int>(0x511B090301ull >> (8 * digit)) & 0xFFu;
+}
+NINFER_HD constexpr bool multipliersTakeDigitSteps() {
+  for (unsigned int b = 0; b < 256; ++b) {
+    unsigned int q = b;
+    for (int i = 0; i < kDigits; q = (q * 3) & 255u, ++i)
+      if (((b * digitMultiplier(i)) & 255u) != q)
+        return false;
+  }
+  return true;
+}
+static_assert(multipliersTakeDigitSteps(), "one multiply by 3^i takes i digit steps");
+
+// Bytes of {hi, lo} (8 bytes, lo first) picked by the low 3 bits of each of the selector's four
+// nibbles: the prmt instruction (__byte_perm), and its host equivalent for the tests.
+NINFER_HD inline unsigned int pickBytes(unsigned int lo, unsigned int hi, unsigned int selector) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(lo, hi, selector);
+#else
+  const unsigned long long both = (static_cast<unsigned long long>(hi) << 32) | lo;
+  unsigned int out = 0;
+  for (int i = 0; i < 4; ++i)
+    out |= static_cast<unsigned int>(both >> (8 * ((selector >> (4 * i)) & 7u)) & 0xFFu) << (8 * i);
+  return out;
+#endif
+}
+
+// The tensor-core GEMMs' decode (gemm_ternary.cuh's Tq1Codes): digit i of the four bytes of
+// a word as f16 bits of -s, 0 or +s (scaleBits: the f16 bits of s > 0), in two pairs of
+// adjacent values, the first value in the low half: pairs[0] = bytes 0, 1 and pairs[1] =
+// bytes 2, 3. Digit i of byte j of a chunk is value 80 c + 16 i + j, so the pairs of a
+// chunk's four words are 16 adjacent values. Per pair one prmt picks both values' bytes from
+// the table {lo: -s, 0; hi: +s}: digit d selects bytes 2d and 2d + 1.
 NINFER_HD inline void digitPairsF16(unsigned int word, int digit, unsigned int scaleBits,
                                     unsigned int (&pairs)[2]) {
-  unsigned int even = evenLanes(word), odd = oddLanes(word);
-  for (int i = 0; i < digit; ++i) {
-    even = (even * 3u) & kLaneMask;
-    odd = (odd * 3u) & kLaneMask;
-  }
-  even *= 3u; // bytes 0 and 2: digits at bits 8-9 and 24-25
-  odd *= 3u;  // bytes 1 and 3
-  const auto value = [scaleBits](unsigned int lanes, int at) {
-    const unsigned int d = (lanes >> at) & 3u;
-    return (d == 1u ? 0u : scaleBits) | (d == 0u ? 0x8000u : 0u);
-  };
-  pairs[0] = value(even, 8) | value(odd, 8) << 16;
-  pairs[1] = value(even, 24) | value(odd, 24) << 16;
+  const unsigned int multiplier = digitMultiplier(digit);
+  // bytes 0 and 2: digits at bits 8-9 and 24-25; bytes 1 and 3 likewise
+  const unsigned int even = ((evenLanes(word) * multiplier) & kLaneMask) * 3u;
+  const unsigned int odd = ((oddLanes(word) * multiplier) & kLaneMask) * 3u;
+  const unsigned int table = scaleBits | 0x8000u; // bytes -s, then two zero bytes
+  // Digits da (low value), db (high value) at bits 0-1 and 8-9 of t: nibbles 2da, 2da + 1,
+  // 2db, 2db + 1 = t * 0x22 + 0x1010.
+  const unsigned int t0 = ((even >> 8) & 3u) | (odd & 0x300u);
+  const unsigned int t1 = ((even >> 24) & 3u) | ((odd >> 16) & 0x300u);
+  pairs[0] = pickBytes(table, scaleBits, t0 * 0x22u + 0x1010u);
+  pairs[1] = pickBytes(table, scaleBits, t1 * 0x22u + 0x1010u);
 }
 // Value index of digit i of byte j of chunk c.
 NINFER_HD constexpr long long valueIndex(long long chunk, int byte, int digit) {
