@@ -24,8 +24,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <thread>
+#include <vector>
 
 namespace ninfer {
 namespace {
@@ -108,17 +112,32 @@ TestPlan ternaryPlan(const Case& c, std::mt19937& rng) {
   return t;
 }
 
-// Worst nMSE over the steps, or INFINITY after a reported failure. Steps of at
-// most kGemvMaxRows tokens (the GEMV path) are held to gemvBound, the others to gemmBound.
-double runParity(TestPlan& t, const std::string& arch, const std::string& what,
-                 double gemvBound, double gemmBound) {
-  KernelOptions options;
-  options.archs = {arch};
-  options.embedPtx = false;
-  Status emitted = emitKernels(t.plan, options);
-  EXPECT_TRUE(emitted.isOk()) << what << ": " << emitted.message();
-  if (!emitted.isOk())
-    return INFINITY;
+// Emits every plan's kernels for `arch`, the plans spread over the host's cores: NVRTC takes
+// a few seconds a plan, and one after another the plans took most of the sweep's time.
+std::vector<Status> emitInParallel(std::vector<TestPlan>& plans, const std::string& arch) {
+  std::vector<Status> emitted(plans.size(), Status::ok());
+  std::atomic<size_t> next{0};
+  const size_t workers =
+      std::min<size_t>(plans.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t w = 0; w < workers; ++w)
+    threads.emplace_back([&] {
+      for (size_t i = next++; i < plans.size(); i = next++) {
+        KernelOptions options;
+        options.archs = {arch};
+        options.embedPtx = false;
+        emitted[i] = emitKernels(plans[i].plan, options);
+      }
+    });
+  for (std::thread& thread : threads)
+    thread.join();
+  return emitted;
+}
+
+// Worst nMSE over the steps of a plan whose kernels are emitted, or INFINITY after a reported
+// failure. Steps of at most kGemvMaxRows tokens (the GEMV path) are held to gemvBound, the
+// others to gemmBound.
+double runParity(TestPlan& t, const std::string& what, double gemvBound, double gemmBound) {
   const std::string path = test::tempPlanPath("ternary");
   Status written = t.write(path);
   EXPECT_TRUE(written.isOk()) << what << ": " << written.message();
@@ -266,17 +285,24 @@ TEST(TernaryKernels, ParityWithCpuExecutor) {
       std::vector<Case> all = cases;
       if (dtype == DType::TQ1)
         all.insert(all.end(), tq1Cases.begin(), tq1Cases.end());
+      std::vector<TestPlan> plans;
       for (size_t i = 0; i < all.size(); ++i) {
-        Case c = all[i];
-        c.dtype = dtype;
+        all[i].dtype = dtype;
         // Each case draws the same data for every arch, so that the archs' figures differ by
         // their kernels alone.
         std::mt19937 rng(uint32_t(2024 + i + (dtype == DType::TQ1 ? 1000 : 0)));
-        TestPlan t = ternaryPlan(c, rng);
-        const bool tq1 = dtype == DType::TQ1;
+        plans.push_back(ternaryPlan(all[i], rng));
+      }
+      const std::vector<Status> emitted = emitInParallel(plans, target);
+      for (size_t i = 0; i < all.size(); ++i) {
+        const Case& c = all[i];
         const std::string what = target + " " + caseName(c);
-        const double worst = runParity(t, target, what, tq1 ? kTq1GemvBound : kBound,
-                                       c.k % kGemmTileK == 0 ? kTq1GemvBound : kBound);
+        EXPECT_TRUE(emitted[i].isOk()) << what << ": " << emitted[i].message();
+        const double worst =
+            !emitted[i].isOk()
+                ? INFINITY
+                : runParity(plans[i], what, dtype == DType::TQ1 ? kTq1GemvBound : kBound,
+                            c.k % kGemmTileK == 0 ? kTq1GemvBound : kBound);
         std::printf("%-56s %12.3g\n", what.c_str(), worst);
       }
     }
