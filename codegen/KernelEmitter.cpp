@@ -768,13 +768,18 @@ private:
       call << (oneToken ? "ninfer::dev::linearQuantSwiGluOneToken<"
                         : "ninfer::dev::linearQuantSwiGlu<")
            << traits.bits << ", " << traits.groupSize << ", ";
+    } else if (wType == DType::TQ1) {
+      call << "ninfer::dev::linearTq1SwiGlu<";
+      blocks = static_cast<uint32_t>(
+          ceilDiv(a.out_features, gemv::mmaSwiGluOutputsPerBlock(a.out_features)));
     } else {
       call << "ninfer::dev::linearSwiGlu<" << int(wType) << ", ";
       blocks = static_cast<uint32_t>(ceilDiv(
           a.out_features, gemv::linearSwiGluOutputsPerBlock(a.out_features, a.in_features,
                                                             16 / dtypeBytes(wType))));
     }
-    // The quantized multi-row GEMV (linearQuantSwiGlu) takes normalized rows.
+    // The quantized multi-row GEMV (linearQuantSwiGlu) takes normalized rows (ternary readers
+    // have no fused norms: LaunchFusion.cpp's normRows).
     const NormedInput in = normedInput(gate, format < 0 || oneToken);
     call << a.in_features << ", " << a.out_features << ">(" << in.x << ", "
          << raw(gate.inputs[1]) << ", " << raw(up.inputs[1]) << ", "

@@ -89,10 +89,10 @@ private:
   }
 
   // A SwiGLU op right after the gate/up group whose outputs it reads: the group's
-  // decode launch computes the activation itself (linearSwiGlu, linearQuantSwiGlu)
-  // and writes neither gate nor up; the SwiGLU launch runs the longer steps. It needs
-  // both linears without bias, one weight dtype, the 16-byte f16/bf16 GEMV or a
-  // group-quantized format with sm_80+ targets (the tensor-core GEMV), and an
+  // decode launch computes the activation itself (linearSwiGlu, linearQuantSwiGlu,
+  // linearTq1SwiGlu) and writes neither gate nor up; the SwiGLU launch runs the longer steps.
+  // It needs both linears without bias, one weight dtype, the 16-byte f16/bf16 GEMV or a
+  // group-quantized or TQ1 format with sm_80+ targets (the tensor-core GEMVs), and an
   // activation that does not overlap the input (the launch reads x while it writes), and no
   // op after the SwiGLU that reads gate or up (the fused launches write neither).
   // In plans of several sequences only where the group's steps of 2..8 rows take the
@@ -119,9 +119,10 @@ private:
       const bool halves = (wType == DType::F16 || wType == DType::BF16) &&
                           a.in_features % (16 / dtypeBytes(wType)) == 0 &&
                           aligned16(first.inputs[1]) && aligned16(second.inputs[1]);
+      const bool tensorCoreGemv = quantized || wType == DType::TQ1;
       if (!pair || a.has_bias || b.has_bias || sw->dim != a.out_features ||
           b.out_features != a.out_features || buf(second.inputs[1]).dtype != wType ||
-          !aligned16(first.inputs[0]) || !(halves || (quantized && choices_.tensorCoreGemm)) ||
+          !aligned16(first.inputs[0]) || !(halves || (tensorCoreGemv && choices_.tensorCoreGemm)) ||
           overlaps(act.outputs[0], first.inputs[0]) || readFrom(i + 3, first.outputs[0]) ||
           readFrom(i + 3, second.outputs[0]) || (maxBatch() > 1 && !rowsTakeSwiGlu(first)))
         continue;

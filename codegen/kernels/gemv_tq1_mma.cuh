@@ -58,15 +58,20 @@ __device__ __forceinline__ unsigned int tq1DigitPairToHalf2(unsigned int p) {
   return d;
 }
 
-template <int BDT, bool HAS_BIAS, int K, int N>
+// SWIGLU: w is a SwiGLU's gate and wUp its up matrix (upScale its scale), and y gets
+// silu(x gate^T) * (x up^T) (gemvMmaTiles' SWIGLU tiles: gate row o in D rows g, up row o
+// in rows g + 8, each warp's sums scaled by their matrix's scale); no bias or residual.
+template <int BDT, bool HAS_BIAS, int K, int N, bool SWIGLU = false>
 __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsigned int *w,
                                            float scale, const void *bias, const float *residual,
-                                           float *y, BlockSlice blocks) {
+                                           float *y, BlockSlice blocks,
+                                           const unsigned int *wUp = nullptr,
+                                           float upScale = 0.0f) {
   constexpr int kChunks = static_cast<int>(tq1::chunks(K));
   constexpr int kRowWords = kChunks * tq1::kWordsPerChunk;
   // Digits of the last chunk that hold values (the rest is padding).
   constexpr int kLastDigits = (K - (kChunks - 1) * tq1::kChunkValues) / 16;
-  constexpr int kRowTiles = gemv::mmaRowTiles(N);
+  constexpr int kRowTiles = gemv::mmaRowTiles(SWIGLU ? 2 * N : N);
   constexpr int kSplit = kGemvMmaWarps / kRowTiles; // warps per row tile, splitting K
   constexpr unsigned int kOne = 0x64016401u;        // 1025 in both halves: 1024 + d - kOne = t
   static_assert(K % 16 == 0 && kLastDigits >= 1 && kLastDigits <= tq1::kDigits,
@@ -84,11 +89,11 @@ __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsig
   const bool hasToken = g < rows;
   const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K;
 
-  gemvMmaTiles<BDT, HAS_BIAS, N>(
-      rows, scale, bias, residual, y, blocks,
+  gemvMmaTiles<BDT, HAS_BIAS, N, SWIGLU>(
+      rows, SWIGLU ? 1.0f : scale, bias, residual, y, blocks,
       [&](long long r0, long long r1, float(&acc)[4], float(&acc2)[4]) {
         const unsigned int *w0 = w + r0 * kRowWords;
-        const unsigned int *w1 = w + r1 * kRowWords;
+        const unsigned int *w1 = (SWIGLU ? wUp : w) + r1 * kRowWords;
         // Software pipeline: the next quad's codes are in flight while this one's are used.
         TernaryCodes<4> code0, code1, next0, next1;
         if (chunkBegin < chunkEnd) {
@@ -136,6 +141,13 @@ __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsig
           }
           code0 = next0;
           code1 = next1;
+        }
+        if constexpr (SWIGLU) { // D elements 0, 1: the gate row; 2, 3: the up row
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            acc[e] *= e < 2 ? scale : upScale;
+            acc2[e] *= e < 2 ? scale : upScale;
+          }
         }
       });
 }

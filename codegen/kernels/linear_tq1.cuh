@@ -153,5 +153,23 @@ __device__ __forceinline__ void linearTq1(const float *x, const void *w, const v
   }
 }
 
+// The decode launch of a TQ1 gate/up pair with its SwiGLU (steps of 1..8 rows, sm_80+
+// targets; the emitter's swiGluCall): y = silu(x gate^T) * (x up^T) on the tensor-core GEMV.
+// Launch: block 256 threads, grid ceil(N / gemv::mmaSwiGluOutputsPerBlock(N)).
+template <int K, int N>
+__device__ __forceinline__ void linearTq1SwiGlu(const float *x, const void *gate, const void *up,
+                                                float *y, const StepState *state) {
+  static_assert(tq1::isPackableCols(K), "TQ1 needs K to be a multiple of 16");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const auto scaleOf = [](const void *w) {
+    return __ldg(reinterpret_cast<const float *>(static_cast<const char *>(w) +
+                                                 tq1::scaleOffset(N, K)));
+  };
+  gemvTq1Mma<0, false, K, N, true>(x, state->nTokens, static_cast<const unsigned int *>(gate),
+                                   scaleOf(gate), nullptr, nullptr, y, wholeGrid(),
+                                   static_cast<const unsigned int *>(up), scaleOf(up));
+#endif
+}
+
 } // namespace dev
 } // namespace ninfer

@@ -583,11 +583,11 @@ TEST(Nvrtc, GroupedGemvSplitsAsOneLayer) {
 }
 
 // gate, up and the SwiGLU that reads them: with steps of more than 8 tokens the pair's
-// decode launch writes the activation itself (f16: linearSwiGlu; Q4: linearQuantSwiGlu,
-// with sm_80+ targets), and the SwiGLU op keeps a launch for the longer steps only. Not
-// when the activation overlaps the input, with an sm_75 target for quantized weights, or
-// in a plan of several sequences whose pair's steps of 2..8 rows would not take the
-// multi-row kernel (Nvrtc.BatchPlanFusesWideSwiGluIntoTheMultiRowKernel).
+// decode launch writes the activation itself (f16: linearSwiGlu; Q4: linearQuantSwiGlu and
+// TQ1: linearTq1SwiGlu, with sm_80+ targets), and the SwiGLU op keeps a launch for the longer
+// steps only. Not when the activation overlaps the input, with an sm_75 target for quantized
+// or TQ1 weights, or in a plan of several sequences whose pair's steps of 2..8 rows would not
+// take the multi-row kernel (Nvrtc.BatchPlanFusesWideSwiGluIntoTheMultiRowKernel).
 TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
   struct Case {
     DType type;
@@ -601,6 +601,8 @@ TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
       {DType::BF16, {"sm_80", "sm_86"}, false, 1, "linearSwiGlu<2, 256, 384>("},
       {DType::Q4_G64, {"sm_80", "sm_90"}, false, 1, "linearQuantSwiGlu<4, 64, 256, 384>("},
       {DType::Q4_G64, {"sm_75", "sm_90"}, false, 1, nullptr},
+      {DType::TQ1, {"sm_80", "sm_90"}, false, 1, "linearTq1SwiGlu<256, 384>("},
+      {DType::TQ1, {"sm_75", "sm_90"}, false, 1, nullptr},
       {DType::F16, {"sm_90"}, true, 1, nullptr},
       {DType::Q4_G64, {"sm_90"}, false, 4, nullptr}};
   for (const Case &c : cases) {
@@ -632,8 +634,9 @@ TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
       EXPECT_NE(source.find(c.fused), std::string::npos) << what;
       EXPECT_EQ(swiLaunches[0]->min_tokens, 9u) << what;
       const uint32_t outputsPerBlock =
-          c.type == DType::Q4_G64 ? uint32_t(gemv::mmaSwiGluOutputsPerBlock(out))
-                                  : uint32_t(gemv::linearSwiGluOutputsPerBlock(out, in, 8));
+          c.type == DType::Q4_G64 || c.type == DType::TQ1
+              ? uint32_t(gemv::mmaSwiGluOutputsPerBlock(out))
+              : uint32_t(gemv::linearSwiGluOutputsPerBlock(out, in, 8));
       EXPECT_EQ(t.plan.ops[0]->launches[0]->grid_base[0], (out + outputsPerBlock - 1) / outputsPerBlock)
           << what;
     } else {
