@@ -163,8 +163,10 @@ private:
     for (size_t s = 2; s + 1 < n; ++s) {
       const OpT &act = *plan_.ops[s], &down = *plan_.ops[s + 1];
       const int type = wgmmaInputType(s + 1);
+      // (No SwiGLU GEMM for ternary gate/up pairs: their down projection rounds its x.)
       if (!out_.swiGluFused[s] || type == 0 || wgmmaInputType(s - 2) == 0 ||
           wgmmaInputType(s - 1) != wgmmaInputType(s - 2) ||
+          ternary::isTernaryPlanDType(int(buf(plan_.ops[s - 2]->inputs[1]).dtype)) ||
           act.attrs.AsSwiGluAttrs()->dim % 64 != 0 || down.inputs[0] != act.outputs[0] ||
           out_.linearGroups[s + 1].size > 1)
         continue;
@@ -246,8 +248,8 @@ private:
   }
 
   // The 16-bit type in which the GEMM of linear op `index` reads its x on sm_90a (plan
-  // DType: the weights' f16/bf16, f16 for group-quantized weights), or 0 where it has no
-  // GEMM (last-row-only) or its GEMM does not run on wgmma (KernelEmitter.cpp's addGemm
+  // DType: the weights' f16/bf16, f16 for group-quantized and ternary weights), or 0 where it
+  // has no GEMM (last-row-only) or its GEMM does not run on wgmma (KernelEmitter.cpp's addGemm
   // decides the same way).
   int wgmmaInputType(size_t index) const {
     const OpT &op = *plan_.ops[index];
@@ -258,7 +260,9 @@ private:
     const DType wType = buf(op.inputs[1]).dtype;
     if ((wType == DType::F16 || wType == DType::BF16) && vecGemv(op, op.inputs[0]))
       return int(wType);
-    return quant::formatOfPlanDType(int(wType)) >= 0 ? int(DType::F16) : 0;
+    return quant::formatOfPlanDType(int(wType)) >= 0 || ternary::isTernaryPlanDType(int(wType))
+               ? int(DType::F16)
+               : 0;
   }
 
   // An RMSNorm (its launch running the long steps, not in place) or a tensor-core prefill

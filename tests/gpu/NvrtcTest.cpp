@@ -4,6 +4,7 @@
 #include "Nvrtc.h"
 #include "TestPlan.h"
 #include "ninfer/GemvShapes.h"
+#include "ninfer/TernaryDType.h"
 
 #include <gtest/gtest.h>
 
@@ -30,11 +31,14 @@ void emitForSm90(TestPlan &t, bool fuse = true) {
 }
 
 // embedding -> rmsnorm -> linear -> rope -> attention -> swiglu/add -> lm_head.
+// Ternary weightType: the linears but the lm_head are ternary, the rest f16.
 TestPlan smallModel(DType weightType, int maxStepTokens = 8, DType cache = DType::F16) {
   std::mt19937 rng(7);
   const int hidden = 64, heads = 4, kvHeads = 2, headDim = 16, vocab = 50, context = 32;
+  const bool ternary = ternary::isTernaryPlanDType(int(weightType));
+  const DType dense = ternary ? DType::F16 : weightType;
   TestPlan t(maxStepTokens, context);
-  const uint32_t table = t.addWeight("embed", weightType, {vocab, hidden},
+  const uint32_t table = t.addWeight("embed", dense, {vocab, hidden},
                                      test::randomValues(size_t(vocab) * hidden, 1.0f, rng));
   const uint32_t x = t.addActivation("x", hidden);
   const uint32_t h = t.addActivation("h", hidden);
@@ -44,17 +48,17 @@ TestPlan smallModel(DType weightType, int maxStepTokens = 8, DType cache = DType
   const uint32_t o = t.addActivation("o", heads * headDim);
   const uint32_t kc = t.addKvCache("k_cache", context, kvHeads, headDim, cache);
   const uint32_t vc = t.addKvCache("v_cache", context, kvHeads, headDim, cache);
-  const uint32_t norm =
-      t.addWeight("norm", weightType, {hidden}, test::randomValues(hidden, 1.0f, rng));
-  auto linearWeight = [&](const char *name, int out, int in) {
-    return t.addWeight(name, weightType, {out, in},
-                       test::randomValues(size_t(out) * in, 0.2f, rng));
+  const uint32_t norm = t.addWeight("norm", dense, {hidden}, test::randomValues(hidden, 1.0f, rng));
+  auto linearWeight = [&](const char *name, int out, int in, DType type) {
+    if (ternary::isTernaryPlanDType(int(type)))
+      return t.addTernaryWeight(name, type, out, in, 0.05f, rng, false);
+    return t.addWeight(name, type, {out, in}, test::randomValues(size_t(out) * in, 0.2f, rng));
   };
-  const uint32_t wq = linearWeight("wq", heads * headDim, hidden);
-  const uint32_t wk = linearWeight("wk", kvHeads * headDim, hidden);
-  const uint32_t wv = linearWeight("wv", kvHeads * headDim, hidden);
-  const uint32_t wo = linearWeight("wo", hidden, heads * headDim);
-  const uint32_t lm = linearWeight("lm_head", vocab, hidden);
+  const uint32_t wq = linearWeight("wq", heads * headDim, hidden, weightType);
+  const uint32_t wk = linearWeight("wk", kvHeads * headDim, hidden, weightType);
+  const uint32_t wv = linearWeight("wv", kvHeads * headDim, hidden, weightType);
+  const uint32_t wo = linearWeight("wo", hidden, heads * headDim, weightType);
+  const uint32_t lm = linearWeight("lm_head", vocab, hidden, dense);
   std::vector<float> inv(headDim / 2);
   for (int i = 0; i < headDim / 2; ++i)
     inv[i] = 1.0f / std::pow(10000.0f, float(2 * i) / headDim);
@@ -373,8 +377,8 @@ TEST(Nvrtc, LargeLinearPathsCompile) {
 }
 
 // On sm_90a (ninferc's h100/h200 targets) the prefill GEMMs run on wgmma
-// (gemm_wgmma.cuh) and read their x rounded to the weights' 16-bit type from the "gemm.x16"
-// workspace, which lies after the other workspaces. The RMSNorm before q/k/v and the
+// (gemm_wgmma.cuh) and read their x rounded to the weights' 16-bit type (f16 for ternary
+// weights) from the "gemm.x16" workspace, which lies after the other workspaces. The RMSNorm before q/k/v and the
 // tensor-core prefill attention before o write it themselves in long steps; where the
 // producer cannot (an int8 KV cache: the CUDA-core prefill attention), a launch on the same
 // steps rounds x before the GEMM. With any other target among the archs, or
@@ -390,6 +394,8 @@ TEST(Nvrtc, Sm90aGemmsReadXRoundedOnceIntoTheWorkspace) {
   for (const Case &c : {Case{{"sm_90a"}, "0", DType::F16, DType::F16, true},
                         Case{{"sm_90a"}, "0", DType::BF16, DType::F16, true},
                         Case{{"sm_90a"}, "0", DType::F16, DType::Q8_KV, true},
+                        Case{{"sm_90a"}, "0", DType::TQ1, DType::F16, true},
+                        Case{{"sm_90a"}, "0", DType::TQ2, DType::F16, true},
                         Case{{"sm_90a"}, "1", DType::F16, DType::F16, false},
                         Case{{"sm_90"}, "0", DType::F16, DType::F16, false},
                         Case{{"sm_80", "sm_90a"}, "0", DType::F16, DType::F16, false}}) {
@@ -452,14 +458,16 @@ TEST(Nvrtc, Sm90aGemmsReadXRoundedOnceIntoTheWorkspace) {
     EXPECT_EQ(rounds, c.wgmma && int8 ? 1 : 0) << what;
     EXPECT_EQ(producers, c.wgmma ? (int8 ? 1 : 2) : 0) << what;
     const std::string &source = t.plan.kernels->source;
-    const std::string type = std::to_string(int(c.type));
+    // Ternary plans: f16 norm weights and x16.
+    const bool ternary = ternary::isTernaryPlanDType(int(c.type));
+    const std::string type = std::to_string(int(ternary ? DType::F16 : c.type));
     EXPECT_EQ(source.find("roundRows<" + type + ", 64, ") != std::string::npos, c.wgmma && int8)
         << what;
     EXPECT_EQ(source.find("rmsNormWarp<" + type + ", 64, 64, 256, " + type + ">(") !=
                   std::string::npos,
               c.wgmma)
         << what;
-    EXPECT_EQ(source.find(", 4, true>(") != std::string::npos, c.wgmma)
+    EXPECT_EQ(source.find(ternary ? ", 4>(" : ", 4, true>(") != std::string::npos, c.wgmma)
         << what << ": GEMM calls with ROWS = kRowsGemmX16";
     if (!x16)
       continue;
