@@ -832,13 +832,17 @@ private:
     reserveAct16(a.out_features);
     std::ostringstream call;
     const int format = quant::formatOfPlanDType(wType);
-    // The quantized GEMM decodes the weights itself; the f16/bf16 one reads them through
-    // tensor maps, boxes of 64 rows (half a tile each).
+    // The quantized and ternary GEMMs decode the weights themselves; the f16/bf16 one reads
+    // them through tensor maps, boxes of 64 rows (half a tile each).
     std::string gateW, upW;
     if (format >= 0) {
       const quant::QuantFormatTraits traits =
           quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
       call << "ninfer::dev::linearQuantSwiGluGemm<" << traits.bits << ", " << traits.groupSize;
+      gateW = raw(gate.inputs[1]);
+      upW = raw(up.inputs[1]);
+    } else if (wType == int(DType::TQ1)) { // (TQ2 pairs have no fused SwiGLU to extend)
+      call << "ninfer::dev::ternarySwiGluGemm<ninfer::dev::Tq1Codes";
       gateW = raw(gate.inputs[1]);
       upW = raw(up.inputs[1]);
     } else {

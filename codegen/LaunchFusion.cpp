@@ -163,10 +163,8 @@ private:
     for (size_t s = 2; s + 1 < n; ++s) {
       const OpT &act = *plan_.ops[s], &down = *plan_.ops[s + 1];
       const int type = wgmmaInputType(s + 1);
-      // (No SwiGLU GEMM for ternary gate/up pairs: their down projection rounds its x.)
       if (!out_.swiGluFused[s] || type == 0 || wgmmaInputType(s - 2) == 0 ||
           wgmmaInputType(s - 1) != wgmmaInputType(s - 2) ||
-          ternary::isTernaryPlanDType(int(buf(plan_.ops[s - 2]->inputs[1]).dtype)) ||
           act.attrs.AsSwiGluAttrs()->dim % 64 != 0 || down.inputs[0] != act.outputs[0] ||
           out_.linearGroups[s + 1].size > 1)
         continue;

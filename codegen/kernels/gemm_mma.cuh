@@ -147,6 +147,7 @@ struct PaddedTile {
 template <class T> struct MatrixRows {
   static constexpr int kMatrices = 1;
   const T *w;
+  __device__ __forceinline__ static int index(int) { return 0; } // which matrix holds row n
   __device__ __forceinline__ const T *matrix(int) const { return w; }
   __device__ __forceinline__ static int row(int n) { return n; }
 };
@@ -157,7 +158,8 @@ template <class T> struct MatrixRows {
 template <class T> struct GateUpRows {
   static constexpr int kMatrices = 2;
   const T *gate, *up;
-  __device__ __forceinline__ const T *matrix(int n) const { return n % 128 < 64 ? gate : up; }
+  __device__ __forceinline__ static int index(int n) { return n % 128 < 64 ? 0 : 1; }
+  __device__ __forceinline__ const T *matrix(int n) const { return index(n) ? up : gate; }
   __device__ __forceinline__ static int row(int n) { return n / 128 * 64 + n % 64; }
 };
 

@@ -32,6 +32,11 @@ template <int K, int ROWS> __host__ __device__ constexpr bool ternaryTensorCoreG
 
 struct Tq2Codes {
   uint2 raw;
+  // The tensor's f32 scale, which follows its N x K codes (a 16-byte aligned offset).
+  template <int N, int K> __device__ __forceinline__ static float scale(const void *w) {
+    return __ldg(reinterpret_cast<const float *>(static_cast<const char *>(w) +
+                                                 ternary::scaleOffset(N, K)));
+  }
   template <int K>
   __device__ __forceinline__ void load(const unsigned char *w, long long n, int k) {
     loadStreamed(raw, w + n * ternary::rowBytes(K) + k / 4);
@@ -46,6 +51,10 @@ struct Tq2Codes {
 struct Tq1Codes {
   uint4 raw[2];
   int digit[2];
+  template <int N, int K> __device__ __forceinline__ static float scale(const void *w) {
+    return __ldg(reinterpret_cast<const float *>(static_cast<const char *>(w) +
+                                                 tq1::scaleOffset(N, K)));
+  }
   template <int K>
   __device__ __forceinline__ void load(const unsigned char *w, long long n, int k) {
 #pragma unroll
@@ -71,29 +80,36 @@ struct Tq1Codes {
   }
 };
 
-template <class CODES, int K, int N> struct TernaryTileStager {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 // (gemm_mma.cuh's row policies)
+// ROWS: where row n of the GEMM's weights is (gemm_mma.cuh's MatrixRows, or GateUpRows for a
+// SwiGLU's gate and up matrices), scaleBits the f16 bits of each matrix's scale.
+template <class CODES, int K, int N, class ROWS = MatrixRows<unsigned char>>
+struct TernaryTileStager {
   static_assert(K % kMmaTK == 0, "whole k-steps");
   static constexpr int kMmaDType = kF16;
   static constexpr bool kCopiesAsync = false; // store decodes what fetch loaded
   static constexpr bool kBulk = false;
-  const unsigned char *w;
-  unsigned int scaleBits; // f16 bits of s
+  ROWS w;
+  unsigned int scaleBits[ROWS::kMatrices];
   CODES codes;
+  unsigned int rowScaleBits; // of the matrix of the row this thread fetched
 
   template <class TILE> __device__ __forceinline__ void fetch(int n0, int k0, TILE) {
     // Rows past N read row N - 1 (not stored).
-    const long long n = min(n0 + static_cast<int>(threadIdx.x) / 2, N - 1);
-    codes.template load<K>(w, n, k0 + 32 * (static_cast<int>(threadIdx.x) % 2));
+    const int n = min(n0 + static_cast<int>(threadIdx.x) / 2, N - 1);
+    rowScaleBits = scaleBits[ROWS::index(n)];
+    codes.template load<K>(w.matrix(n), ROWS::row(n), k0 + 32 * (static_cast<int>(threadIdx.x) % 2));
   }
   template <class TILE> __device__ __forceinline__ void store(TILE tile) {
     unsigned int v[16]; // v[m] = values (2m, 2m + 1) of the thread's 32
-    codes.pairs(scaleBits, v);
+    codes.pairs(rowScaleBits, v);
 #pragma unroll
     for (int q = 0; q < 4; ++q)
       *static_cast<uint4 *>(tile.chunk(threadIdx.x / 2, 4 * (threadIdx.x % 2) + q)) =
           make_uint4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
   }
 };
+#endif
 
 // A long step of a ternary linear where ternaryTensorCoreGemm<K, ROWS>() (x: the x16 rows
 // for ROWS kRowsGemmX16*, f32 rows for kRowsGemm).
@@ -104,7 +120,7 @@ __device__ __forceinline__ void ternaryGemm(const float *x, const void *w, float
   static_assert(ternaryTensorCoreGemm<K, ROWS>(), "the select/add paths take this step");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using Stager = TernaryTileStager<CODES, K, N>;
-  Stager stager{static_cast<const unsigned char *>(w), f32ToF16(scale)};
+  Stager stager{{static_cast<const unsigned char *>(w)}, {f32ToF16(scale)}};
   if constexpr (ROWS == kRowsGemm) {
     gemmMma<Stager, BDT, HAS_BIAS, K, N>(x, state->nTokens, stager, bias, residual, y, blocks);
   } else {
@@ -114,6 +130,26 @@ __device__ __forceinline__ void ternaryGemm(const float *x, const void *w, float
         {bias, residual, y}, blocks);
 #endif
   }
+#endif
+}
+
+// The long-step GEMM of a ternary gate/up pair on sm_90a (the emitter's swiGluGemmCall): one
+// wgmma GEMM over tiles of 64 gate and the same 64 up rows (GateUpRows) whose epilogue writes
+// silu(gate) * up rounded to ODT (rows of I) as the down projection's x (SwiGluOut).
+template <class CODES, int ODT, int K, int I, int ROWS>
+__device__ __forceinline__ void ternarySwiGluGemm(const float *x, const void *gate,
+                                                  const void *up, unsigned short *y16,
+                                                  const StepState *state) {
+#if NINFER_SM90A
+  static_assert(ROWS == kRowsGemmX16 || ROWS == kRowsGemmX16Tall, "wgmma");
+  using Rows = GateUpRows<unsigned char>;
+  using Stager = TernaryTileStager<CODES, K, 2 * I, Rows>;
+  Stager stager{Rows{static_cast<const unsigned char *>(gate),
+                     static_cast<const unsigned char *>(up)},
+                {f32ToF16(CODES::template scale<I, K>(gate)),
+                 f32ToF16(CODES::template scale<I, K>(up))}};
+  gemmWgmma<Stager, SwiGluOut<ODT, 2 * I>, K, 2 * I, ROWS == kRowsGemmX16Tall ? 2 : 1>(
+      reinterpret_cast<const unsigned short *>(x), state->nTokens, stager, {y16}, wholeGrid());
 #endif
 }
 

@@ -255,9 +255,7 @@ __device__ __forceinline__ void linearTernary(const float *x, const void *w, con
                                               const StepState *state,
                                               BlockSlice blocks = wholeGrid()) {
   static_assert(ternary::isPackableCols(K), "TQ2 needs K to be a multiple of 64");
-  // The scale follows the codes; that offset is a multiple of 16 bytes.
-  const float scale = __ldg(reinterpret_cast<const float *>(
-      static_cast<const char *>(w) + ternary::scaleOffset(N, K)));
+  const float scale = Tq2Codes::scale<N, K>(w);
   if constexpr (ternaryTensorCoreGemm<K, ROWS>()) // long steps on tensor cores
     ternaryGemm<Tq2Codes, BDT, HAS_BIAS, K, N, ROWS>(x, w, scale, bias, residual, y, state,
                                                      blocks);

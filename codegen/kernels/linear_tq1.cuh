@@ -124,9 +124,7 @@ __device__ __forceinline__ void linearTq1(const float *x, const void *w, const v
                                           const StepState *state,
                                           BlockSlice blocks = wholeGrid()) {
   static_assert(tq1::isPackableCols(K), "TQ1 needs K to be a multiple of 16");
-  // The scale follows the codes; that offset is a multiple of 16 bytes.
-  const float scale = __ldg(reinterpret_cast<const float *>(static_cast<const char *>(w) +
-                                                            tq1::scaleOffset(N, K)));
+  const float scale = Tq1Codes::scale<N, K>(w);
   const unsigned int *codes = static_cast<const unsigned int *>(w);
   if constexpr (ternaryTensorCoreGemm<K, ROWS>()) { // long steps (gemm_ternary.cuh)
     ternaryGemm<Tq1Codes, BDT, HAS_BIAS, K, N, ROWS>(x, w, scale, bias, residual, y, state,
@@ -161,13 +159,10 @@ __device__ __forceinline__ void linearTq1SwiGlu(const float *x, const void *gate
                                                 float *y, const StepState *state) {
   static_assert(tq1::isPackableCols(K), "TQ1 needs K to be a multiple of 16");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const auto scaleOf = [](const void *w) {
-    return __ldg(reinterpret_cast<const float *>(static_cast<const char *>(w) +
-                                                 tq1::scaleOffset(N, K)));
-  };
   gemvTq1Mma<0, false, K, N, true>(x, state->nTokens, static_cast<const unsigned int *>(gate),
-                                   scaleOf(gate), nullptr, nullptr, y, wholeGrid(),
-                                   static_cast<const unsigned int *>(up), scaleOf(up));
+                                   Tq1Codes::scale<N, K>(gate), nullptr, nullptr, y,
+                                   wholeGrid(), static_cast<const unsigned int *>(up),
+                                   Tq1Codes::scale<N, K>(up));
 #endif
 }
 

@@ -724,9 +724,10 @@ TEST(Nvrtc, BatchPlanFusesWideSwiGluIntoTheMultiRowKernel) {
 // On sm_90a the gate/up group's long-step GEMM runs over both matrices' rows and writes
 // silu(gate) * up as the down projection's 16-bit x, into its own workspace (gemm.act16):
 // the SwiGLU op has no launch left (the gate/up GEMV computes it in short steps) and the
-// down GEMM no rounding launch. Not where another op reads the activation, not in plans of
-// several sequences (no SwiGLU fused into the GEMV) and not for sm_90 code. Where a later op
-// reads gate (which the fused launches do not write), the SwiGLU is not fused at all.
+// down GEMM no rounding launch (f16, q4 and TQ1 weights). Not where another op reads the
+// activation, not in plans of several sequences or TQ2 plans (no SwiGLU fused into the GEMV)
+// and not for sm_90 code. Where a later op reads gate (which the fused launches do not write),
+// the SwiGLU is not fused at all.
 TEST(Nvrtc, Sm90aGateUpGemmWritesTheSwiGluForTheDownProjection) {
   enum Reader { kNone, kActivation, kGate };
   struct Case {
@@ -739,6 +740,9 @@ TEST(Nvrtc, Sm90aGateUpGemmWritesTheSwiGluForTheDownProjection) {
   for (const Case &c :
        {Case{DType::F16, "sm_90a", kNone, 1, "linearSwiGluGemm<1, 1, 256, 384, 4>("},
         Case{DType::Q4_G64, "sm_90a", kNone, 1, "linearQuantSwiGluGemm<4, 64, 1, 256, 384, 4>("},
+        Case{DType::TQ1, "sm_90a", kNone, 1,
+             "ternarySwiGluGemm<ninfer::dev::Tq1Codes, 1, 256, 384, 4>("},
+        Case{DType::TQ2, "sm_90a", kNone, 1, nullptr},
         Case{DType::F16, "sm_90", kNone, 1, nullptr},
         Case{DType::F16, "sm_90a", kActivation, 1, nullptr},
         Case{DType::F16, "sm_90a", kGate, 1, nullptr},
@@ -785,9 +789,9 @@ TEST(Nvrtc, Sm90aGateUpGemmWritesTheSwiGluForTheDownProjection) {
     EXPECT_EQ(swiLaunches.size(), c.fused ? 0u : 1u) << what;
     if (!c.fused) {
       ASSERT_EQ(swiLaunches.size(), 1u);
-      // Fused into the gate/up GEMV (one-sequence plans, gate and up read by nothing else):
-      // its launch runs the long steps.
-      const bool gemvFused = c.batch == 1 && c.otherReader != kGate;
+      // Fused into the gate/up GEMV (one-sequence plans, gate and up read by nothing else;
+      // not TQ2's select/add GEMV): its launch runs the long steps.
+      const bool gemvFused = c.batch == 1 && c.otherReader != kGate && c.type != DType::TQ2;
       EXPECT_EQ(swiLaunches[0]->min_tokens, gemvFused ? 9u : 0u) << what;
       continue;
     }
