@@ -13,6 +13,8 @@
 //  * Tq2Codes: the 32 values are two u32 words of the row (16 values each).
 //  * Tq1Codes: the 32 values are two runs of 16 values, run i of a chunk being digit i
 //    of the chunk's 16 bytes, so a run is one 16-byte load and digitPairsF16 per word.
+// ternarySwiGluGemm: a TQ1 gate/up pair's GEMM on sm_90a over GateUpRows tiles (each row
+// decoded with its matrix's scale), writing the SwiGLU as the down projection's x16.
 #pragma once
 
 #include "TernaryFormat.h"
@@ -51,7 +53,7 @@ struct Tq2Codes {
 struct Tq1Codes {
   uint4 raw[2];
   int digit[2];
-  template <int N, int K> __device__ __forceinline__ static float scale(const void *w) {
+  template <int N, int K> __device__ __forceinline__ static float scale(const void *w) { // as TQ2's
     return __ldg(reinterpret_cast<const float *>(static_cast<const char *>(w) +
                                                  tq1::scaleOffset(N, K)));
   }
@@ -98,7 +100,8 @@ struct TernaryTileStager {
     // Rows past N read row N - 1 (not stored).
     const int n = min(n0 + static_cast<int>(threadIdx.x) / 2, N - 1);
     rowScaleBits = scaleBits[ROWS::index(n)];
-    codes.template load<K>(w.matrix(n), ROWS::row(n), k0 + 32 * (static_cast<int>(threadIdx.x) % 2));
+    const int k = k0 + 32 * (static_cast<int>(threadIdx.x) % 2);
+    codes.template load<K>(w.matrix(n), ROWS::row(n), k);
   }
   template <class TILE> __device__ __forceinline__ void store(TILE tile) {
     unsigned int v[16]; // v[m] = values (2m, 2m + 1) of the thread's 32

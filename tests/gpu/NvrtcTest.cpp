@@ -378,11 +378,11 @@ TEST(Nvrtc, LargeLinearPathsCompile) {
 
 // On sm_90a (ninferc's h100/h200 targets) the prefill GEMMs run on wgmma
 // (gemm_wgmma.cuh) and read their x rounded to the weights' 16-bit type (f16 for ternary
-// weights) from the "gemm.x16" workspace, which lies after the other workspaces. The RMSNorm before q/k/v and the
-// tensor-core prefill attention before o write it themselves in long steps; where the
-// producer cannot (an int8 KV cache: the CUDA-core prefill attention), a launch on the same
-// steps rounds x before the GEMM. With any other target among the archs, or
-// NINFER_NO_WGMMA=1, the GEMMs read x themselves (gemm_mma.cuh) and nothing is rounded.
+// weights) from the "gemm.x16" workspace, which lies after the other workspaces. The RMSNorm
+// before q/k/v and the tensor-core prefill attention before o write it themselves in long
+// steps; where the producer cannot (an int8 KV cache: the CUDA-core prefill attention), a
+// launch on the same steps rounds x before the GEMM. With any other target among the archs,
+// or NINFER_NO_WGMMA=1, the GEMMs read x themselves (gemm_mma.cuh) and nothing is rounded.
 TEST(Nvrtc, Sm90aGemmsReadXRoundedOnceIntoTheWorkspace) {
   struct Case {
     std::vector<std::string> archs;
