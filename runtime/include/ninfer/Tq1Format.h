@@ -105,7 +105,7 @@ constexpr unsigned int kLaneMask = 0x00FF00FFu;
 NINFER_HD constexpr unsigned int evenLanes(unsigned int word) { return word & kLaneMask; }
 NINFER_HD constexpr unsigned int oddLanes(unsigned int word) { return (word >> 8) & kLaneMask; }
 
-// The tensor-core GEMMs' decode (linear_tq1.cuh's Tq1TileStager): digit i of the four
+// The tensor-core GEMMs' decode (gemm_ternary.cuh's Tq1Codes): digit i of the four
 // bytes of a word as f16 bits of -s, 0 or +s (scaleBits: the f16 bits of s > 0), in two
 // pairs of adjacent values, the first value in the low half: pairs[0] = bytes 0, 1 and
 // pairs[1] = bytes 2, 3. Digit i of byte j of a chunk is value 80 c + 16 i + j, so the
