@@ -436,8 +436,8 @@ void CpuExecutor::runAttention(const PreparedOp& p, const StepState& step) {
 
 Status CpuExecutor::forwardSequence(int sequence, const int32_t* tokens, int n, int pos,
                                     float* logits) {
-  NINFER_RETURN_IF_ERROR(
-      checkStep(file_.plan(), tokens, n, pos, logits, embeddingVocab_, sequence));
+  NINFER_RETURN_IF_ERROR(checkLogits(logits));
+  NINFER_RETURN_IF_ERROR(checkStep(file_.plan(), tokens, n, pos, embeddingVocab_, sequence));
   StepState step{};
   step.pos = pos;
   step.nTokens = n;
@@ -450,8 +450,9 @@ Status CpuExecutor::forwardSequence(int sequence, const int32_t* tokens, int n, 
 
 Status CpuExecutor::forwardBatch(const int32_t* tokens, const int32_t* positions,
                                  const int32_t* sequences, int batch, float* logits) {
+  NINFER_RETURN_IF_ERROR(checkLogits(logits));
   NINFER_RETURN_IF_ERROR(
-      checkBatchStep(file_.plan(), tokens, positions, sequences, batch, logits, embeddingVocab_));
+      checkBatchStep(file_.plan(), tokens, positions, sequences, batch, embeddingVocab_));
   StepState step{};
   step.nTokens = batch;
   step.batch = batch;
@@ -468,7 +469,8 @@ Status CpuExecutor::forwardBatch(const int32_t* tokens, const int32_t* positions
 Status CpuExecutor::forwardAllRows(const int32_t* tokens, int n, int pos, float* logits) {
   if (logitsOp_ < 0)
     return Executor::forwardAllRows(tokens, n, pos, logits);
-  NINFER_RETURN_IF_ERROR(checkStep(file_.plan(), tokens, n, pos, logits, embeddingVocab_));
+  NINFER_RETURN_IF_ERROR(checkLogits(logits));
+  NINFER_RETURN_IF_ERROR(checkStep(file_.plan(), tokens, n, pos, embeddingVocab_));
   StepState step{};
   step.pos = pos;
   step.nTokens = n;

@@ -744,16 +744,15 @@ Status CudaExecutor::runSequence(int sequence, const int32_t *tokens, int n, int
 
 Status CudaExecutor::runPickStep(int sequence, const int32_t *tokens, int n, int pos,
                                  Output output, double uniform) {
-  float unused = 0.0f; // checkStep asks for a logits pointer
-  NINFER_RETURN_IF_ERROR(
-      checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
+  NINFER_RETURN_IF_ERROR(checkStep(file_.plan(), tokens, n, pos, embeddingVocab_, sequence));
   return runSequence(sequence, tokens, n, pos, output, uniform);
 }
 
 Status CudaExecutor::forwardSequence(int sequence, const int32_t *tokens, int n, int pos,
                                      float *logits) {
   const plan::Plan &p = file_.plan();
-  NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, logits, embeddingVocab_, sequence));
+  NINFER_RETURN_IF_ERROR(checkLogits(logits));
+  NINFER_RETURN_IF_ERROR(checkStep(p, tokens, n, pos, embeddingVocab_, sequence));
   NINFER_RETURN_IF_ERROR(runSequence(sequence, tokens, n, pos, kLogits));
   std::memcpy(logits, hostLogits_, size_t(p.model()->vocab_size()) * 4);
   return Status::ok();
@@ -895,8 +894,8 @@ Status CudaExecutor::forwardBatch(const int32_t *tokens, const int32_t *position
   const plan::Plan &p = file_.plan();
   if (runsAsSequence(batch, positions, sequences))
     return forwardSequence(sequences[0], tokens, 1, positions[0], logits);
-  NINFER_RETURN_IF_ERROR(
-      checkBatchStep(p, tokens, positions, sequences, batch, logits, embeddingVocab_));
+  NINFER_RETURN_IF_ERROR(checkLogits(logits));
+  NINFER_RETURN_IF_ERROR(checkBatchStep(p, tokens, positions, sequences, batch, embeddingVocab_));
   NINFER_RETURN_IF_ERROR(runBatch(tokens, positions, sequences, batch, kLogits));
   std::memcpy(logits, hostLogits_, size_t(batch) * size_t(p.model()->vocab_size()) * 4);
   return Status::ok();
@@ -911,9 +910,7 @@ Status CudaExecutor::forwardBatchGreedy(const int32_t *tokens, const int32_t *po
     return Status::error("no place for the batch step's tokens");
   if (runsAsSequence(batch, positions, sequences))
     return forwardSequenceGreedy(sequences[0], tokens, 1, positions[0], ids);
-  float unused = 0.0f; // checkBatchStep asks for a logits pointer
-  NINFER_RETURN_IF_ERROR(
-      checkBatchStep(p, tokens, positions, sequences, batch, &unused, embeddingVocab_));
+  NINFER_RETURN_IF_ERROR(checkBatchStep(p, tokens, positions, sequences, batch, embeddingVocab_));
   NINFER_RETURN_IF_ERROR(runBatch(tokens, positions, sequences, batch, kGreedyIds));
   std::memcpy(ids, hostIds_, size_t(batch) * sizeof(int32_t));
   return Status::ok();
@@ -948,9 +945,7 @@ bool CudaExecutor::runsAt(const LaunchInfo &l, int n, bool batch) {
 Result<std::vector<LaunchTiming>> CudaExecutor::profileSequence(int sequence,
                                                                 const int32_t *tokens, int n,
                                                                 int pos) {
-  float unused = 0.0f; // checkStep asks for a logits pointer
-  NINFER_RETURN_IF_ERROR(
-      checkStep(file_.plan(), tokens, n, pos, &unused, embeddingVocab_, sequence));
+  NINFER_RETURN_IF_ERROR(checkStep(file_.plan(), tokens, n, pos, embeddingVocab_, sequence));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
   stageSequence(sequence, tokens, n, pos, 0.0);
   return timeLaunches(n, false);
@@ -963,9 +958,7 @@ Result<std::vector<LaunchTiming>> CudaExecutor::profileBatchStep(const int32_t *
   const plan::Plan &p = file_.plan();
   if (runsAsSequence(batch, positions, sequences))
     return profileSequence(sequences[0], tokens, 1, positions[0]);
-  float unused = 0.0f; // checkBatchStep asks for a logits pointer
-  NINFER_RETURN_IF_ERROR(
-      checkBatchStep(p, tokens, positions, sequences, batch, &unused, embeddingVocab_));
+  NINFER_RETURN_IF_ERROR(checkBatchStep(p, tokens, positions, sequences, batch, embeddingVocab_));
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
   stageBatch(tokens, positions, sequences, batch);
   return timeLaunches(batch, true);

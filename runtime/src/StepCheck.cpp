@@ -27,10 +27,16 @@ Status checkSequence(const plan::Plan& plan, int sequence) {
 
 } // namespace
 
-Status checkStep(const plan::Plan& plan, const int32_t* tokens, int n, int pos, const float* logits,
-                 int vocab, int sequence) {
-  if (!tokens || !logits)
-    return Status::error("forward: tokens and logits must not be null");
+Status checkLogits(const float* logits) {
+  if (!logits)
+    return Status::error("forward: logits must not be null");
+  return Status::ok();
+}
+
+Status checkStep(const plan::Plan& plan, const int32_t* tokens, int n, int pos, int vocab,
+                 int sequence) {
+  if (!tokens)
+    return Status::error("forward: tokens must not be null");
   if (n < 1 || n > plan.max_step_tokens())
     return Status::error("a step takes 1 to " + std::to_string(plan.max_step_tokens()) +
                          " tokens, got " + std::to_string(n));
@@ -42,9 +48,9 @@ Status checkStep(const plan::Plan& plan, const int32_t* tokens, int n, int pos, 
 }
 
 Status checkBatchStep(const plan::Plan& plan, const int32_t* tokens, const int32_t* positions,
-                      const int32_t* sequences, int batch, const float* logits, int vocab) {
-  if (!tokens || !positions || !sequences || !logits)
-    return Status::error("forwardBatch: tokens, positions, sequences and logits must not be null");
+                      const int32_t* sequences, int batch, int vocab) {
+  if (!tokens || !positions || !sequences)
+    return Status::error("forwardBatch: tokens, positions and sequences must not be null");
   if (batch < 1 || batch > plan.max_batch())
     return Status::error("a batch step takes 1 to " + std::to_string(plan.max_batch()) +
                          " sequences (the plan's max batch), got " + std::to_string(batch) +

@@ -11,16 +11,19 @@ namespace plan {
 struct Plan;
 }
 
-// tokens/logits non-null, 1 <= n <= max_step_tokens, positions inside the
-// context, every id in [0, vocab) (vocab <= 0: not checked), the sequence one
-// of the plan's max_batch slots.
-Status checkStep(const plan::Plan& plan, const int32_t* tokens, int n, int pos, const float* logits,
-                 int vocab, int sequence = 0);
+// A step whose caller asked for logits: the place for them is not null.
+Status checkLogits(const float* logits);
+
+// tokens non-null, 1 <= n <= max_step_tokens, positions inside the context,
+// every id in [0, vocab) (vocab <= 0: not checked), the sequence one of the
+// plan's max_batch slots.
+Status checkStep(const plan::Plan& plan, const int32_t* tokens, int n, int pos, int vocab,
+                 int sequence = 0);
 
 // A batch step: pointers non-null, 1 <= batch <= max_batch, every position
 // inside the context, every sequence a slot of the plan and no sequence twice,
 // every id in [0, vocab).
 Status checkBatchStep(const plan::Plan& plan, const int32_t* tokens, const int32_t* positions,
-                      const int32_t* sequences, int batch, const float* logits, int vocab);
+                      const int32_t* sequences, int batch, int vocab);
 
 } // namespace ninfer

@@ -156,8 +156,14 @@ TEST(CpuBatch, RejectsBadBatchSteps) {
   EXPECT_NE(message(*l.executor, 3).find("token id 37 is outside the vocabulary"),
             std::string::npos);
   tokens[1] = 1;
-  EXPECT_FALSE(
-      l.executor->forwardBatch(tokens.data(), positions.data(), nullptr, 2, logits.data()).isOk());
+  EXPECT_NE(l.executor->forwardBatch(tokens.data(), positions.data(), nullptr, 2, logits.data())
+                .message()
+                .find("tokens, positions and sequences must not be null"),
+            std::string::npos);
+  EXPECT_NE(l.executor->forwardBatch(tokens.data(), positions.data(), sequences.data(), 2, nullptr)
+                .message()
+                .find("logits must not be null"),
+            std::string::npos);
   // Single-sequence steps name a slot of the plan.
   Status slot = l.executor->forwardSequence(4, tokens.data(), 1, 0, logits.data());
   EXPECT_NE(slot.message().find("sequence 4 does not exist"), std::string::npos);

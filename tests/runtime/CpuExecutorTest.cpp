@@ -132,6 +132,11 @@ TEST(CpuExecutor, RejectsBadSteps) {
   EXPECT_NE(message(2, 0).find("token id 37 is outside the vocabulary (37)"), std::string::npos);
   tokens[1] = -5;
   EXPECT_NE(message(2, 0).find("token id -5"), std::string::npos);
+  tokens[1] = 1;
+  EXPECT_NE(l.executor->forward(tokens.data(), 1, 0, nullptr).message().find("logits must not be"),
+            std::string::npos);
+  EXPECT_NE(l.executor->forward(nullptr, 1, 0, logits.data()).message().find("tokens must not be"),
+            std::string::npos);
   EXPECT_TRUE(l.executor->forward(tokens.data(), 1, 39, logits.data()).isOk());
   EXPECT_NE(l.executor->name().find("cpu"), std::string::npos);
 }
