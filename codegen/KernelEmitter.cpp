@@ -1171,12 +1171,15 @@ private:
     k.call = linearCall(op, a, head.str());
     if (tq1) {
       // gemv_tq1_mma.cuh's rows per block, as describeLinearQuant (the sm_75 GEMV and
-      // the tiled path grid-stride, so any grid is correct for them). 3 blocks per SM:
-      // it fits 80 registers without spilling (sm_80..90).
+      // the tiled path grid-stride, so any grid is correct for them). 2 blocks per SM:
+      // the registers for its codes three quads ahead without spilling (at 3 blocks, 85
+      // registers, two quads ahead spilled). 8B TQ1 decode on the H200: 418.7 / 419.1 tok/s
+      // with one quad ahead at 3 blocks, 429.9 / 431.4 with two at 3, 462.9 / 462.8 with three
+      // at 2 (all of them ahead: 465.3 / 464.9).
       k.suffix = "linear_tq1";
       k.blocks =
           static_cast<uint32_t>(ceilDiv(a.out_features, gemv::mmaRowsPerBlock(a.out_features)));
-      k.gemvBlocksPerSm = 3;
+      k.gemvBlocksPerSm = 2;
     } else {
       k.suffix = "linear_tq2";
       k.blocks = static_cast<uint32_t>(
