@@ -367,6 +367,7 @@ private:
     std::string suffix;
     uint32_t blocks = 0;
     uint32_t gemvBlocksPerSm = 0;
+    uint32_t swiGluBlocksPerSm = 0; // the gate/up GEMV's where its SwiGLU needs other
     bool mmaGemm = false; // the GEMM runs gemm_mma.cuh where the targets allow it
     int gemmDType = 0;    // the 16-bit type its operands are rounded to (plan.fbs DType)
     // The GEMV waits for the previous kernel itself, after its first weight loads
@@ -467,6 +468,8 @@ private:
     const std::string name = k.suffix + "_group" + std::to_string(group.size);
     LaunchShape gemv{{0, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
     gemv.minBlocksPerSm = k.gemvBlocksPerSm;
+    if (fusions_.swiGluOfGroup[opIndex_] >= 0 && k.swiGluBlocksPerSm)
+      gemv.minBlocksPerSm = k.swiGluBlocksPerSm;
     gemv.maxTokens = kLinearGemvRows;
     gemv.waitsItself = true;
     for (const LinearKernel &member : members)
@@ -1171,15 +1174,18 @@ private:
     k.call = linearCall(op, a, head.str());
     if (tq1) {
       // gemv_tq1_mma.cuh's rows per block, as describeLinearQuant (the sm_75 GEMV and
-      // the tiled path grid-stride, so any grid is correct for them). 2 blocks per SM:
-      // the registers for its codes three quads ahead without spilling (at 3 blocks, 85
-      // registers, two quads ahead spilled). 8B TQ1 decode on the H200: 418.7 / 419.1 tok/s
-      // with one quad ahead at 3 blocks, 429.9 / 431.4 with two at 3, 462.9 / 462.8 with three
-      // at 2 (all of them ahead: 465.3 / 464.9).
+      // the tiled path grid-stride, so any grid is correct for them). Blocks per SM:
+      // GemvShapes.h's tq1MmaBlocksPerSm (2 where the codes of three quads are in flight;
+      // at 3 blocks, 85 registers, two quads ahead spilled). 8B TQ1 decode on the H200:
+      // 418.7 / 419.1 tok/s with one quad ahead at 3 blocks, 429.9 / 431.4 with two at 3,
+      // 462.9 / 462.8 with three at 2 for every shape (all of them ahead: 465.3 / 464.9).
       k.suffix = "linear_tq1";
       k.blocks =
           static_cast<uint32_t>(ceilDiv(a.out_features, gemv::mmaRowsPerBlock(a.out_features)));
-      k.gemvBlocksPerSm = 2;
+      k.gemvBlocksPerSm =
+          uint32_t(gemv::tq1MmaBlocksPerSm(int(a.in_features), int(a.out_features)));
+      k.swiGluBlocksPerSm =
+          uint32_t(gemv::tq1MmaBlocksPerSm(int(a.in_features), int(2 * a.out_features)));
     } else {
       k.suffix = "linear_tq2";
       k.blocks = static_cast<uint32_t>(

@@ -86,8 +86,11 @@ __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsig
   const int chunkBegin = 4 * split;
   const int chunkEnd = kChunks;
   constexpr int kQuadStep = 4 * kSplit;
-  constexpr int kQuads = (kChunks + kQuadStep - 1) / kQuadStep; // split 0's, the most
-  constexpr int kAhead = kQuads < 3 ? kQuads : 3;
+  constexpr int kQuads = gemv::tq1MmaQuads(K, SWIGLU ? 2 * N : N); // split 0's, the most
+  constexpr int kAhead = kQuads < 3 ? kQuads : 3; // 3 blocks per SM where kQuads <= 2
+  static_assert(kGemvMmaWarps == gemv::kBlockWarps && tq1::kChunkValues == 80 &&
+                    kQuads == (kChunks + kQuadStep - 1) / kQuadStep,
+                "GemvShapes.h's tq1MmaQuads");
   const bool hasToken = g < rows;
   const float *xRow = x + static_cast<long long>(hasToken ? g : 0) * K;
 

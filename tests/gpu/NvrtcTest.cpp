@@ -654,6 +654,57 @@ TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
   }
 }
 
+// The TQ1 GEMV's launch asks for 3 blocks per SM where its warps take at most 2 quads of
+// chunks (their codes all in flight fit 85 registers), else 2 (GemvShapes.h
+// tq1MmaBlocksPerSm): the 8B shapes, and the bounds the emitter writes for a 4096-row
+// linear (2 quads), an 8192-row one and a SwiGLU pair of 4096 (4 quads: 2 row tiles a block).
+TEST(Nvrtc, Tq1GemvBlocksPerSmFollowItsQuads) {
+  EXPECT_EQ(gemv::tq1MmaQuads(4096, 4096), 2);  // q/k/v, o
+  EXPECT_EQ(gemv::tq1MmaQuads(4096, 1024), 2);  // k, v
+  EXPECT_EQ(gemv::tq1MmaQuads(4096, 28672), 4); // gate/up with its SwiGLU
+  EXPECT_EQ(gemv::tq1MmaQuads(14336, 4096), 6); // down
+  EXPECT_EQ(gemv::tq1MmaBlocksPerSm(4096, 4096), 3);
+  EXPECT_EQ(gemv::tq1MmaBlocksPerSm(4096, 28672), 2);
+  EXPECT_EQ(gemv::tq1MmaBlocksPerSm(14336, 4096), 2);
+  TestPlan t(16, 64);
+  const uint32_t x = t.addActivation("x", 4096), y = t.addActivation("y", 4096);
+  const uint32_t z = t.addActivation("z", 8192), gate = t.addActivation("gate", 4096);
+  const uint32_t up = t.addActivation("up", 4096), act = t.addActivation("act", 4096);
+  auto linear = [&](uint32_t in, uint32_t out, int64_t k, int64_t n) {
+    const uint32_t w =
+        t.addDummyWeight("w" + std::to_string(out), DType::TQ1, {n, k}, out, 1.0f, 0.0f);
+    plan::LinearAttrsT a;
+    a.in_features = k;
+    a.out_features = n;
+    t.addOp("linear", a, {in, w}, {out});
+  };
+  linear(x, y, 4096, 4096);
+  linear(y, z, 4096, 8192);
+  linear(x, gate, 4096, 4096);
+  linear(x, up, 4096, 4096);
+  plan::SwiGluAttrsT swi;
+  swi.dim = 4096;
+  t.addOp("swiglu", swi, {gate, up}, {act});
+  KernelOptions options;
+  options.archs = {"sm_90"};
+  Status status = emitKernels(t.plan, options);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  const std::string& source = t.plan.kernels->source;
+  auto bounds = [&](size_t op) {
+    const std::string& name = t.plan.kernels->functions[t.plan.ops[op]->launches[0]->function];
+    const size_t at = source.find(" " + name + "(");
+    const size_t open = source.rfind("__launch_bounds__(", at);
+    return at == std::string::npos || open == std::string::npos
+               ? std::string()
+               : source.substr(open, source.find(')', open) + 1 - open);
+  };
+  EXPECT_EQ(bounds(0), "__launch_bounds__(256, 3)");
+  EXPECT_EQ(bounds(1), "__launch_bounds__(256, 2)");
+  EXPECT_NE(t.plan.kernels->functions[t.plan.ops[2]->launches[0]->function].find("group2"),
+            std::string::npos);
+  EXPECT_EQ(bounds(2), "__launch_bounds__(256, 2)"); // the SwiGLU pair's GEMV
+}
+
 // In a plan of several sequences the SwiGLU is fused only where the gate/up pair's steps of
 // 2..8 rows take the multi-row kernel (quantized weights, sm_90+ targets, block groups of
 // enough tiles: GemvShapes.h rowsPays): linearQuantRowsSwiGlu over tiles of 8 gate and 8 up

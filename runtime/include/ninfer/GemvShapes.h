@@ -52,6 +52,17 @@ NINFER_HD constexpr int mmaRowsPerBlock(int n) { return 16 * mmaRowTiles(n); }
 // With a SwiGLU fused (gemvQuantMmaSwiGlu): a tile is 8 outputs (their gate rows
 // and up rows), tiles per block as for the pair's 2n rows.
 NINFER_HD constexpr int mmaSwiGluOutputsPerBlock(int n) { return 8 * mmaRowTiles(2 * n); }
+// The TQ1 GEMV (gemv_tq1_mma.cuh) of an n-row kernel (a SwiGLU's: its 2n rows): the quads
+// of 4 chunks (80 values each) of a row that the first warp of a tile takes, the most any
+// warp takes; and the blocks per SM its launch asks for: 3 where the codes of at most 2
+// quads are in flight (they fit 85 registers), else 2 (the codes of 3 quads ahead). On the
+// H200 (8B TQ1 decode, plain launches): at 2 blocks q/k/v (2 quads) took 12.2 us against
+// 9.8 at 3, the down projection (6 quads) 14.5 us against 17.0 with one quad ahead at 3.
+NINFER_HD constexpr int tq1MmaQuads(int k, int n) {
+  const int chunks = (k + 79) / 80, step = 4 * (kBlockWarps / mmaRowTiles(n));
+  return (chunks + step - 1) / step;
+}
+NINFER_HD constexpr int tq1MmaBlocksPerSm(int k, int n) { return tq1MmaQuads(k, n) <= 2 ? 3 : 2; }
 
 // ---- ternary weights on CUDA cores (linear_ternary.cuh: TQ2, and TQ1 on sm_75) ----
 
