@@ -381,10 +381,12 @@ private:
     uint32_t oneTokenShared = 0;
     // Steps of 2..8 rows through gemv_quant_rows.cuh (null where it does not apply): the
     // call (its slice argument goes on with the partial sums', the tickets' and the code
-    // map's pointers: rowsTail), the parts of K, its dynamic shared memory and the code
+    // map's pointers: rowsTail), the weight's bits, the parts of K and the blocks per SM
+    // (GemvShapes.h rowsParts, rowsBlocksPerSm), its dynamic shared memory and the code
     // plane's tensor map (made where a launch takes it).
     std::function<std::string(int rows, const std::string &slice)> rowsCall;
-    uint32_t rowsParts = 0;
+    int rowsBits = 0;
+    uint32_t rowsParts = 0, rowsPerSm = 0;
     uint32_t rowsShared = 0;
     std::function<uint32_t()> rowsMap;
   };
@@ -400,11 +402,12 @@ private:
     return shape;
   }
 
-  // The launch of gemv_quant_rows.cuh's GEMV: `blocks` blocks (whole groups of K's parts),
-  // `shared` bytes; steps of 2..8 rows.
-  static LaunchShape rowsShape(uint32_t blocks, uint32_t shared) {
+  // The launch of gemv_quant_rows.cuh's GEMV for k: `blocks` blocks (whole groups of K's
+  // parts), `shared` bytes; steps of 2..8 rows.
+  static LaunchShape rowsShape(const LinearKernel &k, uint32_t blocks, uint32_t shared) {
     LaunchShape shape = oneTokenShape(blocks, shared);
     shape.block[0] = gemv::kRowsThreads;
+    shape.minBlocksPerSm = k.rowsPerSm;
     shape.minTokens = 2;
     shape.maxTokens = kLinearGemvRows;
     return shape;
@@ -428,13 +431,16 @@ private:
            ", " + ptr("unsigned int*", *splitTickets_) + " + " + std::to_string(tileOffset);
   }
 
-  // A rows launch's blocks for members of `tiles` tiles each, K in `parts` parts: whole
-  // groups of parts, the groups (at most the bulk grid's) in proportion to the tiles.
-  static std::vector<uint32_t> rowsBlocks(const std::vector<uint32_t> &tiles, uint32_t parts) {
+  // A rows launch's blocks for members (of k's K) of `tiles` tiles each: whole groups of
+  // K's parts, the groups (at most a block per SM's share) in proportion to the tiles.
+  static std::vector<uint32_t> rowsBlocks(const std::vector<uint32_t> &tiles,
+                                          const LinearKernel &k) {
     uint32_t total = 0;
     for (uint32_t t : tiles)
       total += t;
-    const uint32_t groups = std::min<uint32_t>(gemv::kBulkGridBlocks / parts, total);
+    const uint32_t parts = k.rowsParts;
+    const uint32_t groups = std::min<uint32_t>(
+        gemv::kBulkGridBlocks / gemv::kBulkBlocksPerSm * k.rowsPerSm / parts, total);
     std::vector<uint32_t> blocks;
     for (uint32_t t : tiles)
       blocks.push_back(parts * std::clamp<uint32_t>(static_cast<uint32_t>(
@@ -482,10 +488,11 @@ private:
       rows = rows && member.rowsCall && member.rowsParts == k.rowsParts;
       groupTiles += member.bulkTiles;
     }
-    rows = rows && gemv::rowsPays(int(op.attrs.AsLinearAttrs()->in_features), int(groupTiles));
+    rows = rows && gemv::rowsPays(k.rowsBits, int(op.attrs.AsLinearAttrs()->in_features),
+                                  int(groupTiles));
     if (rows && swiGlu >= 0) { // tiles of 8 gate and 8 up rows: as many as the pair's 16-row tiles
-      const uint32_t blocks = rowsBlocks({groupTiles}, k.rowsParts)[0];
-      LaunchShape shape = rowsShape(blocks, k.rowsShared);
+      const uint32_t blocks = rowsBlocks({groupTiles}, k)[0];
+      LaunchShape shape = rowsShape(k, blocks, k.rowsShared);
       shape.minTokens = gemv.minTokens;
       NINFER_RETURN_IF_ERROR(
           addKernel(op, k.suffix + "_swiglu_rows", swiGluRowsCall(group, k, groupTiles), shape));
@@ -503,9 +510,9 @@ private:
         tileOffset += member.bulkTiles;
       }
       uint32_t total = 0;
-      const std::string text = groupCall(members, kRowsGemv, rowsBlocks(tiles, k.rowsParts), total,
+      const std::string text = groupCall(members, kRowsGemv, rowsBlocks(tiles, k), total,
                                          &LinearKernel::rowsCall, &tails);
-      LaunchShape shape = rowsShape(total, shared);
+      LaunchShape shape = rowsShape(k, total, shared);
       shape.minTokens = gemv.minTokens;
       NINFER_RETURN_IF_ERROR(addKernel(op, name + "_rows", text, shape));
     } else {
@@ -1017,10 +1024,10 @@ private:
     const uint32_t oneTokenBlocks = std::min<uint32_t>(gemv::kBulkGridBlocks, k.bulkTiles);
     // The GEMV of 2..8 rows: gemv_quant_rows.cuh where it applies.
     const auto addRowsGemv = [&](LaunchShape gemvShape) {
-      if (!k.rowsCall || !gemv::rowsPays(int(a.in_features), int(k.bulkTiles)))
+      if (!k.rowsCall || !gemv::rowsPays(k.rowsBits, int(a.in_features), int(k.bulkTiles)))
         return addKernel(op, k.suffix + "_gemv", k.call(kRowsGemv, ""), gemvShape);
-      const uint32_t blocks = rowsBlocks({k.bulkTiles}, k.rowsParts)[0];
-      LaunchShape shape = rowsShape(blocks, k.rowsShared);
+      const uint32_t blocks = rowsBlocks({k.bulkTiles}, k)[0];
+      LaunchShape shape = rowsShape(k, blocks, k.rowsShared);
       shape.minTokens = gemvShape.minTokens;
       shape.maxTokens = gemvShape.maxTokens;
       shape.steps = gemvShape.steps;
@@ -1131,7 +1138,10 @@ private:
           gemv::bulkRowsLayout(traits.bits, traits.groupSize, a.in_features, a.out_features);
       if (rows.fits) {
         k.rowsCall = linearCall(op, a, "ninfer::dev::linearQuantRows<" + args.str());
-        k.rowsParts = static_cast<uint32_t>(gemv::rowsParts(int(a.in_features)));
+        k.rowsBits = traits.bits;
+        k.rowsParts = static_cast<uint32_t>(gemv::rowsParts(traits.bits, int(a.in_features)));
+        k.rowsPerSm =
+            static_cast<uint32_t>(gemv::rowsBlocksPerSm(traits.bits, int(a.in_features)));
         k.rowsShared = static_cast<uint32_t>(rows.sharedBytes);
         k.rowsMap = [this, &op] { return rowsCodeMap(op, gemv::kBulkTileRows); };
       }

@@ -144,7 +144,7 @@ private:
     const int k = int(a.in_features), n = int(a.out_features);
     return gemv::bulkLayout(traits.bits, traits.groupSize, k, n, false).fits &&
            gemv::bulkRowsLayout(traits.bits, traits.groupSize, k, n).fits &&
-           gemv::rowsPays(k, 2 * n / gemv::kBulkTileRows);
+           gemv::rowsPays(traits.bits, k, 2 * n / gemv::kBulkTileRows);
   }
 
   // A fused SwiGLU (above) whose gate/up GEMM runs on wgmma (sm_90a targets) and whose

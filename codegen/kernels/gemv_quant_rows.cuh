@@ -6,8 +6,8 @@
 // keeps its loads in flight only as far as its warps' registers reach; on the H200 the
 // 8B q4 plan's 8-row steps took 4.22 ms against 1.94 ms for one row. Here the weights
 // stream through a producer's ring as in one-token steps, and x is staged once per block:
-// the block takes one part of K (gemv::kRowsPartUnits units), so its x for 8 rows stays
-// within 32 KB as f16 however long K is. Measured (8B q4, 8-row steps, plain launches):
+// the block takes one part of K (gemv::rowsPartUnits: all of K up to 32 units, else 16),
+// so its x for 8 rows stays within 64 KB as f16 however long K is. Measured (8B q4, 8-row steps, plain launches):
 // gate/up 45.4 -> 28.6 us, down 24.5 -> 20.5; the emitter takes it where gemv::rowsPays
 // (the 8B's gate/up group, down and lm_head). Layers whose block groups get few tiles
 // lose to its fixed costs (x staged per block, the parts' sums through global memory):
@@ -24,7 +24,7 @@
 // rows are copied whole although the part reads only its slice: a timing variant that
 // copied a slice's bytes (the down projection's slot 23 -> 17 KB, so 3 slots instead of 2)
 // ran the 8B q4 8-row step at 2.650 / 2.648 ms against 2.625 / 2.634 (H200). Math warp w
-// takes units w and w + 8 of the part in every tile (their x B fragments stay in
+// takes units w, w + 8, ... of the part in every tile (their x B fragments stay in
 // registers), with the general path's math (rowsUnitMath: levels times f16 scales,
 // tokens as the mma's n). A combiner warp sums the math warps' fragments of a tile in
 // warp order, a batch of tiles at a time; with one part it stores the outputs, with
@@ -37,8 +37,9 @@
 // (g, c) reads row g's run c: the B fragments of the unit's 8 mma steps, 64 bytes),
 // the four 16-byte pieces of a run rotated by (c / 2, t % 2) so that a phase of 8 lanes
 // reads 8 different banks; rows past the step's are zero.
-// Launch: block gemv::kRowsThreads, grid a multiple of rowsParts(K) (blocks past the
-// last whole group only wait), dynamic shared memory bulkRowsLayout(...).sharedBytes;
+// Launch: block gemv::kRowsThreads, gemv::rowsBlocksPerSm(BITS, K) blocks per SM, grid a
+// multiple of rowsParts (blocks past the last whole group only wait), dynamic shared
+// memory bulkRowsLayout(...).sharedBytes;
 // the wrapper does not wait for the previous kernel (the kernel does, before x).
 #pragma once
 
@@ -76,7 +77,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct RowsGemv {
   static constexpr int kUnits = K / quant::kQuantUnitValues;
   static constexpr int kTileOutputs = SWIGLU ? 8 : gemv::kBulkTileRows;
   static constexpr int kTiles = N / kTileOutputs;
-  static constexpr int kParts = gemv::rowsParts(K);
+  static constexpr int kParts = gemv::rowsParts(BITS, K);
   static constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
   static constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
   static constexpr int kMathThreads = gemv::kBulkConsumerWarps * kWarpSize;
@@ -163,33 +164,44 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct RowsGemv {
 
   // Math warp w stages row w of every unit of the part (zeros past the step's rows), then
   // the warps meet on named barrier 1. scratch: the warp's 64 words to regroup pairs in.
+  // The units' loads go out kRowsPartUnits at a time, before any is used.
   __device__ __forceinline__ void stageX(const float *x, int rows, unsigned int *scratch) const {
+#pragma unroll
+    for (int u0 = 0; u0 < kLayout.partUnits; u0 += gemv::kRowsPartUnits)
+      stageUnits<(kLayout.partUnits < gemv::kRowsPartUnits ? kLayout.partUnits
+                                                           : gemv::kRowsPartUnits)>(x, rows, u0,
+                                                                                   scratch);
+    asm volatile("bar.sync 1, %0;" ::"n"(kMathThreads) : "memory");
+  }
+  template <int COUNT>
+  __device__ __forceinline__ void stageUnits(const float *x, int rows, int u0,
+                                             unsigned int *scratch) const {
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int c = lane / 8, j = 2 * (lane % 8); // this lane writes pairs j, j + 1 of run c
-    float4 v[kLayout.partUnits];
+    float4 v[COUNT];
 #pragma unroll
-    for (int u = 0; u < kLayout.partUnits; ++u)
-      if (u < units && warp < rows)
-        v[u] = loadProduced(x + static_cast<long long>(warp) * K +
-                            (unit0 + u) * quant::kQuantUnitValues + 4 * lane);
+    for (int i = 0; i < COUNT; ++i)
+      if (u0 + i < units && warp < rows)
+        v[i] = loadProduced(x + static_cast<long long>(warp) * K +
+                            (unit0 + u0 + i) * quant::kQuantUnitValues + 4 * lane);
 #pragma unroll
-    for (int u = 0; u < kLayout.partUnits; ++u) {
+    for (int i = 0; i < COUNT; ++i) {
+      const int u = u0 + i;
       if (u >= units)
         break;
       unsigned int p[2] = {0u, 0u};
       if (warp < rows) {
         // Adjacent pairs: word m of the unit holds values 2m, 2m + 1 (run m / 16).
-        scratch[2 * lane] = packPair<kF16>(v[u].x, v[u].y);
-        scratch[2 * lane + 1] = packPair<kF16>(v[u].z, v[u].w);
+        scratch[2 * lane] = packPair<kF16>(v[i].x, v[i].y);
+        scratch[2 * lane + 1] = packPair<kF16>(v[i].z, v[i].w);
         __syncwarp();
 #pragma unroll
-        for (int i = 0; i < 2; ++i)
-          p[i] = codecPair<Codec>(scratch + 16 * c, j + i);
+        for (int e = 0; e < 2; ++e)
+          p[e] = codecPair<Codec>(scratch + 16 * c, j + e);
         __syncwarp();
       }
       *reinterpret_cast<uint2 *>(smem + xOffset(u, warp, c, j)) = make_uint2(p[0], p[1]);
     }
-    asm volatile("bar.sync 1, %0;" ::"n"(kMathThreads) : "memory");
   }
 
   // A math warp: its unit's B fragments, then per tile its unit of rows g, g + 8 into the
@@ -431,7 +443,7 @@ __device__ __forceinline__ void runRowsGemv(const float *x, const void *w, const
 
 // The GEMV launch of a quantized linear for steps of 2..8 rows (ROWS kRowsGemv), for plans
 // whose targets are all sm_90+ and shapes bulkRowsLayout(...) takes (the emitter checks
-// both). partials: rowsParts(K) x 128 floats per tile (unused with one part); tickets: a
+// both). partials: rowsParts(BITS, K) x 128 floats per tile (unused with one part); tickets: a
 // zeroed counter per tile.
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int ROWS>
 __device__ __forceinline__ void linearQuantRows(const float *x, const void *w, const void *bias,

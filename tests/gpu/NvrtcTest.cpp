@@ -1081,10 +1081,12 @@ TEST(GemvShapes, BulkLayoutKeepsCopiesAlignedAndFitsTwoBlocks) {
   EXPECT_EQ(gemv::bulkLayout(4, 64, 14336, 4096, false).slots, 3);
 }
 
-// gemv_quant_rows.cuh's shared-memory layout: the part of K a block takes, 128-byte aligned
-// stages (TMA boxes) within two blocks per SM, a code row's part at most 2 KiB (a TMA box's
-// 256 eight-byte elements), whole tiles only; the shapes of the 8B q4 layers.
-TEST(GemvShapes, RowsLayoutFitsTwoBlocksAndAlignsStages) {
+// gemv_quant_rows.cuh's shared-memory layout: the part of K a block takes (all of K up to
+// 32 units where its code rows fit a box, one block per SM; else parts of 16 units, two
+// blocks per SM), 128-byte aligned stages (TMA boxes) within the SM's share, a code row's
+// part at most 2 KiB (a TMA box's 256 eight-byte elements), whole tiles only; the shapes
+// of the 8B q4 layers.
+TEST(GemvShapes, RowsLayoutFitsItsSmShareAndAlignsStages) {
   for (const BulkFormat f : kBulkFormats)
     for (int k : {128, 1152, 2176, 4096, 14336}) {
       const std::string what = "q" + std::to_string(f.bits) + " g" + std::to_string(f.group) +
@@ -1098,13 +1100,18 @@ TEST(GemvShapes, RowsLayoutFitsTwoBlocksAndAlignsStages) {
         EXPECT_LT(l.slots, 2) << what;
         continue;
       }
-      EXPECT_EQ(l.partUnits, std::min(k / 128, gemv::kRowsPartUnits)) << what;
-      EXPECT_EQ(gemv::rowsParts(k), (k / 128 + gemv::kRowsPartUnits - 1) / gemv::kRowsPartUnits);
+      const int units = k / 128;
+      const bool whole = units <= 16 || (units <= 32 && units * gemv::bulkUnitBytes(f.bits) <= 2048);
+      EXPECT_EQ(l.partUnits, whole ? units : 16) << what;
+      EXPECT_EQ(gemv::rowsParts(f.bits, k), whole ? 1 : (units + 15) / 16) << what;
+      const int perSm = gemv::rowsBlocksPerSm(f.bits, k);
+      EXPECT_EQ(perSm, whole && units > 16 ? 1 : 2) << what;
+      EXPECT_EQ(gemv::rowsGridBlocks(f.bits, k), 132 * perSm) << what;
       EXPECT_EQ(l.boxBytes, l.partUnits * gemv::bulkUnitBytes(f.bits)) << what;
       EXPECT_LE(l.boxBytes, 2048) << what;
       EXPECT_GE(l.slots, 2) << what;
       EXPECT_LE(l.slots, gemv::kRowsMaxSlots) << what;
-      EXPECT_LE(l.sharedBytes, gemv::kBulkSharedLimit) << what;
+      EXPECT_LE(l.sharedBytes, perSm == 1 ? 227 * 1024 : gemv::kBulkSharedLimit) << what;
       EXPECT_EQ(l.sharedBytes, l.offSlots + l.slots * l.slotBytes) << what;
       EXPECT_GE(l.slotBytes, gemv::kBulkTileRows * l.boxBytes + l.scaleBytes) << what;
       for (int offset : {l.offX, l.offPartial, l.offSlots, l.slotBytes})
@@ -1112,8 +1119,9 @@ TEST(GemvShapes, RowsLayoutFitsTwoBlocksAndAlignsStages) {
       EXPECT_GE(l.offX, gemv::kRowsBarrierBytes) << what;
       EXPECT_EQ(l.scaleBytes, gemv::kBulkTileRows * gemv::bulkRowScaleBytes(f.group, k)) << what;
     }
-  // The 8B q4_g64 layers: three slots at K 4096, two at K 14,336.
-  EXPECT_EQ(gemv::bulkRowsLayout(4, 64, 4096, 14336).slots, 3);
+  // The 8B q4_g64 layers: four slots at K 4096 (one part), two at K 14,336 (seven).
+  EXPECT_EQ(gemv::bulkRowsLayout(4, 64, 4096, 14336).slots, 4);
+  EXPECT_EQ(gemv::rowsParts(4, 14336), 7);
   EXPECT_EQ(gemv::bulkRowsLayout(4, 64, 14336, 4096).slots, 2);
 }
 
@@ -1228,11 +1236,12 @@ TEST(Nvrtc, WideQuantLinearTakesRowsKernelOnSm90) {
     bool rows; // takes gemv_quant_rows.cuh
   };
   const Case cases[] = {{{"sm_90"}, 2176, 25600, true},
+                        {{"sm_90"}, 4224, 25600, true},
                         {{"sm_90"}, 2176, 384, false},
                         {{"sm_80", "sm_90"}, 2176, 25600, false}};
   for (const Case &c : cases) {
     const std::string what = c.archs[0] + ", " + std::to_string(c.in) + " -> " + std::to_string(c.out);
-    ASSERT_EQ(gemv::rowsPays(c.in, c.out / gemv::kBulkTileRows), c.out == 25600) << what;
+    ASSERT_EQ(gemv::rowsPays(4, c.in, c.out / gemv::kBulkTileRows), c.out == 25600) << what;
     TestPlan t(16, 64);
     const uint32_t x = t.addActivation("x", c.in);
     const uint32_t w = t.addDummyWeight("w", DType::Q4_G64, {c.out, c.in}, 3, 0.05f, 0.0f);
@@ -1259,26 +1268,30 @@ TEST(Nvrtc, WideQuantLinearTakesRowsKernelOnSm90) {
       continue;
     }
     const gemv::RowsLayout layout = gemv::bulkRowsLayout(4, 64, c.in, c.out);
-    const int parts = gemv::rowsParts(c.in);
-    EXPECT_EQ(parts, 2) << what; // 17 units: 16 + 1
+    // 17 units: one part, a block per SM; 33 units: 16 + 16 + 1, two blocks per SM.
+    const int parts = gemv::rowsParts(4, c.in), perSm = c.in == 2176 ? 1 : 2;
+    EXPECT_EQ(parts, c.in == 2176 ? 1 : 3) << what;
     EXPECT_EQ(gemv.block[0], uint32_t(gemv::kRowsThreads)) << what;
     EXPECT_EQ(gemv.min_tokens, 2u) << what;
     EXPECT_EQ(gemv.max_tokens, 8u) << what;
     EXPECT_EQ(gemv.shared_bytes, uint32_t(layout.sharedBytes)) << what;
-    EXPECT_EQ(gemv.grid_base[0], uint32_t(gemv::kBulkGridBlocks / parts * parts)) << what;
+    EXPECT_EQ(gemv.grid_base[0], uint32_t(132 * perSm / parts * parts)) << what;
     const plan::TensorMapT &map = *kernels.tensor_maps[0];
     EXPECT_EQ(map.weight, w) << what;
     EXPECT_EQ(map.rows, uint32_t(c.out)) << what;
     EXPECT_EQ(map.cols, uint32_t(quant::quantRowWeightBytes(4, c.in))) << what;
     EXPECT_EQ(map.box_rows, uint32_t(gemv::kBulkTileRows)) << what;
     EXPECT_EQ(map.box_bytes, uint32_t(layout.boxBytes)) << what;
-    EXPECT_EQ(layout.boxBytes, gemv::kRowsPartUnits * 64) << what;
+    EXPECT_EQ(layout.boxBytes, (c.in == 2176 ? 17 : 16) * 64) << what;
     // Every plain mbarrier arrive of the kernel (the threads' own, on its ring and fragment
     // barriers) comes after a fence since the thread's last shared memory access: without
     // it, some rows of blocks' first tiles came out wrong on the H200 (gemv_quant_rows.cuh).
     const size_t entry = kernels.ptx.find(".entry " + name + "(");
     ASSERT_NE(entry, std::string::npos) << what;
     const size_t end = kernels.ptx.find("\n}", entry);
+    const std::string head = kernels.ptx.substr(entry, kernels.ptx.find('{', entry) - entry);
+    EXPECT_NE(head.find(".minnctapersm " + std::to_string(perSm)), std::string::npos)
+        << what << ": " << head;
     std::istringstream body(kernels.ptx.substr(entry, end - entry));
     int arrives = 0;
     bool fenced = false;

@@ -246,10 +246,11 @@ TEST_P(QuantParity, LinearResidual) {
 
 // Wide layers, whose steps of 2..8 rows take the multi-row bulk GEMV on sm_90
 // (gemv_quant_rows.cuh; GemvShapes.h rowsPays; Nvrtc.WideQuantLinearTakesRowsKernelOnSm90
-// checks the launches): K 2176 in two parts of K (the second part one unit: the parts'
-// sums meet in global memory) and K 1024 in one part, each with a bias and the residual
-// fused (the kernel loads both for a batch of tiles before it stores any output), and
-// K 1024 without either.
+// checks the launches): K 4224 in three parts of K (the last one unit: the parts' sums
+// meet in global memory), K 2176 in one part where its code rows fit a TMA box (a block
+// per SM; else two parts) and K 1024 in one part, each with a bias and the residual fused
+// (the kernel loads both for a batch of tiles before it stores any output), and K 1024
+// without either.
 // Steps of 1..8 rows only (the CPU reference of a 130-row step of these is slow). Bound
 // 1e-6: every format measured 3.4e-8 to 7.1e-8 on the H200, and a barrier race that
 // spoiled some rows of blocks' first tiles showed as 2e-6 to 3e-6 for Q3_K16 and Q4_K16
@@ -257,7 +258,8 @@ TEST_P(QuantParity, LinearResidual) {
 TEST_P(QuantParity, LinearWide) {
   REQUIRE_GPU();
   Family family(typeName() + " wide linear, 1-8 rows", 1e-6, 1, kGemvMaxRows);
-  for (const LinearCase &c : {LinearCase{2176, 25600, false, DType::F16, true},
+  for (const LinearCase &c : {LinearCase{4224, 8448, false, DType::F32, true},
+                              LinearCase{2176, 25600, false, DType::F16, true},
                               LinearCase{1024, 51200, false, DType::BF16, true},
                               LinearCase{1024, 51200, false, DType::I32}}) {
     TestPlan t = linearPlan(spec(), dtype(), c);

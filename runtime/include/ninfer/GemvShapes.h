@@ -137,12 +137,12 @@ NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, boo
 }
 
 // ---- steps of 2..8 token rows on TMA copies (gemv_quant_rows.cuh, sm_90+) ----
-// A block takes one part of K, kRowsPartUnits units (2,048 values; the last part may be
-// shorter), and the tiles of its block group: each block stages its part of x for all
-// rows once (f16, in the mma's B-fragment order: kRowsUnitXBytes per unit), a producer
-// warp brings each tile's part (one TMA box of 16 code rows, and the tile's scale rows)
-// into a ring of stages, math warp w multiplies units w and w + 8 of the part in every
-// tile, a combiner warp sums the warps' fragments and, where K has several parts, the
+// A block takes one part of K (rowsPartUnits: all of K, or kRowsPartUnits units, 2,048
+// values, the last part maybe shorter), and the tiles of its block group: each block
+// stages its part of x for all rows once (f16, in the mma's B-fragment order:
+// kRowsUnitXBytes per unit), a producer warp brings each tile's part (one TMA box of 16
+// code rows, and the tile's scale rows) into a ring of stages, math warp w multiplies
+// units w, w + 8, ... of the part in every tile, a combiner warp sums the warps' fragments and, where K has several parts, the
 // parts' partial sums in global memory (the last block of a tile adds them up in order).
 // Parts of 16 units: with parts of 8 or 4 the 8B q4 gate/up took 33.1 / 75.2 us against
 // 28.3 (H200, 8-row steps): more tiles per block, and per tile the same overheads.
@@ -160,8 +160,30 @@ constexpr int kRowsBuffers = 4;
 constexpr int kRowsCombineBatch = 8;
 // The barriers: full / empty per ring slot, tileDone / partialFree per buffer.
 constexpr int kRowsBarrierBytes = 8 * (2 * kRowsMaxSlots + 2 * kRowsBuffers);
-NINFER_HD constexpr int rowsParts(int k) {
-  return (k / 128 + kRowsPartUnits - 1) / kRowsPartUnits;
+// K of at most kRowsWholeUnits units whose code rows fit one TMA box (2,048 bytes: 256
+// elements of 8 bytes) is one part, so no sums pass between blocks: its x of 8 rows takes
+// up to 64 KB, and the block has an SM to itself for the room. Longer K is cut in parts
+// of kRowsPartUnits, two blocks per SM. Measured (H200, 8B q4 batch plan, 8-row steps):
+// K 4,096 in one part took gate/up 29.84 -> 28.04 us and the lm_head 85.7 -> 78.2, the
+// batch-8 step 2.636 -> 2.564 ms; the down projection's K in 4 parts of 32 units at a
+// block per SM (7 of 16 at two) took 19.7 -> 22.2 us.
+constexpr int kRowsWholeUnits = 32;
+constexpr int kRowsBoxLimit = 2048;
+constexpr int kRowsWholeSharedLimit = 227 * 1024; // an sm_90 block's most
+NINFER_HD constexpr int rowsPartUnits(int bits, int k) {
+  return k / 128 <= kRowsPartUnits ||
+                 (k / 128 <= kRowsWholeUnits && k / 128 * bulkUnitBytes(bits) <= kRowsBoxLimit)
+             ? k / 128
+             : kRowsPartUnits;
+}
+NINFER_HD constexpr int rowsBlocksPerSm(int bits, int k) {
+  return rowsPartUnits(bits, k) > kRowsPartUnits ? 1 : kBulkBlocksPerSm;
+}
+NINFER_HD constexpr int rowsGridBlocks(int bits, int k) {
+  return kBulkGridBlocks / kBulkBlocksPerSm * rowsBlocksPerSm(bits, k);
+}
+NINFER_HD constexpr int rowsParts(int bits, int k) {
+  return (k / 128 + rowsPartUnits(bits, k) - 1) / rowsPartUnits(bits, k);
 }
 // Whether a launch of `tiles` 16-row tiles with K = k takes the kernel: its block groups
 // get kRowsMinTilesPerGroup tiles each at least. Its fixed costs (x staged per block,
@@ -172,8 +194,8 @@ NINFER_HD constexpr int rowsParts(int k) {
 // producer's copies start before the dependency wait, the same: with q/k/v and o on this
 // kernel too (a minimum of 1) the 8B q4 8-row step took 2.983 / 2.975 ms against 2.651.
 constexpr int kRowsMinTilesPerGroup = 6;
-NINFER_HD constexpr bool rowsPays(int k, int tiles) {
-  const int groups = kBulkGridBlocks / rowsParts(k);
+NINFER_HD constexpr bool rowsPays(int bits, int k, int tiles) {
+  const int groups = rowsGridBlocks(bits, k) / rowsParts(bits, k);
   return tiles >= kRowsMinTilesPerGroup * (groups < tiles ? groups : tiles);
 }
 
@@ -188,22 +210,24 @@ struct RowsLayout {
 };
 
 // The shared-memory layout of the multi-row kernel of an n x k weight, and whether it
-// takes the shape: whole tiles, two ring slots at least within kBulkSharedLimit (two
-// blocks per SM, grids of up to kBulkGridBlocks as the one-token kernel's).
+// takes the shape: whole tiles, two ring slots at least within the SM's share
+// (kBulkSharedLimit at two blocks per SM, kRowsWholeSharedLimit at one; grids of
+// rowsGridBlocks).
 NINFER_HD constexpr RowsLayout bulkRowsLayout(int bits, int group, int k, int n) {
   RowsLayout l;
   const int units = k / 128;
-  l.partUnits = units < kRowsPartUnits ? units : kRowsPartUnits;
+  l.partUnits = rowsPartUnits(bits, k);
   l.boxBytes = l.partUnits * bulkUnitBytes(bits);
   l.scaleBytes = kBulkTileRows * bulkRowScaleBytes(group, k);
   l.slotBytes = (kBulkTileRows * l.boxBytes + l.scaleBytes + 127) / 128 * 128;
   l.offX = (kRowsBarrierBytes + 127) / 128 * 128;
   l.offPartial = l.offX + l.partUnits * kRowsUnitXBytes;
   l.offSlots = (l.offPartial + kRowsBuffers * kBulkConsumerWarps * 32 * 16 + 127) / 128 * 128;
-  const int room = (kBulkSharedLimit - l.offSlots) / l.slotBytes;
+  const int limit = rowsBlocksPerSm(bits, k) == 1 ? kRowsWholeSharedLimit : kBulkSharedLimit;
+  const int room = (limit - l.offSlots) / l.slotBytes;
   l.slots = room < kRowsMaxSlots ? room : kRowsMaxSlots;
   l.sharedBytes = l.offSlots + l.slots * l.slotBytes;
-  l.fits = units >= 1 && k % 128 == 0 && n % kBulkTileRows == 0 && l.boxBytes <= 2048 &&
+  l.fits = units >= 1 && k % 128 == 0 && n % kBulkTileRows == 0 && l.boxBytes <= kRowsBoxLimit &&
            l.slots >= 2;
   return l;
 }
