@@ -450,7 +450,7 @@ Status CpuExecutor::forwardSequence(int sequence, const int32_t* tokens, int n, 
 
 Status CpuExecutor::forwardBatch(const int32_t* tokens, const int32_t* positions,
                                  const int32_t* sequences, int batch, float* logits) {
-  NINFER_RETURN_IF_ERROR(checkLogits(logits));
+  NINFER_RETURN_IF_ERROR(checkLogits(logits, "forwardBatch"));
   NINFER_RETURN_IF_ERROR(
       checkBatchStep(file_.plan(), tokens, positions, sequences, batch, embeddingVocab_));
   StepState step{};

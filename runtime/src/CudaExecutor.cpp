@@ -892,9 +892,9 @@ Status CudaExecutor::runBatch(const int32_t *tokens, const int32_t *positions,
 Status CudaExecutor::forwardBatch(const int32_t *tokens, const int32_t *positions,
                                   const int32_t *sequences, int batch, float *logits) {
   const plan::Plan &p = file_.plan();
+  NINFER_RETURN_IF_ERROR(checkLogits(logits, "forwardBatch"));
   if (runsAsSequence(batch, positions, sequences))
     return forwardSequence(sequences[0], tokens, 1, positions[0], logits);
-  NINFER_RETURN_IF_ERROR(checkLogits(logits));
   NINFER_RETURN_IF_ERROR(checkBatchStep(p, tokens, positions, sequences, batch, embeddingVocab_));
   NINFER_RETURN_IF_ERROR(runBatch(tokens, positions, sequences, batch, kLogits));
   std::memcpy(logits, hostLogits_, size_t(batch) * size_t(p.model()->vocab_size()) * 4);

@@ -27,9 +27,9 @@ Status checkSequence(const plan::Plan& plan, int sequence) {
 
 } // namespace
 
-Status checkLogits(const float* logits) {
+Status checkLogits(const float* logits, const char* entry) {
   if (!logits)
-    return Status::error("forward: logits must not be null");
+    return Status::error(std::string(entry) + ": logits must not be null");
   return Status::ok();
 }
 

@@ -11,8 +11,9 @@ namespace plan {
 struct Plan;
 }
 
-// A step whose caller asked for logits: the place for them is not null.
-Status checkLogits(const float* logits);
+// A step whose caller asked for logits: the place for them is not null (entry: the
+// executor call the message names).
+Status checkLogits(const float* logits, const char* entry = "forward");
 
 // tokens non-null, 1 <= n <= max_step_tokens, positions inside the context,
 // every id in [0, vocab) (vocab <= 0: not checked), the sequence one of the

@@ -162,7 +162,7 @@ TEST(CpuBatch, RejectsBadBatchSteps) {
             std::string::npos);
   EXPECT_NE(l.executor->forwardBatch(tokens.data(), positions.data(), sequences.data(), 2, nullptr)
                 .message()
-                .find("logits must not be null"),
+                .find("forwardBatch: logits must not be null"),
             std::string::npos);
   // Single-sequence steps name a slot of the plan.
   Status slot = l.executor->forwardSequence(4, tokens.data(), 1, 0, logits.data());
