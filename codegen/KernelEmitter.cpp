@@ -381,12 +381,12 @@ private:
     uint32_t oneTokenShared = 0;
     // Steps of 2..8 rows through gemv_quant_rows.cuh (null where it does not apply): the
     // call (its slice argument goes on with the partial sums', the tickets' and the code
-    // map's pointers: rowsTail), the weight's bits, the parts of K and the blocks per SM
-    // (GemvShapes.h rowsParts, rowsBlocksPerSm), its dynamic shared memory and the code
-    // plane's tensor map (made where a launch takes it).
+    // map's pointers: rowsTail), the weight's bits, the parts of K, the blocks per SM and
+    // the most blocks of a launch (GemvShapes.h rowsParts, rowsBlocksPerSm, rowsGridBlocks),
+    // its dynamic shared memory and the code plane's tensor map (made where a launch takes it).
     std::function<std::string(int rows, const std::string &slice)> rowsCall;
     int rowsBits = 0;
-    uint32_t rowsParts = 0, rowsPerSm = 0;
+    uint32_t rowsParts = 0, rowsPerSm = 0, rowsGrid = 0;
     uint32_t rowsShared = 0;
     std::function<uint32_t()> rowsMap;
   };
@@ -439,8 +439,7 @@ private:
     for (uint32_t t : tiles)
       total += t;
     const uint32_t parts = k.rowsParts;
-    const uint32_t groups = std::min<uint32_t>(
-        gemv::kBulkGridBlocks / gemv::kBulkBlocksPerSm * k.rowsPerSm / parts, total);
+    const uint32_t groups = std::min<uint32_t>(k.rowsGrid / parts, total);
     std::vector<uint32_t> blocks;
     for (uint32_t t : tiles)
       blocks.push_back(parts * std::clamp<uint32_t>(static_cast<uint32_t>(
@@ -1142,6 +1141,7 @@ private:
         k.rowsParts = static_cast<uint32_t>(gemv::rowsParts(traits.bits, int(a.in_features)));
         k.rowsPerSm =
             static_cast<uint32_t>(gemv::rowsBlocksPerSm(traits.bits, int(a.in_features)));
+        k.rowsGrid = static_cast<uint32_t>(gemv::rowsGridBlocks(traits.bits, int(a.in_features)));
         k.rowsShared = static_cast<uint32_t>(rows.sharedBytes);
         k.rowsMap = [this, &op] { return rowsCodeMap(op, gemv::kBulkTileRows); };
       }

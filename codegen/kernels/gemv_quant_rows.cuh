@@ -7,7 +7,8 @@
 // 8B q4 plan's 8-row steps took 4.22 ms against 1.94 ms for one row. Here the weights
 // stream through a producer's ring as in one-token steps, and x is staged once per block:
 // the block takes one part of K (gemv::rowsPartUnits: all of K up to 32 units, else 16),
-// so its x for 8 rows stays within 64 KB as f16 however long K is. Measured (8B q4, 8-row steps, plain launches):
+// so its x for 8 rows stays within 64 KB as f16 however long K is. Measured (8B q4, 8-row
+// steps, plain launches):
 // gate/up 45.4 -> 28.6 us, down 24.5 -> 20.5; the emitter takes it where gemv::rowsPays
 // (the 8B's gate/up group, down and lm_head). Layers whose block groups get few tiles
 // lose to its fixed costs (x staged per block, the parts' sums through global memory):

@@ -1101,7 +1101,8 @@ TEST(GemvShapes, RowsLayoutFitsItsSmShareAndAlignsStages) {
         continue;
       }
       const int units = k / 128;
-      const bool whole = units <= 16 || (units <= 32 && units * gemv::bulkUnitBytes(f.bits) <= 2048);
+      const bool whole =
+          units <= 16 || (units <= 32 && units * gemv::bulkUnitBytes(f.bits) <= 2048);
       EXPECT_EQ(l.partUnits, whole ? units : 16) << what;
       EXPECT_EQ(gemv::rowsParts(f.bits, k), whole ? 1 : (units + 15) / 16) << what;
       const int perSm = gemv::rowsBlocksPerSm(f.bits, k);

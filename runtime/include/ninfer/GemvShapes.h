@@ -142,7 +142,8 @@ NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, boo
 // stages its part of x for all rows once (f16, in the mma's B-fragment order:
 // kRowsUnitXBytes per unit), a producer warp brings each tile's part (one TMA box of 16
 // code rows, and the tile's scale rows) into a ring of stages, math warp w multiplies
-// units w, w + 8, ... of the part in every tile, a combiner warp sums the warps' fragments and, where K has several parts, the
+// units w, w + 8, ... of the part in every tile, a combiner warp sums the warps'
+// fragments and, where K has several parts, the
 // parts' partial sums in global memory (the last block of a tile adds them up in order).
 // Parts of 16 units: with parts of 8 or 4 the 8B q4 gate/up took 33.1 / 75.2 us against
 // 28.3 (H200, 8-row steps): more tiles per block, and per tile the same overheads.
