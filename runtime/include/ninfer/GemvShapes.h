@@ -193,7 +193,9 @@ NINFER_HD constexpr int rowsParts(int bits, int k) {
 // 13.6 tiles per group, 28.6 against 45.4 us; down 6.9 tiles, 20.5 against 24.5; q/k/v
 // 2.9 tiles, 21.6 against 13.1; o 1.9 tiles, 14.5 against 11.2. In the graph, where the
 // producer's copies start before the dependency wait, the same: with q/k/v and o on this
-// kernel too (a minimum of 1) the 8B q4 8-row step took 2.983 / 2.975 ms against 2.651.
+// kernel too (a minimum of 1) the 8B q4 8-row step took 2.983 / 2.975 ms against 2.651;
+// with K whole per block (one part, one block per SM) 2.963 against 2.554, and with q/k/v
+// alone on it (a minimum of 2) 2.911.
 constexpr int kRowsMinTilesPerGroup = 6;
 NINFER_HD constexpr bool rowsPays(int bits, int k, int tiles) {
   const int groups = rowsGridBlocks(bits, k) / rowsParts(bits, k);
