@@ -195,7 +195,8 @@ NINFER_HD constexpr int rowsParts(int bits, int k) {
 // producer's copies start before the dependency wait, the same: with q/k/v and o on this
 // kernel too (a minimum of 1) the 8B q4 8-row step took 2.983 / 2.975 ms against 2.651;
 // with K whole per block (one part, one block per SM) 2.963 against 2.554, and with q/k/v
-// alone on it (a minimum of 2) 2.911.
+// alone on it (a minimum of 2) 2.911. Not for want of cheaper x: with no x staged anywhere (a
+// timing variant), q/k/v and o on this kernel still took 2.550 against 2.484 on the other.
 constexpr int kRowsMinTilesPerGroup = 6;
 NINFER_HD constexpr bool rowsPays(int bits, int k, int tiles) {
   const int groups = rowsGridBlocks(bits, k) / rowsParts(bits, k);
