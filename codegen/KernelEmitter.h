@@ -21,6 +21,10 @@ struct KernelOptions {
   // caches); RMSNorms computed by the GEMVs that read them. ninferc --no-fusion turns it
   // off.
   bool fuseLaunches = true;
+  // Every block of every kernel records when it starts, when its wait for the previous
+  // kernel returns and when its warps end (ninfer/TraceAbi.h), for `ninfer bench
+  // --timeline`. ninferc --trace turns it on; the events slow a decode step by 2-12% (H200).
+  bool trace = false;
   // Called with (done, total) while compiling, for progress display.
   std::function<void(int, int)> progress;
   // Called once every launch and the memory plan are final (emission may grow the workspace:

@@ -37,6 +37,7 @@ struct Options {
   bool dummyWeights = false;
   bool embedPtx = true;
   bool fuse = true;
+  bool trace = false;
   bool quiet = false;
   std::string emitMlir;
   QuantOptions quant;
@@ -68,6 +69,9 @@ usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
                          launches (no grouped GEMVs/GEMMs, no SwiGLU in the gate/up GEMV or
                          GEMM, no RMSNorm in the GEMVs that read it, no fused RoPE + KV append;
                          A/B timing)
+  --trace                every kernel block records when it starts, waits and ends, for
+                         `ninfer bench --timeline` (a diagnostic plan: the events slow a decode
+                         step by 2-12 percent)
   --emit-mlir FILE       also write the ninfer dialect program after the pass pipeline
   -q, --quiet            no progress display or memory report
   -h, --help             this text
@@ -169,6 +173,8 @@ Options parseArgs(int argc, char** argv) {
       options.embedPtx = false;
     } else if (arg == "--no-fusion") {
       options.fuse = false;
+    } else if (arg == "--trace") {
+      options.trace = true;
     } else if (isQuantSwitch(arg) || isQuantFlag(arg)) {
       if (llvm::Error error =
               applyQuantFlag(arg, isQuantSwitch(arg) ? "" : next(i, arg), options.quant))
@@ -312,6 +318,7 @@ int main(int argc, char** argv) {
       compile.kernels.archs.push_back(target.arch);
   compile.kernels.embedPtx = options.embedPtx;
   compile.kernels.fuseLaunches = options.fuse;
+  compile.kernels.trace = options.trace;
   std::optional<Progress> nvrtcProgress;
   compile.kernels.progress = [&](int done, int count) {
     if (!nvrtcProgress)

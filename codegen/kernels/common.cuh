@@ -5,6 +5,9 @@
 #pragma once
 
 #include "StepAbi.h"
+#if NINFER_TRACE
+#include "trace.cuh"
+#endif
 
 namespace ninfer {
 namespace dev {
@@ -21,6 +24,9 @@ namespace dev {
 __device__ __forceinline__ void gridDependencyWait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+#if NINFER_TRACE
+  traceWaitDone();
 #endif
 }
 

@@ -42,6 +42,7 @@ Result<const CudaDriver *> loadDriver() {
   NINFER_RESOLVE(moduleLoadDataEx, "cuModuleLoadDataEx")
   NINFER_RESOLVE(moduleUnload, "cuModuleUnload")
   NINFER_RESOLVE(moduleGetFunction, "cuModuleGetFunction")
+  NINFER_RESOLVE(moduleGetGlobal, "cuModuleGetGlobal_v2")
   NINFER_RESOLVE(funcSetAttribute, "cuFuncSetAttribute")
   NINFER_RESOLVE(memAlloc, "cuMemAlloc_v2")
   NINFER_RESOLVE(memFree, "cuMemFree_v2")

@@ -29,6 +29,7 @@ struct CudaDriver {
   decltype(&::cuModuleLoadDataEx) moduleLoadDataEx = nullptr;
   decltype(&::cuModuleUnload) moduleUnload = nullptr;
   decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
+  decltype(&::cuModuleGetGlobal) moduleGetGlobal = nullptr;
   decltype(&::cuFuncSetAttribute) funcSetAttribute = nullptr;
   decltype(&::cuMemAlloc) memAlloc = nullptr;
   decltype(&::cuMemFree) memFree = nullptr;

@@ -126,6 +126,8 @@ public:
                                                      const int32_t *positions,
                                                      const int32_t *sequences,
                                                      int batch) override;
+  Result<StepTrace> traceStep(const int32_t* tokens, const int32_t* positions,
+                              const int32_t* sequences, int batch) override;
 
 private:
   struct LaunchInfo {
@@ -225,6 +227,8 @@ private:
   CUfunction sample_ = nullptr; // and before device temperature sampling
   bool samplesMass_ = false;    // sample_ has its rowSums parameter (plans since top-p)
   CUfunction nucleus_ = nullptr; // and before top-p over a whole row on the device
+  // The timeline's event count and events (ninfer/TraceAbi.h): plans compiled with --trace.
+  CUdeviceptr traceCount_ = 0, traceEvents_ = 0;
   std::vector<LaunchInfo> launches_;
   std::vector<CUdeviceptr> allocations_;
   CUdeviceptr weights_ = 0, activations_ = 0, kv_ = 0, workspace_ = 0, tokens_ = 0, logits_ = 0,
@@ -601,6 +605,12 @@ Status CudaExecutor::init(int ordinal) {
   // tokens from the logits (picksGreedyTokens()).
   if (cu_.moduleGetFunction(&argmax_, module_, "ninfer_argmax_rows") != CUDA_SUCCESS)
     argmax_ = nullptr;
+  size_t traceBytes = 0;
+  if (cu_.moduleGetGlobal(&traceCount_, &traceBytes, module_, NINFER_TRACE_COUNT_SYMBOL) !=
+          CUDA_SUCCESS ||
+      cu_.moduleGetGlobal(&traceEvents_, &traceBytes, module_, NINFER_TRACE_EVENTS_SYMBOL) !=
+          CUDA_SUCCESS)
+    traceCount_ = traceEvents_ = 0;
   if (cu_.moduleGetFunction(&topk_, module_, "ninfer_topk_rows") != CUDA_SUCCESS)
     topk_ = nullptr;
   if (cu_.moduleGetFunction(&sample_, module_, "ninfer_sample_rows") != CUDA_SUCCESS)
@@ -962,6 +972,56 @@ Result<std::vector<LaunchTiming>> CudaExecutor::profileBatchStep(const int32_t *
   NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
   stageBatch(tokens, positions, sequences, batch);
   return timeLaunches(batch, true);
+}
+
+Result<StepTrace> CudaExecutor::traceStep(const int32_t* tokens, const int32_t* positions,
+                                          const int32_t* sequences, int batch) {
+  if (!traceCount_)
+    return Status::error("the plan records no timeline: compile it with ninferc --trace");
+  if (!argmax_)
+    return Status::error("the plan predates greedy sampling on the GPU: compile it again");
+  if (batch < 1 || !tokens || !positions || !sequences)
+    return Status::error("a traced step needs at least one sequence");
+  const bool asSequence = runsAsSequence(batch, positions, sequences);
+  if (!asSequence)
+    NINFER_RETURN_IF_ERROR(
+        checkBatchStep(file_.plan(), tokens, positions, sequences, batch, embeddingVocab_));
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSetCurrent(context_), "cannot use the CUDA context"));
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.streamSynchronize(stream_), "the GPU failed"));
+  NINFER_RETURN_IF_ERROR(
+      cu_.check(cu_.memsetD8(traceCount_, 0, trace::kMaxSms * 4), "cannot reset the timeline"));
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.ctxSynchronize(), "cannot reset the timeline"));
+  if (asSequence)
+    NINFER_RETURN_IF_ERROR(runPickStep(sequences[0], tokens, 1, positions[0], kGreedyIds));
+  else
+    NINFER_RETURN_IF_ERROR(runBatch(tokens, positions, sequences, batch, kGreedyIds));
+  // Each SM's count, then the events of its region.
+  StepTrace trace;
+  std::vector<uint32_t> counts(trace::kMaxSms);
+  NINFER_RETURN_IF_ERROR(
+      cu_.check(cu_.memcpyDtoHAsync(counts.data(), traceCount_, counts.size() * 4, stream_),
+                "cannot read the timeline"));
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.streamSynchronize(stream_), "cannot read the timeline"));
+  for (uint32_t sm = 0; sm < trace::kMaxSms; ++sm) {
+    trace.recorded += counts[sm];
+    const uint32_t kept = std::min(counts[sm], trace::kEventsPerSm);
+    if (kept == 0)
+      continue;
+    const size_t at = trace.events.size();
+    trace.events.resize(at + kept);
+    NINFER_RETURN_IF_ERROR(
+        cu_.check(cu_.memcpyDtoHAsync(trace.events.data() + at,
+                                      traceEvents_ +
+                                          uint64_t(sm) * trace::kEventsPerSm * sizeof(trace::Event),
+                                      kept * sizeof(trace::Event), stream_),
+                  "cannot read the timeline"));
+  }
+  NINFER_RETURN_IF_ERROR(cu_.check(cu_.streamSynchronize(stream_), "cannot read the timeline"));
+  const int n = asSequence ? 1 : batch;
+  for (const LaunchInfo& l : launches_)
+    if (runsAt(l, n, !asSequence))
+      trace.launches.push_back({l.op, l.functionIndex, kernelName(l.functionIndex)});
+  return trace;
 }
 
 Result<std::vector<LaunchTiming>> CudaExecutor::timeLaunches(int n, bool batch) {

@@ -15,6 +15,8 @@
 // CRC-32, Adler-32; no compression library).
 #include "BenchCommand.h"
 #include "BenchProfile.h"
+#include "BenchTimeline.h"
+#include "OutputFile.h"
 #include "SamplingOptions.h"
 
 #include "ninfer/DecodeStep.h"
@@ -41,7 +43,7 @@
 namespace ninfer {
 namespace {
 
-const char *const kBenchHelp =
+const char* const kBenchHelp =
     R"(usage: ninfer bench PLAN [options]
 
   --prompt N[,N...]   prompt lengths (context before decode), default 512
@@ -63,6 +65,11 @@ const char *const kBenchHelp =
   --profile           then time every kernel of one decode step (at the first prompt
                       length; with --batch: one step of the largest batch) and of one
                       prefill step, grouped by kernel (not with --json)
+  --timeline OUT.json then run one decode step (at the first prompt length; with --batch:
+                      one step of the largest batch) as generation runs it and print where
+                      its time goes on the GPU, launch by launch as they overlap and wait;
+                      writes a Chrome trace (chrome://tracing, Perfetto) of its launches and
+                      blocks. Needs a plan compiled with `ninferc --trace` (not with --json)
   --temp T, --top-k K, --top-p P, --seed S
                       single-sequence decode steps pick their tokens with this sampling
                       (as `ninfer PLAN` takes it; default greedy); not with --batch
@@ -89,6 +96,7 @@ struct BenchOptions {
   bool json = false;
   std::string plot;
   bool profile = false;
+  std::string timeline;    // --timeline's JSON path
   SamplingParams sampling; // single-sequence decode's picks (default greedy)
 };
 
@@ -149,6 +157,8 @@ BenchOptions parseOptions(int argc, char **argv) {
       o.json = true;
     } else if (arg == "--profile") {
       o.profile = true;
+    } else if (arg == "--timeline") {
+      o.timeline = value();
     } else if (arg == "--plot") {
       o.plot = value();
     } else if (cli::isSamplingOption(arg)) {
@@ -171,6 +181,8 @@ BenchOptions parseOptions(int argc, char **argv) {
     throw BadUsage{"no plan given (usage: ninfer bench PLAN [options])"};
   if (o.profile && o.json)
     throw BadUsage{"--profile prints a table; it cannot be combined with --json"};
+  if (!o.timeline.empty() && o.json)
+    throw BadUsage{"--timeline prints a table; it cannot be combined with --json"};
   if (!o.batches.empty() && !Sampler(o.sampling).greedy())
     throw BadUsage{"--batch steps pick greedy tokens: sampling (--temp above 0) is for "
                    "single-sequence decode"};
@@ -605,6 +617,14 @@ int benchBatches(const BenchOptions &o, Executor &executor, const plan::Plan &p,
       return 1;
     }
   }
+  if (!o.timeline.empty()) {
+    const int largest = *std::max_element(o.batches.begin(), o.batches.end());
+    Status s = traceAndReport(executor, p, o.prompts.front(), largest, o.timeline);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
+      return 1;
+    }
+  }
   if (!o.plot.empty()) {
     std::vector<ChartSeries> series;
     for (int prompt : o.prompts) {
@@ -777,6 +797,13 @@ int bench(const BenchOptions &o) {
   if (o.profile) {
     const int prefill = std::min(o.prompts.front(), std::max(1, p.max_step_tokens()));
     Status s = printKernelProfile(*executor, p, o.prompts.front(), prefill, results.front().p50Ms);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
+      return 1;
+    }
+  }
+  if (!o.timeline.empty()) {
+    Status s = traceAndReport(*executor, p, o.prompts.front(), 1, o.timeline);
     if (!s.isOk()) {
       std::fprintf(stderr, "ninfer: error: %s\n", s.message().c_str());
       return 1;
@@ -997,13 +1024,7 @@ Status writeChartPng(const std::string &path, const ChartLabels &labels,
     }
   }
   const std::vector<uint8_t> png = encodePng(image);
-  std::FILE *f = std::fopen(path.c_str(), "wb");
-  if (!f)
-    return Status::error("cannot write " + path + ": " + std::strerror(errno));
-  const bool ok = std::fwrite(png.data(), 1, png.size(), f) == png.size();
-  if (std::fclose(f) != 0 || !ok)
-    return Status::error("cannot write " + path + ": " + std::strerror(errno));
-  return Status::ok();
+  return cli::writeWholeFile(path, std::string(png.begin(), png.end()));
 }
 
 } // namespace

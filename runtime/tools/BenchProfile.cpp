@@ -42,21 +42,6 @@ double launchWeightBytes(const plan::Plan &p, uint32_t opIndex, uint32_t functio
   return 0.0;
 }
 
-std::string describe(const plan::Plan &p, uint32_t opIndex) {
-  const plan::Op *op = p.ops()->Get(opIndex);
-  std::string text = plan::EnumNameOpAttrs(op->attrs_type());
-  if (text.size() > 5 && text.compare(text.size() - 5, 5, "Attrs") == 0)
-    text.resize(text.size() - 5);
-  if (const plan::LinearAttrs *a = op->attrs_as_LinearAttrs()) {
-    const plan::Buffer *w = p.buffers()->Get(op->inputs()->Get(1));
-    text += " " + std::to_string(a->in_features()) + "->" + std::to_string(a->out_features()) +
-            " " + plan::EnumNameDType(w->dtype());
-    if (a->last_row_only())
-      text += " last row";
-  }
-  return text;
-}
-
 struct Row {
   std::string kernel, what;
   int calls = 0;
@@ -89,7 +74,7 @@ Status printTable(const plan::Plan &p, const TimedStep &step, int repeats,
       row.kernel = functions && layout[i].function < functions->size()
                        ? functions->Get(layout[i].function)->str()
                        : "?";
-      row.what = describe(p, layout[i].op);
+      row.what = describeOp(p, layout[i].op);
     }
     const double us = median(perLaunch[i]);
     row.calls += 1;
@@ -130,18 +115,39 @@ Status printTable(const plan::Plan &p, const TimedStep &step, int repeats,
 
 } // namespace
 
-Status printKernelProfile(Executor &executor, const plan::Plan &p, int context, int prefillTokens,
-                          double decodeStepMs, int batch) {
+std::string describeOp(const plan::Plan& p, uint32_t opIndex) {
+  const plan::Op* op = p.ops()->Get(opIndex);
+  std::string text = plan::EnumNameOpAttrs(op->attrs_type());
+  if (text.size() > 5 && text.compare(text.size() - 5, 5, "Attrs") == 0)
+    text.resize(text.size() - 5);
+  if (const plan::LinearAttrs* a = op->attrs_as_LinearAttrs()) {
+    const plan::Buffer* w = p.buffers()->Get(op->inputs()->Get(1));
+    text += " " + std::to_string(a->in_features()) + "->" + std::to_string(a->out_features()) +
+            " " + plan::EnumNameDType(w->dtype());
+    if (a->last_row_only())
+      text += " last row";
+  }
+  return text;
+}
+
+SyntheticStep syntheticDecodeStep(const plan::Plan& p, int context, int batch) {
   const int vocab = std::max(2, p.model()->vocab_size());
   const int rows = std::max(1, batch);
-  std::vector<int32_t> tokens(size_t(rows), 1 + context % (vocab - 1));
-  std::vector<int32_t> positions(size_t(rows), context), sequences;
+  SyntheticStep step;
+  step.tokens.assign(size_t(rows), 1 + context % (vocab - 1));
+  step.positions.assign(size_t(rows), context);
   for (int t = 0; t < rows; ++t)
-    sequences.push_back(t);
+    step.sequences.push_back(t);
+  return step;
+}
+
+Status printKernelProfile(Executor& executor, const plan::Plan& p, int context, int prefillTokens,
+                          double decodeStepMs, int batch) {
+  const SyntheticStep rows = syntheticDecodeStep(p, context, batch);
   const TimedStep decode = [&] {
-    return batch > 1 ? executor.profileBatchStep(tokens.data(), positions.data(),
-                                                 sequences.data(), batch)
-                     : executor.profileStep(tokens.data(), 1, context);
+    return batch > 1 ? executor.profileBatchStep(rows.tokens.data(), rows.positions.data(),
+                                                 rows.sequences.data(), batch)
+                     : executor.profileStep(rows.tokens.data(), 1, context);
   };
   const std::string where = " at position " + std::to_string(context);
   NINFER_RETURN_IF_ERROR(
@@ -151,6 +157,7 @@ Status printKernelProfile(Executor &executor, const plan::Plan &p, int context, 
                  decodeStepMs));
   if (prefillTokens <= 1)
     return Status::ok();
+  const int vocab = std::max(2, p.model()->vocab_size());
   std::vector<int32_t> ids(static_cast<size_t>(prefillTokens));
   for (int i = 0; i < prefillTokens; ++i)
     ids[size_t(i)] = 1 + static_cast<int32_t>((int64_t(i) * 7919 + 13) % (vocab - 1));

@@ -5,6 +5,7 @@
 #include "ChatCommand.h"
 #include "CliCommon.h"
 #include "EvalCommand.h"
+#include "OutputFile.h"
 #include "SamplingOptions.h"
 
 #include "ninfer/Executor.h"
@@ -254,25 +255,18 @@ std::unique_ptr<Executor> makeExecutor(const PlanFile& file, const GenerateOptio
   return take(createCpuExecutor(file, o.threads));
 }
 
-// Writes to a temporary name and renames, so no half-written file is left.
+// Little-endian f32 values, written whole or not at all.
 void writeLogits(const std::string& path, const std::vector<float>& logits) {
-  const std::string temp = path + ".tmp";
-  FILE* out = std::fopen(temp.c_str(), "wb");
-  if (!out)
-    failWith("cannot write " + temp + ": " + std::strerror(errno));
-  std::vector<unsigned char> bytes(logits.size() * 4);
+  std::string bytes(logits.size() * 4, '\0');
   for (size_t i = 0; i < logits.size(); ++i) {
     uint32_t bits;
     std::memcpy(&bits, &logits[i], 4);
     for (int b = 0; b < 4; ++b)
-      bytes[4 * i + b] = static_cast<unsigned char>(bits >> (8 * b));
+      bytes[4 * i + b] = static_cast<char>(bits >> (8 * b));
   }
-  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), out) == bytes.size();
-  const bool closed = std::fclose(out) == 0;
-  if (!written || !closed || std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    failWith("cannot write " + path + ": " + std::strerror(errno));
-  }
+  const Status written = writeWholeFile(path, bytes);
+  if (!written.isOk())
+    failWith(written.message());
 }
 
 std::string joinIds(const std::vector<int32_t>& ids) {

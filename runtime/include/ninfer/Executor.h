@@ -9,6 +9,7 @@
 
 #include "ninfer/Sampler.h"
 #include "ninfer/Status.h"
+#include "ninfer/TraceAbi.h"
 
 #include <cstdint>
 #include <memory>
@@ -24,6 +25,21 @@ struct LaunchTiming {
   uint32_t op = 0;       // index into the plan's ops
   uint32_t function = 0; // index into the plan's kernel functions
   double microseconds = 0;
+};
+
+// The device-side timeline of one step of a plan compiled with `ninferc --trace`: the
+// launches that ran, in launch order, and the events their blocks recorded
+// (ninfer/TraceAbi.h). Launches the plan's ops do not own (the step's sampling) have op
+// and function kNotAnOp and `kernel` named.
+struct StepTrace {
+  static constexpr uint32_t kNotAnOp = 0xFFFFFFFFu;
+  struct Launch {
+    uint32_t op = kNotAnOp, function = kNotAnOp;
+    std::string kernel;
+  };
+  std::vector<Launch> launches;
+  std::vector<trace::Event> events;
+  uint64_t recorded = 0; // events the blocks appended (more than events.size(): lost)
 };
 
 class Executor {
@@ -151,6 +167,14 @@ public:
                                                              int batch) {
     (void)tokens, (void)positions, (void)sequences, (void)batch;
     return Status::error(name() + " cannot time kernels (profiling needs the CUDA executor)");
+  }
+  // Runs one greedy decode step as generation does (a single-sequence step of one token,
+  // or a batch step as forwardBatchGreedy() takes it, CUDA graph and all) and returns its
+  // timeline. Needs a plan compiled with `ninferc --trace`.
+  virtual Result<StepTrace> traceStep(const int32_t* tokens, const int32_t* positions,
+                                      const int32_t* sequences, int batch) {
+    (void)tokens, (void)positions, (void)sequences, (void)batch;
+    return Status::error(name() + " cannot trace kernels (timelines need the CUDA executor)");
   }
 };
 
