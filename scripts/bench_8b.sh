@@ -9,19 +9,22 @@
 #       bench-8b-q4-b8.nplan      --quant q4 --batch 8 (8 sequences), context 4096
 #       bench-8b-tq1.nplan        --quant ternary (TQ1 linears), context 4096
 #       bench-23m.nplan           shared/models/pycode-llama-23m's shape, dummy weights
+#       trace-8b-q4.nplan, trace-8b-q4-b8.nplan   the q4 and q4 --batch 8 plans with --trace
 #   scripts/bench_8b.sh run PLAN_DIR [NINFER]       (on the GPU machine) runs `ninfer bench` on
 #       each plan: prompt 512 + 128 decode steps, 3 warm-ups, 5 measured runs, with --profile
 #       (kernel by kernel), then NINFER_PDL=0 as an A/B, then decode at 8K context (f16, q4,
 #       q4 with int8 KV) and one run at 32K (q4), then batched decode of the --batch 8 plan
 #       (batch 1, 2, 4, 8; prompt 512, 128 steps; --profile: the batch-8 step kernel by
-#       kernel). Writes <plan>.bench, <plan>.json, <plan>.<ctx>.txt and
-#       bench-8b-q4-b8.batch.{txt,json,png} to $OUT (or PLAN_DIR) and prints the summary lines.
+#       kernel), and the timeline of a q4 decode step and of a batch-8 step (the trace-*
+#       plans: where the step's time goes as the graph runs it). Writes <plan>.bench,
+#       <plan>.json, <plan>.<ctx>.txt, bench-8b-q4-b8.batch.{txt,json,png} and
+#       trace-*.timeline.{txt,json} to $OUT (or PLAN_DIR) and prints the summary lines.
 # Method and the table: docs/performance.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
 dir=${2:-}
-[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,19p' "$0"; exit 2; }
+[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,21p' "$0"; exit 2; }
 
 case "$mode" in
 compile)
@@ -37,6 +40,9 @@ compile)
   "$ninferc" "$config" "${common[@]}" --ctx 4096 --quant ternary -o "$dir/bench-8b-tq1.nplan"
   model="$root/../shared/models/pycode-llama-23m"
   "$ninferc" "$model" "${common[@]}" --ctx 4096 -o "$dir/bench-23m.nplan"
+  "$ninferc" "$config" "${common[@]}" --ctx 4096 --quant q4 --trace -o "$dir/trace-8b-q4.nplan"
+  "$ninferc" "$config" "${common[@]}" --ctx 4096 --quant q4 --batch 8 --trace \
+    -o "$dir/trace-8b-q4-b8.nplan"
   ls -l "$dir"/bench-*.nplan
   ;;
 run)
@@ -74,9 +80,19 @@ run)
     echo "== bench-8b-q4-b8 batched decode:"
     grep -E '^ +512 +[1248] ' "$out/bench-8b-q4-b8.batch.txt"
   fi
+  for name in trace-8b-q4 trace-8b-q4-b8; do
+    plan="$dir/$name.nplan"
+    [ -f "$plan" ] || continue
+    batch=()
+    [ "$name" = trace-8b-q4-b8 ] && batch=(--batch 8)
+    "$ninfer" bench "$plan" --device cuda --prompt 512 --gen 32 --warmup 1 --reps 1 "${batch[@]}" \
+      --timeline "$out/$name.timeline.json" >"$out/$name.timeline.txt"
+    echo "== $name timeline: $(sed -nE 's/^step: ([0-9.]+) us.*end, ([0-9]+) launches.*/\1 us, \2 launches/p' \
+      "$out/$name.timeline.txt")"
+  done
   ;;
 *)
-  sed -n '2,19p' "$0"
+  sed -n '2,21p' "$0"
   exit 2
   ;;
 esac

@@ -52,15 +52,9 @@ __device__ __forceinline__ void argmaxBlock(float &best, int &bestId) {
     }
 }
 
-} // namespace dev
-} // namespace ninfer
-
 // partial: rows x kArgmaxSlices (value, id) pairs; tickets: rows counters.
-extern "C" __global__ void __launch_bounds__(ninfer::kArgmaxThreads)
-    ninfer_argmax_rows(const float *logits, int vocab, int *ids, float2 *partial,
-                       unsigned int *tickets) {
-  using namespace ninfer;
-  using namespace ninfer::dev;
+__device__ __forceinline__ void argmaxRows(const float* logits, int vocab, int* ids,
+                                           float2* partial, unsigned int* tickets) {
   const int row = blockIdx.y, slice = blockIdx.x;
   const long long rowBase = static_cast<long long>(row) * vocab;
   const int per = (vocab + kArgmaxSlices - 1) / kArgmaxSlices;
@@ -93,4 +87,20 @@ extern "C" __global__ void __launch_bounds__(ninfer::kArgmaxThreads)
     ids[row] = bestId < 0 ? 0 : bestId;
     tickets[row] = 0u;
   }
+}
+} // namespace dev
+} // namespace ninfer
+
+// The kernel (not an emitted wrapper: the executor launches it after a step's kernels), with
+// the timeline's events in plans compiled with --trace.
+extern "C" __global__ void __launch_bounds__(ninfer::kArgmaxThreads)
+    ninfer_argmax_rows(const float* logits, int vocab, int* ids, float2* partial,
+                       unsigned int* tickets) {
+#if NINFER_TRACE
+  const ninfer::dev::TraceBlock trace = ninfer::dev::traceBegin();
+#endif
+  ninfer::dev::argmaxRows(logits, vocab, ids, partial, tickets);
+#if NINFER_TRACE
+  ninfer::dev::traceEnd(trace);
+#endif
 }

@@ -144,11 +144,19 @@ void printTimeline(const std::vector<LaunchSpan>& spans, const std::string& titl
   std::printf("\n%s (device timeline of one step as generation runs it; us)\n", title.c_str());
   std::printf("%-30s  %-34s  %5s  %6s  %9s  %6s  %9s  %9s  %9s\n", "kernel", "op", "calls",
               "blocks", "us/step", "share", "hand-over", "after", "early");
-  for (const TimelineRow& r : account.rows)
-    std::printf("%-30s  %-34s  %5d  %6.0f  %9.1f  %5.1f%%  %9.2f  %9.2f  %9.2f\n", r.kernel.c_str(),
+  for (const TimelineRow& r : account.rows) {
+    // Launches that do not wait (the greedy pick) have no hand-over: "-".
+    auto column = [&r](double v) {
+      char text[16] = "-";
+      if (r.waited > 0)
+        std::snprintf(text, sizeof(text), "%.2f", v);
+      return std::string(text);
+    };
+    std::printf("%-30s  %-34s  %5d  %6.0f  %9.1f  %5.1f%%  %9s  %9s  %9s\n", r.kernel.c_str(),
                 r.what.c_str(), r.calls, r.blocks, r.share,
-                account.stepUs > 0 ? 100.0 * r.share / account.stepUs : 0.0, r.handOver,
-                r.afterWait, r.early);
+                account.stepUs > 0 ? 100.0 * r.share / account.stepUs : 0.0,
+                column(r.handOver).c_str(), column(r.afterWait).c_str(), column(r.early).c_str());
+  }
   std::printf("step: %.1f us from the first block's start to the last warp's end, %zu launches. "
               "us/step: each launch's end minus the previous launch's end; hand-over: from the "
               "previous launch's end to this one's first wait returning; after: from there to "

@@ -3,7 +3,8 @@
 // needed); on the GPU, a traced plan picks the same tokens as the plain one, and its
 // single-sequence and batch steps give one span per launch, in launch order, with every
 // wait returning after the previous launch's last warp ended (the kernels' dependency
-// chain) and every block inside its launch's span. Skips the GPU part without a GPU.
+// chain), the greedy pick last, and every block inside its launch's span. Skips the GPU part
+// without a GPU.
 #include "BenchTimeline.h"
 #include "CountOf.h"
 #include "GpuParity.h"
@@ -47,7 +48,11 @@ void expectStepSpans(const plan::Plan& p, const Result<StepTrace>& trace, const 
     EXPECT_GT(s.blocks, 0u) << where;
     EXPECT_EQ(s.blockSpans.size(), s.blocks) << where;
     EXPECT_LE(s.start, s.end) << where;
-    if (i > 0) {
+    if (i > 0 && trace.value().launches[i].op == StepTrace::kNotAnOp) {
+      // The greedy pick, a plain launch: in stream order after the step's last kernel.
+      EXPECT_EQ(s.kernel, "ninfer_argmax_rows") << where;
+      EXPECT_GE(s.start, (*spans)[i - 1].end) << where;
+    } else if (i > 0) {
       const LaunchSpan& before = (*spans)[i - 1];
       EXPECT_GE(s.start, before.start) << where;
       EXPECT_GE(s.waitDone, 0.0) << where << ": every kernel waits for the one before";
