@@ -677,11 +677,11 @@ int bench(const BenchOptions &o) {
     return 1;
   }
   const std::string name = executor->name();
-  if (o.profile && !executor->timesKernels()) {
+  if ((o.profile || !o.timeline.empty()) && !executor->timesKernels()) {
     std::fprintf(stderr,
-                 "ninfer: error: --profile times kernels on the GPU, and this run uses %s "
+                 "ninfer: error: %s kernels on the GPU, and this run uses %s "
                  "(give --device cuda on a machine with a GPU)\n",
-                 name.c_str());
+                 o.profile ? "--profile times" : "--timeline traces", name.c_str());
     return 1;
   }
   double bandwidth = o.bandwidth > 0 ? o.bandwidth : bandwidthFor(name);

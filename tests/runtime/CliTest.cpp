@@ -303,12 +303,19 @@ TEST(Cli, BenchBatchSweep) {
                      "--batch 8");
   expectOneErrorLine(runCli("bench " + path + " --batch 0"), 2,
                      "--batch expects an integer in [1, 8], got '0'");
-  // --profile needs the GPU: refused before the runs, not after them.
+  // --profile and --timeline need the GPU: refused before the runs, not after them.
   for (const char *batches : {"", " --batch 1,2"}) {
     CliResult profile = runCli("bench " + path + common + batches + " --profile");
     expectOneErrorLine(profile, 1, "--profile times kernels on the GPU, and this run uses cpu");
     EXPECT_TRUE(profile.out.empty()) << profile.out;
+    const std::string trace = tempPath("timeline.json");
+    CliResult timeline = runCli("bench " + path + common + batches + " --timeline " + trace);
+    expectOneErrorLine(timeline, 1, "--timeline traces kernels on the GPU, and this run uses cpu");
+    EXPECT_TRUE(timeline.out.empty()) << timeline.out;
+    EXPECT_FALSE(std::ifstream(trace).good()) << "no timeline file after a refusal";
   }
+  expectOneErrorLine(runCli("bench " + path + common + " --json --timeline t.json"), 2,
+                     "--timeline prints a table; it cannot be combined with --json");
   CliResult help = runCli("bench --help");
   EXPECT_NE(help.out.find("--batch B[,B...]"), std::string::npos) << help.out;
 }
