@@ -227,7 +227,8 @@ private:
   CUfunction sample_ = nullptr; // and before device temperature sampling
   bool samplesMass_ = false;    // sample_ has its rowSums parameter (plans since top-p)
   CUfunction nucleus_ = nullptr; // and before top-p over a whole row on the device
-  // The timeline's event count and events (ninfer/TraceAbi.h): plans compiled with --trace.
+  // The timeline's event counts (one per SM) and events (ninfer/TraceAbi.h): plans compiled
+  // with --trace.
   CUdeviceptr traceCount_ = 0, traceEvents_ = 0;
   std::vector<LaunchInfo> launches_;
   std::vector<CUdeviceptr> allocations_;
