@@ -87,8 +87,8 @@ run)
     [ "$name" = trace-8b-q4-b8 ] && batch=(--batch 8)
     "$ninfer" bench "$plan" --device cuda --prompt 512 --gen 32 --warmup 1 --reps 1 "${batch[@]}" \
       --timeline "$out/$name.timeline.json" >"$out/$name.timeline.txt"
-    echo "== $name timeline: $(sed -nE 's/^step: ([0-9.]+) us.*end, ([0-9]+) launches.*/\1 us, \2 launches/p' \
-      "$out/$name.timeline.txt")"
+    step='s/^step: ([0-9.]+) us.*end, ([0-9]+) launches.*/\1 us, \2 launches/p'
+    echo "== $name timeline: $(sed -nE "$step" "$out/$name.timeline.txt")"
   done
   ;;
 *)

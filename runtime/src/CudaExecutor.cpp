@@ -1021,9 +1021,9 @@ Result<StepTrace> CudaExecutor::traceStep(const int32_t* tokens, const int32_t* 
   const int n = asSequence ? 1 : batch;
   for (const LaunchInfo& l : launches_)
     if (runsAt(l, n, !asSequence))
-      trace.launches.push_back({l.op, l.functionIndex, kernelName(l.functionIndex)});
+      trace.launches.push_back({l.op, kernelName(l.functionIndex)});
   // The greedy pick after them (enqueueStep), which records events too.
-  trace.launches.push_back({StepTrace::kNotAnOp, StepTrace::kNotAnOp, "ninfer_argmax_rows"});
+  trace.launches.push_back({StepTrace::kNotAnOp, "ninfer_argmax_rows"});
   return trace;
 }
 

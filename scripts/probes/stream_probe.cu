@@ -6,7 +6,8 @@
 // consumer warps that wait for the previous launch, trigger the next, and then only wait for
 // each stage and free it. The launches run as one CUDA graph with programmatic dependent launch.
 //
-//   nvcc -O3 -arch=sm_90a -std=c++17 -o stream_probe scripts/probes/stream_probe.cu
+//   nvcc -O3 -arch=sm_90a -std=c++17 -Icodegen/kernels -Iruntime/include/ninfer \
+//     -o stream_probe scripts/probes/stream_probe.cu
 //   ./stream_probe [--layout rows|tile|tile4] [--hold CYCLES] [--grid BLOCKS]
 //                  [--chain LOADS] [--attn NS]
 //
@@ -18,6 +19,8 @@
 // each layer's first launch (attention stand-in). Prints the step's p50 and min over 30 graph
 // replays, and for scale one kernel's plain 16-byte loads over the same bytes.
 // Figures: docs/performance.md, thirty-fourth session.
+#include "bulk_copy.cuh" // the tree's mbarriers and bulk copies
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -42,43 +45,15 @@ enum Layout { kRows = 0, kTile = 1, kTile4 = 2 };
 
 __device__ unsigned int chainTable[1 << 16];
 
-__device__ __forceinline__ void barrierInit(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void barrierArrive(unsigned bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void barrierExpect(unsigned bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void barrierWait(unsigned bar, unsigned parity) {
-  unsigned done;
-  do {
-    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                 "selp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-  } while (!done);
-}
-__device__ __forceinline__ void copyEvictFirst(unsigned dst, const void *src, unsigned bytes,
-                                               unsigned bar) {
-  unsigned long long policy;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
-               "[%0], [%1], %2, [%3], %4;" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar), "l"(policy)
-               : "memory");
-}
-
 // One linear: `tiles` tiles of 16 rows of `rowBytes` code bytes, each tile's scales (rowBytes
 // bytes: 16 rows x K / 32) at `scales`.
 __global__ void __launch_bounds__(kThreads)
-    streamLinear(const unsigned char *codes, const unsigned char *scales, int rowBytes, int tiles,
+    streamLinear(const unsigned char* codes, const unsigned char* scales, int rowBytes, int tiles,
                  int layout, int hold, int chain) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 // bulk_copy.cuh's helpers
+  using namespace ninfer::dev;
   extern __shared__ __align__(128) unsigned char smem[];
-  const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const unsigned base = sharedAddress(smem);
   const unsigned ring = base + 1024, scaleBuffers = ring + kSlots * kStage;
   auto full = [&](int slot) { return base + 8 * slot; };
   auto empty = [&](int slot) { return base + 8 * (kSlots + slot); };
@@ -88,7 +63,7 @@ __global__ void __launch_bounds__(kThreads)
       barrierInit(full(i), 1);
       barrierInit(empty(i), kConsumers);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    barrierInitFence();
   }
   __syncthreads();
   const int chunks = rowBytes / kChunk, scaleBytes = rowBytes;
@@ -100,29 +75,31 @@ __global__ void __launch_bounds__(kThreads)
         if (lane == 0) {
           if (round >= 1)
             barrierWait(empty(slot), (round - 1) & 1);
-          barrierExpect(full(slot), kStage + (j == 0 ? scaleBytes : 0));
+          barrierExpectBytes(full(slot), kStage + (j == 0 ? scaleBytes : 0));
           if (j == 0)
-            copyEvictFirst(scaleBuffers + (n % 2) * kScaleBuffer,
-                           scales + static_cast<long long>(t) * scaleBytes, scaleBytes, full(slot));
+            bulkCopyEvictFirst(scaleBuffers + (n % 2) * kScaleBuffer,
+                               scales + static_cast<long long>(t) * scaleBytes, scaleBytes,
+                               full(slot));
         }
         __syncwarp();
         const unsigned dst = ring + slot * kStage;
-        const unsigned char *tile = codes + static_cast<long long>(t) * kTileRows * rowBytes;
+        const unsigned char* tile = codes + static_cast<long long>(t) * kTileRows * rowBytes;
         if (layout == kRows && lane < kTileRows)
-          copyEvictFirst(dst + lane * kChunk,
-                         tile + static_cast<long long>(lane) * rowBytes + j * kChunk, kChunk,
-                         full(slot));
+          bulkCopyEvictFirst(dst + lane * kChunk,
+                             tile + static_cast<long long>(lane) * rowBytes + j * kChunk, kChunk,
+                             full(slot));
         else if (layout == kTile && lane == 0)
-          copyEvictFirst(dst, tile + static_cast<long long>(j) * kStage, kStage, full(slot));
+          bulkCopyEvictFirst(dst, tile + static_cast<long long>(j) * kStage, kStage, full(slot));
         else if (layout == kTile4 && lane < 4)
-          copyEvictFirst(dst + lane * 4096, tile + static_cast<long long>(j) * kStage + lane * 4096,
-                         4096, full(slot));
+          bulkCopyEvictFirst(dst + lane * 4096,
+                             tile + static_cast<long long>(j) * kStage + lane * 4096, 4096,
+                             full(slot));
       }
-    asm volatile("griddepcontrol.wait;" ::: "memory");
+    gridDependencyWait();
     return;
   }
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  gridDependencyWait();
+  gridDependencyTrigger(true);
   unsigned index = threadIdx.x, sum = 0;
   for (int i = 0; i < chain; ++i) {
     unsigned v;
@@ -146,6 +123,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   if (sum == 0xFFFFFFFFu) // keeps the reads
     chainTable[0] = sum;
+#endif
 }
 
 __global__ void attentionStandIn(int ns) {
@@ -161,7 +139,7 @@ __global__ void attentionStandIn(int ns) {
     smem[0] = 1;
 }
 
-__global__ void plainRead(const uint4 *p, long long n, unsigned *out) {
+__global__ void plainRead(const uint4* p, long long n, unsigned* out) {
   unsigned a = 0;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
@@ -177,8 +155,8 @@ struct Linear {
   long long codes, scales; // byte offsets
 };
 
-void launchDependent(const void *kernel, int grid, int block, int shared, cudaStream_t stream,
-                     void **args) {
+void launchDependent(const void* kernel, int grid, int block, int shared, cudaStream_t stream,
+                     void** args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
@@ -192,7 +170,7 @@ void launchDependent(const void *kernel, int grid, int block, int shared, cudaSt
   CHECK(cudaLaunchKernelExC(&config, kernel, args));
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   int layout = kRows, hold = 0, grid = 264, chain = 0, attnNs = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string option = argv[i], value = argv[i + 1];
@@ -223,8 +201,8 @@ int main(int argc, char **argv) {
     add(14336, 4096); // down
   }
   add(4096, 128256); // lm_head
-  unsigned char *buffer;
-  unsigned *sink;
+  unsigned char* buffer;
+  unsigned* sink;
   CHECK(cudaMalloc(&buffer, bytes));
   CHECK(cudaMemset(buffer, 1, bytes));
   CHECK(cudaMalloc(&sink, 4));
@@ -236,7 +214,7 @@ int main(int argc, char **argv) {
   cudaEvent_t begin, end;
   CHECK(cudaEventCreate(&begin));
   CHECK(cudaEventCreate(&end));
-  auto timed = [&](auto &&work) {
+  auto timed = [&](auto&& work) {
     CHECK(cudaEventRecord(begin, stream));
     work();
     CHECK(cudaEventRecord(end, stream));
@@ -248,23 +226,23 @@ int main(int argc, char **argv) {
   float plain = 1e9f;
   for (int r = 0; r < 3; ++r)
     plain = std::min(plain, timed([&] {
-      plainRead<<<132 * 8, 512, 0, stream>>>(reinterpret_cast<const uint4 *>(buffer), bytes / 16,
-                                             sink);
-    }));
+                       plainRead<<<132 * 8, 512, 0, stream>>>(
+                           reinterpret_cast<const uint4*>(buffer), bytes / 16, sink);
+                     }));
 
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   for (size_t i = 0; i < step.size(); ++i) {
     if (attnNs > 0 && i % 4 == 1) { // after each layer's q/k/v
-      void *args[] = {&attnNs};
-      launchDependent(reinterpret_cast<const void *>(attentionStandIn), 256, 128, 70 * 1024,
-                      stream, args);
+      void* args[] = {&attnNs};
+      launchDependent(reinterpret_cast<const void*>(attentionStandIn), 256, 128, 70 * 1024, stream,
+                      args);
     }
     const unsigned char *codes = buffer + step[i].codes, *scales = buffer + step[i].scales;
     int rowBytes = step[i].k / 2, tiles = step[i].n / kTileRows;
-    void *args[] = {&codes, &scales, &rowBytes, &tiles, &layout, &hold, &chain};
-    launchDependent(reinterpret_cast<const void *>(streamLinear), grid, kThreads, kShared, stream,
+    void* args[] = {&codes, &scales, &rowBytes, &tiles, &layout, &hold, &chain};
+    launchDependent(reinterpret_cast<const void*>(streamLinear), grid, kThreads, kShared, stream,
                     args);
   }
   CHECK(cudaStreamEndCapture(stream, &graph));
@@ -275,7 +253,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 30; ++i)
     ms.push_back(timed([&] { CHECK(cudaGraphLaunch(exec, stream)); }));
   std::sort(ms.begin(), ms.end());
-  const char *names[] = {"rows", "tile", "tile4"};
+  const char* names[] = {"rows", "tile", "tile4"};
   std::printf("%.3f GB, %zu launches, layout %s, hold %d, grid %d, chain %d, attn %d ns: "
               "step p50 %.4f ms (%.2f TB/s), min %.4f; one kernel's plain loads %.4f ms "
               "(%.2f TB/s)\n",

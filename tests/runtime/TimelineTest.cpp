@@ -52,7 +52,7 @@ trace::Event event(unsigned long long grid, unsigned long long ns, unsigned int 
 // grid 15 (one block, which never waits) from 9,000 ns; the grid ids are not in launch order.
 StepTrace threeLaunches() {
   StepTrace t;
-  t.launches = {{0, 0, "k0_embedding"}, {1, 1, "k1_linear"}, {1, 1, "k1_linear"}};
+  t.launches = {{0, "k0_embedding"}, {1, "k1_linear"}, {1, "k1_linear"}};
   t.events = {
       event(11, 6000, 0, 3, trace::kWaitDone),   event(20, 1000, 0, 1, trace::kBlockStart),
       event(20, 1500, 1, 2, trace::kBlockStart), event(20, 2000, 0, 1, trace::kWaitDone),
@@ -122,7 +122,7 @@ TEST(Timeline, RefusesLostEventsAndOtherLaunches) {
   ASSERT_FALSE(spans.isOk());
   EXPECT_NE(spans.status().message().find("lost events"), std::string::npos);
   StepTrace more = threeLaunches();
-  more.launches.push_back({1, 1, "k1_linear"});
+  more.launches.push_back({1, "k1_linear"});
   spans = launchSpans(file->plan(), more);
   ASSERT_FALSE(spans.isOk());
   EXPECT_NE(spans.status().message().find("holds 3 launches, the step ran 4"), std::string::npos)

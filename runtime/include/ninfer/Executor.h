@@ -29,13 +29,13 @@ struct LaunchTiming {
 
 // The device-side timeline of one step of a plan compiled with `ninferc --trace`: the
 // launches that ran, in launch order, and the events their blocks recorded
-// (ninfer/TraceAbi.h). Launches the plan's ops do not own (the step's sampling) have op
-// and function kNotAnOp and `kernel` named.
+// (ninfer/TraceAbi.h). Launches the plan's ops do not own (the step's greedy pick) have op
+// kNotAnOp.
 struct StepTrace {
   static constexpr uint32_t kNotAnOp = 0xFFFFFFFFu;
   struct Launch {
-    uint32_t op = kNotAnOp, function = kNotAnOp;
-    std::string kernel;
+    uint32_t op = kNotAnOp; // index into the plan's ops
+    std::string kernel;     // the kernel function's name
   };
   std::vector<Launch> launches;
   std::vector<trace::Event> events;
