@@ -13,7 +13,8 @@
 // block, three ring slots beside its 40 KB of staged x).
 //
 // Layout (ninfer/GemvShapes.h, bulkLayout): a tile is 16 weight rows (SWIGLU: gate rows
-// 8t..8t+7 then up rows 8t..8t+7), K is cut into chunks of bulkChunkUnits units, and a
+// 8t..8t+7 then up rows 8t..8t+7), K is cut into chunks of bulkChunkUnits units (twice
+// that in wide launches: kBulkWideTiles), and a
 // stage is one chunk of one tile's 16 rows (one copy per row, rows padded apart so the
 // math warps' reads of two rows hit different banks). The tile's scale rows are
 // contiguous in the scale plane and come as one copy (two for SWIGLU) into one of two

@@ -1081,6 +1081,39 @@ TEST(GemvShapes, BulkLayoutKeepsCopiesAlignedAndFitsTwoBlocks) {
   EXPECT_EQ(gemv::bulkLayout(4, 64, 14336, 4096, false).slots, 3);
 }
 
+// Wide launches of formats of 4 bits or fewer take chunks of twice bulkChunkUnits where K
+// has whole chunks of that size and two slots fit; the rest keep bulkChunkUnits.
+TEST(GemvShapes, WideBulkLaunchesTakeDoubleChunks) {
+  const int wideN = gemv::kBulkWideTiles * gemv::kBulkTileRows;
+  for (const BulkFormat f : kBulkFormats)
+    for (int k : {1152, 4096, 8192, 14336})
+      for (bool swiGlu : {false, true}) {
+        const std::string what = "q" + std::to_string(f.bits) + " g" + std::to_string(f.group) +
+                                 " K " + std::to_string(k) + (swiGlu ? " SwiGLU" : "");
+        const int chunk = gemv::bulkChunkUnits(f.bits);
+        const gemv::BulkLayout narrow = gemv::bulkLayout(f.bits, f.group, k, wideN - 16, false);
+        const gemv::BulkLayout wide = gemv::bulkLayout(f.bits, f.group, k, wideN, swiGlu);
+        const gemv::BulkLayout doubled =
+            gemv::bulkLayoutOf(f.bits, f.group, k, wideN, swiGlu, 2 * chunk);
+        EXPECT_EQ(narrow.chunkUnits, chunk) << what;
+        const bool takes = f.bits <= 4 && (k / 128) % (2 * chunk) == 0 && doubled.fits;
+        EXPECT_EQ(wide.chunkUnits, takes ? 2 * chunk : chunk) << what;
+        ASSERT_TRUE(wide.fits) << what;
+        EXPECT_EQ(wide.unitsPerWarp * gemv::kBulkConsumerWarps, wide.chunkUnits) << what;
+        EXPECT_LE(wide.sharedBytes, gemv::kBulkSharedLimit) << what;
+        EXPECT_EQ(wide.slotBytes % 16, 0) << what;
+        EXPECT_EQ(wide.offSlots % 128, 0) << what;
+      }
+  // The 8B q4_g64 shapes: gate/up (1,792 tiles of 8 + 8 rows) and the lm_head in two slots
+  // of 32 units; q/k/v, o and down (K 14,336: its x leaves room for one such slot) as before.
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 4096, 14336, true).chunkUnits, 32);
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 4096, 14336, true).slots, 2);
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 4096, 128256, false).chunkUnits, 32);
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 4096, 4096, false).chunkUnits, 16);
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 14336, 4096, false).chunkUnits, 16);
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 14336, 128256, false).chunkUnits, 16);
+}
+
 // gemv_quant_rows.cuh's shared-memory layout: the part of K a block takes (all of K up to
 // 32 units where its code rows fit a box, one block per SM; else parts of 16 units, two
 // blocks per SM), 128-byte aligned stages (TMA boxes) within the SM's share, a code row's

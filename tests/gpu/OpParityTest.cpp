@@ -170,10 +170,11 @@ TEST(OpParity, GroupedLinears) {
   };
   // Q4_G64 with 1000 outputs keeps the register-fed one-token GEMV; Q4_K16 with 1024 (whole
   // tiles of 16) takes the bulk one on sm_90+ (gemv_quant_bulk.cuh), with 9 units of K (a
-  // partial chunk).
+  // partial chunk); Q4_G64 4096 -> 8448 as a gate/up pair is a wide launch (1,056 tiles:
+  // chunks of 32 units, GemvShapes.h kBulkWideTiles).
   for (Case c : {Case{DType::F16, 256, 384, 1e-6}, Case{DType::BF16, 1024, 200, 2e-5},
                  Case{DType::Q4_G64, 512, 1000, 1e-5}, Case{DType::Q4_K16, 1152, 1024, 1e-5},
-                 Case{DType::TQ1, 400, 96, 1e-6}})
+                 Case{DType::Q4_G64, 4096, 8448, 1e-5}, Case{DType::TQ1, 400, 96, 1e-6}})
     for (int members : {2, 3}) {
       std::mt19937 rng(c.in + members);
       TestPlan t(64, 128);

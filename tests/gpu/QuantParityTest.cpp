@@ -250,7 +250,8 @@ TEST_P(QuantParity, LinearResidual) {
 // meet in global memory), K 2176 in one part where its code rows fit a TMA box (a block
 // per SM; else two parts) and K 1024 in one part, each with a bias and the residual fused
 // (the kernel loads both for a batch of tiles before it stores any output), and K 1024
-// without either.
+// without either; and K 4096 with 16,896 outputs, whose one-token steps take the bulk
+// GEMV's wide chunks (GemvShapes.h kBulkWideTiles) in formats of 4 bits or fewer.
 // Steps of 1..8 rows only (the CPU reference of a 130-row step of these is slow). Bound
 // 1e-6: every format measured 3.4e-8 to 7.1e-8 on the H200, and a barrier race that
 // spoiled some rows of blocks' first tiles showed as 2e-6 to 3e-6 for Q3_K16 and Q4_K16
@@ -258,10 +259,11 @@ TEST_P(QuantParity, LinearResidual) {
 TEST_P(QuantParity, LinearWide) {
   REQUIRE_GPU();
   Family family(typeName() + " wide linear, 1-8 rows", 1e-6, 1, kGemvMaxRows);
-  for (const LinearCase &c : {LinearCase{4224, 8448, false, DType::F32, true},
+  for (const LinearCase& c : {LinearCase{4224, 8448, false, DType::F32, true},
                               LinearCase{2176, 25600, false, DType::F16, true},
                               LinearCase{1024, 51200, false, DType::BF16, true},
-                              LinearCase{1024, 51200, false, DType::I32}}) {
+                              LinearCase{1024, 51200, false, DType::I32},
+                              LinearCase{4096, 16896, false, DType::F16, true}}) {
     TestPlan t = linearPlan(spec(), dtype(), c);
     const std::string what = caseName(typeName(), c);
     const std::vector<int> steps = {1, 2, 3, 5, 8, 1};

@@ -109,13 +109,25 @@ struct BulkLayout {
   bool fits = false;
 };
 
+// Wide launches (at least kBulkWideTiles tiles: four or more per block) of formats of 4
+// bits or fewer take chunks of twice bulkChunkUnits where K has whole chunks of that size and
+// two slots of them fit: half the stages' barrier waits and copies per byte, and each math
+// warp works on four units of a stage at once. Two 33 KB slots hold as many bytes in flight
+// as four of 16 KB. Measured on the H200, 8B q4_g64 decode (the gate/up pair and the lm_head
+// take it): 602.4 / 604.1 / 603.5 -> 611.4 / 612.1 / 615.6 tok/s in alternating rounds, the
+// traced lm_head 77.8 -> 70.4 us and gate/up 20.9 -> 20.6 us after its wait. q/k/v (1.5
+// tiles per block) and o (1) lost with it (6.8 -> 7.8 us and 3.4 -> 3.5 us after the wait).
+constexpr int kBulkWideTiles = 4 * kBulkGridBlocks;
+
 // The shared-memory layout of the one-token bulk GEMV of an n x k weight (n outputs,
-// or a SwiGLU's n outputs from its gate and up rows), and whether the kernel takes
-// the shape: whole tiles, and at least two ring slots within kBulkSharedLimit.
-NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, bool swiGlu) {
+// or a SwiGLU's n outputs from its gate and up rows) in chunks of chunkUnits units, and
+// whether the kernel takes the shape: whole tiles, and at least two ring slots within
+// kBulkSharedLimit.
+NINFER_HD constexpr BulkLayout bulkLayoutOf(int bits, int group, int k, int n, bool swiGlu,
+                                            int chunkUnits) {
   BulkLayout l;
   const int units = k / 128;
-  l.chunkUnits = bulkChunkUnits(bits);
+  l.chunkUnits = chunkUnits;
   l.chunks = (units + l.chunkUnits - 1) / l.chunkUnits;
   l.unitsPerWarp = l.chunkUnits / kBulkConsumerWarps;
   // Row stride: a quad of lanes reads a span of 4 runs of a row, and rows g and g + 1
@@ -134,6 +146,19 @@ NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, boo
   l.sharedBytes = l.offSlots + l.slots * l.slotBytes;
   l.fits = units >= 1 && k % 128 == 0 && n % (swiGlu ? 8 : kBulkTileRows) == 0 && l.slots >= 2;
   return l;
+}
+
+// The layout the kernel runs: bulkLayoutOf with bulkChunkUnits, or twice that for wide
+// launches (kBulkWideTiles).
+NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, bool swiGlu) {
+  const int chunk = bulkChunkUnits(bits);
+  const int tiles = swiGlu ? n / 8 : n / kBulkTileRows;
+  if (bits <= 4 && tiles >= kBulkWideTiles && (k / 128) % (2 * chunk) == 0) {
+    const BulkLayout wide = bulkLayoutOf(bits, group, k, n, swiGlu, 2 * chunk);
+    if (wide.fits)
+      return wide;
+  }
+  return bulkLayoutOf(bits, group, k, n, swiGlu, chunk);
 }
 
 // ---- steps of 2..8 token rows on TMA copies (gemv_quant_rows.cuh, sm_90+) ----
