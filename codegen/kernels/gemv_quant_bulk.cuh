@@ -50,7 +50,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
   static_assert(gemv::kBulkUnitStageBytes == sizeof(OneTokenUnitStage), "GemvShapes.h's size");
   static_assert(Packing::kUnitBytes == gemv::bulkUnitBytes(BITS), "GemvShapes.h's unit bytes");
   static constexpr int kUnits = K / quant::kQuantUnitValues;
-  static constexpr int kTiles = SWIGLU ? N / 8 : N / gemv::kBulkTileRows;
+  static constexpr int kTiles = gemv::bulkTiles(N, SWIGLU);
   static constexpr long long kRowWeightBytes = quant::quantRowWeightBytes(BITS, K);
   static constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
   static constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);

@@ -259,7 +259,7 @@ TEST_P(QuantParity, LinearResidual) {
 TEST_P(QuantParity, LinearWide) {
   REQUIRE_GPU();
   Family family(typeName() + " wide linear, 1-8 rows", 1e-6, 1, kGemvMaxRows);
-  for (const LinearCase& c : {LinearCase{4224, 8448, false, DType::F32, true},
+  for (const LinearCase &c : {LinearCase{4224, 8448, false, DType::F32, true},
                               LinearCase{2176, 25600, false, DType::F16, true},
                               LinearCase{1024, 51200, false, DType::BF16, true},
                               LinearCase{1024, 51200, false, DType::I32},

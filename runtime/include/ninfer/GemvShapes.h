@@ -94,6 +94,10 @@ constexpr int kBulkZeroBytes = 4 * 16;
 
 NINFER_HD constexpr int bulkUnitBytes(int bits) { return 16 * bits; }
 NINFER_HD constexpr int bulkChunkUnits(int bits) { return bits <= 4 ? 16 : 8; }
+// Tiles of an n-output launch: 16 rows, or a SwiGLU's 8 gate and 8 up rows.
+NINFER_HD constexpr int bulkTiles(int n, bool swiGlu) {
+  return swiGlu ? n / 8 : n / kBulkTileRows;
+}
 NINFER_HD constexpr int bulkRowScaleBytes(int group, int k) {
   return group == 16 ? k / 128 * 8 : k / group * 2; // QuantFormats.h's quantRowScaleBytes
 }
@@ -152,8 +156,7 @@ NINFER_HD constexpr BulkLayout bulkLayoutOf(int bits, int group, int k, int n, b
 // launches (kBulkWideTiles).
 NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, bool swiGlu) {
   const int chunk = bulkChunkUnits(bits);
-  const int tiles = swiGlu ? n / 8 : n / kBulkTileRows;
-  if (bits <= 4 && tiles >= kBulkWideTiles && (k / 128) % (2 * chunk) == 0) {
+  if (bits <= 4 && bulkTiles(n, swiGlu) >= kBulkWideTiles && (k / 128) % (2 * chunk) == 0) {
     const BulkLayout wide = bulkLayoutOf(bits, group, k, n, swiGlu, 2 * chunk);
     if (wide.fits)
       return wide;
