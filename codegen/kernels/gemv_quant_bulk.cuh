@@ -17,8 +17,9 @@
 // that in wide launches: kBulkWideTiles), and a
 // stage is one chunk of one tile's 16 rows (one copy per row, rows padded apart so the
 // math warps' reads of two rows hit different banks). The tile's scale rows are
-// contiguous in the scale plane and come as one copy (two for SWIGLU) into one of two
-// scale buffers. Barriers: full/empty per ring slot, full/empty per scale buffer.
+// contiguous in the scale plane and come as one copy (two for SWIGLU) into one of two or
+// three scale buffers (BulkLayout::scaleBuffers). Barriers: full/empty per ring slot,
+// full/empty per scale buffer.
 //
 // Math: OneToken of gemv_quant_mma.cuh, unchanged (the same B fragments, corrections,
 // mma and f32 epilogue). Math warp w takes units w * U .. w * U + U - 1 of every chunk (U
@@ -60,7 +61,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
   unsigned char *smem;
   unsigned int base; // shared address of smem
 
-  // Barriers: full[slot], empty[slot], then full and empty of the two scale buffers.
+  // Barriers: full[slot], empty[slot], then full and empty of each scale buffer.
   __device__ __forceinline__ unsigned int full(int slot) const { return base + 8 * slot; }
   __device__ __forceinline__ unsigned int empty(int slot) const {
     return base + 8 * (gemv::kBulkMaxSlots + slot);
@@ -69,7 +70,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
     return base + 8 * (2 * gemv::kBulkMaxSlots + b);
   }
   __device__ __forceinline__ unsigned int scalesEmpty(int b) const {
-    return base + 8 * (2 * gemv::kBulkMaxSlots + 2 + b);
+    return base + 8 * (2 * gemv::kBulkMaxSlots + gemv::kBulkMaxScaleBuffers + b);
   }
   __device__ __forceinline__ static int chunkUnits(int j) {
     return min(kLayout.chunkUnits, kUnits - j * kLayout.chunkUnits);
@@ -81,10 +82,11 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
     const int lane = threadIdx.x % kWarpSize;
     int stage = 0, n = 0;
     for (int tile = blocks.index; tile < kTiles; tile += blocks.count, ++n) {
-      const int b = n % 2;
+      constexpr int kBuffers = kLayout.scaleBuffers;
+      const int b = n % kBuffers;
       if (lane == 0) {
-        if (n >= 2)
-          barrierWait(scalesEmpty(b), (n / 2 - 1) & 1);
+        if (n >= kBuffers)
+          barrierWait(scalesEmpty(b), (n / kBuffers - 1) & 1);
         barrierExpectBytes(scalesFull(b), kLayout.scaleBytes);
         const unsigned int dst = base + kLayout.offScales + b * kLayout.scaleBytes;
         if constexpr (SWIGLU) {
@@ -225,7 +227,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
     constexpr int kOutputs = SWIGLU ? 8 : gemv::kBulkTileRows;
     int stage = 0, n = 0;
     for (int tile = blocks.index; tile < kTiles; tile += blocks.count, ++n) {
-      const int b = n % 2;
+      const int b = n % 2, sb = n % kLayout.scaleBuffers; // row sums' and scales' buffers
       // The output's bias and residual, loaded while the tile streams.
       const int o = tile * kOutputs + threadIdx.x;
       float bv = 0.0f, rv = 0.0f;
@@ -235,9 +237,9 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
         if (residual)
           rv = loadProducedScalar(residual + o);
       }
-      barrierWait(scalesFull(b), (n / 2) & 1);
+      barrierWait(scalesFull(sb), (n / kLayout.scaleBuffers) & 1);
       const unsigned short *scales = reinterpret_cast<const unsigned short *>(
-          smem + kLayout.offScales + b * kLayout.scaleBytes);
+          smem + kLayout.offScales + sb * kLayout.scaleBytes);
       const unsigned short *s0 = scales + g * (kRowScaleBytes / 2);
       const unsigned short *s1 = scales + (g + 8) * (kRowScaleBytes / 2);
       float sum0 = 0.0f, sum1 = 0.0f;
@@ -276,7 +278,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
         }
       }
       if (lane == 0)
-        barrierArrive(scalesEmpty(b));
+        barrierArrive(scalesEmpty(sb));
       // The quad's columns together, then the warps' sums in order.
       sum0 += __shfl_xor_sync(0xffffffffu, sum0, 1);
       sum1 += __shfl_xor_sync(0xffffffffu, sum1, 1);
@@ -321,7 +323,7 @@ __device__ __forceinline__ void gemvQuantBulk(const float *x, const unsigned cha
       barrierInit(op.full(s), 1);
       barrierInit(op.empty(s), gemv::kBulkConsumerWarps);
     }
-    for (int b = 0; b < 2; ++b) {
+    for (int b = 0; b < Op::kLayout.scaleBuffers; ++b) {
       barrierInit(op.scalesFull(b), 1);
       barrierInit(op.scalesEmpty(b), gemv::kBulkConsumerWarps);
     }

@@ -1075,6 +1075,9 @@ TEST(GemvShapes, BulkLayoutKeepsCopiesAlignedAndFitsTwoBlocks) {
         EXPECT_GE(l.slotRowBytes, l.chunkUnits * gemv::bulkUnitBytes(f.bits)) << what;
         EXPECT_NE(l.slotRowBytes % 128, 0) << what; // consecutive rows in other banks
         EXPECT_EQ(l.scaleBytes, gemv::kBulkTileRows * gemv::bulkRowScaleBytes(f.group, k)) << what;
+        EXPECT_TRUE(l.scaleBuffers == 2 || l.scaleBuffers == 3) << what;
+        EXPECT_LE(l.scaleBuffers, gemv::kBulkMaxScaleBuffers) << what;
+        EXPECT_GE(l.offX, l.offScales + l.scaleBuffers * l.scaleBytes) << what;
       }
   // The 8B q4_g64 layers: four slots at K 4096, three beside the staged x of K 14,336.
   EXPECT_EQ(gemv::bulkLayout(4, 64, 4096, 6144, false).slots, 4);
@@ -1103,6 +1106,11 @@ TEST(GemvShapes, WideBulkLaunchesTakeDoubleChunks) {
         EXPECT_LE(wide.sharedBytes, gemv::kBulkSharedLimit) << what;
         EXPECT_EQ(wide.slotBytes % 16, 0) << what;
         EXPECT_EQ(wide.offSlots % 128, 0) << what;
+        // A third scale buffer for the double chunks where it costs no ring slot.
+        const gemv::BulkLayout deeper =
+            gemv::bulkLayoutOf(f.bits, f.group, k, wideN, swiGlu, 2 * chunk, 3);
+        EXPECT_EQ(wide.scaleBuffers, takes && deeper.slots == doubled.slots ? 3 : 2) << what;
+        EXPECT_EQ(narrow.scaleBuffers, 2) << what;
       }
   // The 8B q4_g64 shapes: gate/up (1,792 tiles of 8 + 8 rows) and the lm_head in two slots
   // of 32 units; q/k/v, o and down (K 14,336: its x leaves room for one such slot) as before.
@@ -1112,6 +1120,11 @@ TEST(GemvShapes, WideBulkLaunchesTakeDoubleChunks) {
   EXPECT_EQ(gemv::bulkLayout(4, 64, 4096, 4096, false).chunkUnits, 16);
   EXPECT_EQ(gemv::bulkLayout(4, 64, 14336, 4096, false).chunkUnits, 16);
   EXPECT_EQ(gemv::bulkLayout(4, 64, 14336, 128256, false).chunkUnits, 16);
+  // Three scale buffers beside the gate/up pair's and the lm_head's two slots; two elsewhere.
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 4096, 14336, true).scaleBuffers, 3);
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 4096, 128256, false).scaleBuffers, 3);
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 4096, 6144, false).scaleBuffers, 2);
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 14336, 4096, false).scaleBuffers, 2);
 }
 
 // gemv_quant_rows.cuh's shared-memory layout: the part of K a block takes (all of K up to

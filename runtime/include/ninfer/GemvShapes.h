@@ -82,6 +82,9 @@ constexpr int kBulkConsumerWarps = 8;
 constexpr int kBulkThreads = (kBulkConsumerWarps + 1) * 32;
 constexpr int kBulkTileRows = 16;
 constexpr int kBulkMaxSlots = 4;
+constexpr int kBulkMaxScaleBuffers = 3;
+// The barriers (full and empty per ring slot and per scale buffer) fill the first 128 bytes.
+static_assert(8 * 2 * (kBulkMaxSlots + kBulkMaxScaleBuffers) <= 128, "the barriers' bytes");
 constexpr int kBulkBlocksPerSm = 2;
 constexpr int kBulkSharedLimit = 113 * 1024; // two blocks in an sm_90 SM's 227 KB
 // Launch grid: two blocks on each of an H100/H200's 132 SMs (the kernel strides over
@@ -107,6 +110,7 @@ struct BulkLayout {
   int unitsPerWarp = 0;               // of each chunk, per math warp
   int slotRowBytes = 0, slotBytes = 0, slots = 0;
   int scaleBytes = 0;                 // one tile's scale rows
+  int scaleBuffers = 0;               // of a tile's scale rows each (2 or 3)
   int xWarpBytes = 0;                 // a math warp's zero fragments and staged units
   int offSlots = 0, offScales = 0, offX = 0, offPartial = 0; // from the 128 bytes of barriers
   int sharedBytes = 0;
@@ -128,8 +132,9 @@ constexpr int kBulkWideTiles = 4 * kBulkGridBlocks;
 // whether the kernel takes the shape: whole tiles, and at least two ring slots within
 // kBulkSharedLimit.
 NINFER_HD constexpr BulkLayout bulkLayoutOf(int bits, int group, int k, int n, bool swiGlu,
-                                            int chunkUnits) {
+                                            int chunkUnits, int scaleBuffers = 2) {
   BulkLayout l;
+  l.scaleBuffers = scaleBuffers;
   const int units = k / 128;
   l.chunkUnits = chunkUnits;
   l.chunks = (units + l.chunkUnits - 1) / l.chunkUnits;
@@ -142,7 +147,7 @@ NINFER_HD constexpr BulkLayout bulkLayoutOf(int bits, int group, int k, int n, b
   l.scaleBytes = kBulkTileRows * bulkRowScaleBytes(group, k);
   l.xWarpBytes = kBulkZeroBytes + l.chunks * l.unitsPerWarp * kBulkUnitStageBytes;
   l.offScales = 128;
-  l.offX = l.offScales + 2 * l.scaleBytes;
+  l.offX = l.offScales + l.scaleBuffers * l.scaleBytes;
   l.offPartial = l.offX + kBulkConsumerWarps * l.xWarpBytes;
   l.offSlots = (l.offPartial + 2 * kBulkConsumerWarps * kBulkTileRows * 4 + 127) / 128 * 128;
   const int room = (kBulkSharedLimit - l.offSlots) / l.slotBytes;
@@ -153,13 +158,23 @@ NINFER_HD constexpr BulkLayout bulkLayoutOf(int bits, int group, int k, int n, b
 }
 
 // The layout the kernel runs: bulkLayoutOf with bulkChunkUnits, or twice that for wide
-// launches (kBulkWideTiles).
+// launches (kBulkWideTiles), which also take a third scale buffer where it costs no ring
+// slot. A tile's scale rows stay in their buffer until the math warps have done the tile,
+// and the producer copies a tile's scales before its codes: with two buffers it could start
+// tile n only after tile n - 2's math, so launches of many tiles per block streamed two
+// tiles ahead however deep the ring (a third 33 KB slot for the 8B gate/up pair did not
+// pay). Measured on the H200, 8B q4_g64 decode (the gate/up pair and the lm_head take it):
+// 617.7 / 618.5 / 617.8 -> 621.5 / 621.4 / 622.3 tok/s in alternating rounds; with three
+// buffers in every launch 620.0 / 620.1 / 619.9, gate/up 20.3 -> 19.1 us after its wait
+// (traced) but down 10.7 -> 11.2 (one tile per block: nothing to gain, 7 KB of room lost).
 NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, bool swiGlu) {
   const int chunk = bulkChunkUnits(bits);
   if (bits <= 4 && bulkTiles(n, swiGlu) >= kBulkWideTiles && (k / 128) % (2 * chunk) == 0) {
     const BulkLayout wide = bulkLayoutOf(bits, group, k, n, swiGlu, 2 * chunk);
-    if (wide.fits)
-      return wide;
+    if (wide.fits) {
+      const BulkLayout deeper = bulkLayoutOf(bits, group, k, n, swiGlu, 2 * chunk, 3);
+      return deeper.slots == wide.slots ? deeper : wide;
+    }
   }
   return bulkLayoutOf(bits, group, k, n, swiGlu, chunk);
 }
