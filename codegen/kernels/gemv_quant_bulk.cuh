@@ -76,6 +76,19 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
     return min(kLayout.chunkUnits, kUnits - j * kLayout.chunkUnits);
   }
 
+  // N (1 or 2) words from shared memory at p, aligned to their size.
+  template <int N>
+  __device__ __forceinline__ static void loadWords(const unsigned short *p, unsigned int (&w)[N]) {
+    static_assert(N == 1 || N == 2, "4 or 8 bytes");
+    if constexpr (N == 2) {
+      const uint2 v = *reinterpret_cast<const uint2 *>(p);
+      w[0] = v.x;
+      w[1] = v.y;
+    } else {
+      w[0] = *reinterpret_cast<const unsigned int *>(p);
+    }
+  }
+
   // The producer warp: per tile its scale rows, then its chunks into the ring.
   __device__ __forceinline__ void produce(const unsigned char *w, const unsigned char *wUp,
                                           BlockSlice blocks) const {
@@ -135,6 +148,21 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
     // interleaves the math of a warp's units (8B q4 decode: 578.6 -> 587.0 tok/s on the H200;
     // with the exit it ran them one after the other).
     constexpr bool kWholeChunks = kUnits % kLayout.chunkUnits == 0;
+    // A row's scales of the warp's units of a chunk are contiguous, so launches of one or two
+    // units per warp and chunk take them by one 4- or 8-byte load per row (was a 16-bit load
+    // per unit and row: a warp's rows g = 0..7 in one bank, 8-way conflicts, a third of the
+    // kernel's shared-memory wavefronts). Measured on the H200, 8B q4_g64 decode (q/k/v, o
+    // and down take it): 618.5 / 618.6 / 619.1 / 620.8 -> 616.4 / 620.8 / 622.5 / 622.7 and
+    // 618.6 / 620.4 / 617.6 / 617.0 -> 622.5 / 621.6 / 621.3 / 621.9 tok/s in alternating
+    // rounds, bit-identical logits. The wide launches' four units (16 bytes, in one or two
+    // loads) left gate/up and the lm_head 24 bytes of spills: 614.3 / 610.8 / 615.0 / 615.6.
+    constexpr int kScaleBytes = kUpw * Scales::kUnitHalves * 2; // a row's, per warp and chunk
+    constexpr int kLoadBytes = kScaleBytes < 8 ? kScaleBytes : 8;
+    constexpr int kLoadUnits = kLoadBytes / (Scales::kUnitHalves * 2);
+    constexpr bool kScaleLoads = kUpw <= 2 && kWholeChunks &&
+                                 (kLoadBytes == 4 || kLoadBytes == 8) && kLoadUnits >= 1 &&
+                                 kRowScaleBytes % kLoadBytes == 0;
+    constexpr int kScaleWords = kScaleLoads ? kLoadBytes / 4 : 1;
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     const int g = lane / 4, c = lane % 4;
     unsigned char *xw = smem + kLayout.offX + warp * kLayout.xWarpBytes;
@@ -263,6 +291,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
         __syncwarp();
         if (lane == 0)
           barrierArrive(empty(slot));
+        unsigned int words0[kScaleWords], words1[kScaleWords];
 #pragma unroll
         for (int i = 0; i < kUpw; ++i) {
           const int inChunk = warp * kUpw + i;
@@ -270,8 +299,17 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
             break;
           const int u = j * kLayout.chunkUnits + inChunk;
           Scales sc0, sc1;
-          sc0.template load<true>(s0 + u * Scales::kUnitHalves, c);
-          sc1.template load<true>(s1 + u * Scales::kUnitHalves, c);
+          if constexpr (kScaleLoads) {
+            if (i % kLoadUnits == 0) {
+              loadWords(s0 + u * Scales::kUnitHalves, words0);
+              loadWords(s1 + u * Scales::kUnitHalves, words1);
+            }
+            sc0.select(words0, i % kLoadUnits, c);
+            sc1.select(words1, i % kLoadUnits, c);
+          } else {
+            sc0.template load<true>(s0 + u * Scales::kUnitHalves, c);
+            sc1.template load<true>(s1 + u * Scales::kUnitHalves, c);
+          }
           const int s = j * kUpw + i;
           oneTokenUnitMath<BITS, GROUP>(run0[i], run1[i], sc0, sc1, staged[s],
                                         xLow + s * xLowStep, xHigh + s * xHighStep, sum0, sum1);

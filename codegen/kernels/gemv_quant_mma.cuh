@@ -684,6 +684,21 @@ template <int BITS, int GROUP> struct OneTokenScales {
       raw = h;
     }
   }
+  // What load() reads, taken from words that hold the scale records of consecutive units
+  // (unit u's halves from half u * kUnitHalves on; `unit` a constant once unrolled).
+  template <int N>
+  __device__ __forceinline__ void select(const unsigned int (&words)[N], int unit, int c) {
+    const int group = T::kHighColumns ? c : 2 * c;
+    if (group >= T::kGroups)
+      return;
+    const int first = unit * kUnitHalves, base = first / 2;
+    const unsigned int word =
+        (first % 2 + group) / 2 == 0 ? words[base] : words[base + 1 < N ? base + 1 : base];
+    if constexpr (kWord)
+      raw = word;
+    else
+      raw = (first + group) % 2 ? word >> 16 : word & 0xFFFFu;
+  }
   __device__ __forceinline__ void resolve(int, float &a, float &b) const {
     a = f16ToF32(static_cast<unsigned short>(raw & 0xFFFFu));
     b = f16ToF32(static_cast<unsigned short>(raw >> 16));
@@ -695,6 +710,10 @@ template <int BITS> struct OneTokenScales<BITS, quant::kQuantK16Group> {
   template <bool SHARED = false>
   __device__ __forceinline__ void load(const unsigned short *unitScales, int) {
     loadRaw<SHARED>(record, unitScales);
+  }
+  template <int N>
+  __device__ __forceinline__ void select(const unsigned int (&words)[N], int unit, int) {
+    record = make_uint2(words[2 * unit], words[2 * unit + 1]);
   }
   __device__ __forceinline__ void resolve(int c, float &a, float &b) const {
     unsigned short s0, s1;
