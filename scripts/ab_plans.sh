@@ -31,6 +31,7 @@ bench)
   ;;
 same)
   out=${OUT:-$(mktemp -d)}
+  mkdir -p "$out" || exit 1
   ids=$(seq -s, 1 200)
   # Plan i's outputs go to $out/i.logits and $out/i.ids (plans may share a name).
   i=0
