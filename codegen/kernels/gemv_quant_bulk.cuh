@@ -76,11 +76,12 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
     return min(kLayout.chunkUnits, kUnits - j * kLayout.chunkUnits);
   }
 
-  // N (1 or 2) words from shared memory at p, aligned to their size.
-  template <int N>
-  __device__ __forceinline__ static void loadWords(const unsigned short *p, unsigned int (&w)[N]) {
-    static_assert(N == 1 || N == 2, "4 or 8 bytes");
-    if constexpr (N == 2) {
+  // WORDS (1 or 2) words from shared memory at p, aligned to their size.
+  template <int WORDS>
+  __device__ __forceinline__ static void loadWords(const unsigned short *p,
+                                                   unsigned int (&w)[WORDS]) {
+    static_assert(WORDS == 1 || WORDS == 2, "4 or 8 bytes");
+    if constexpr (WORDS == 2) {
       const uint2 v = *reinterpret_cast<const uint2 *>(p);
       w[0] = v.x;
       w[1] = v.y;
