@@ -400,8 +400,9 @@ private:
 
   // The launch of gemv_quant_bulk.cuh's one-token GEMV: `blocks` blocks (at most
   // gemv::kBulkGridBlocks, tiles strided), `shared` bytes; steps of one token.
-  static LaunchShape oneTokenShape(uint32_t blocks, uint32_t shared) {
-    LaunchShape shape{{blocks, 1, 1}, {0, 0, 0}, {gemv::kBulkThreads, 1, 1}};
+  LaunchShape oneTokenShape(uint32_t blocks, uint32_t shared) const {
+    const uint32_t threads = gemv::bulkThreads(choices_.bulkMathWarps);
+    LaunchShape shape{{blocks, 1, 1}, {0, 0, 0}, {threads, 1, 1}};
     shape.sharedBytes = shared;
     shape.minBlocksPerSm = gemv::kBulkBlocksPerSm;
     shape.maxTokens = 1;
@@ -411,7 +412,7 @@ private:
 
   // The launch of gemv_quant_rows.cuh's GEMV for k: `blocks` blocks (whole groups of K's
   // parts), `shared` bytes; steps of 2..8 rows.
-  static LaunchShape rowsShape(const LinearKernel &k, uint32_t blocks, uint32_t shared) {
+  LaunchShape rowsShape(const LinearKernel &k, uint32_t blocks, uint32_t shared) const {
     LaunchShape shape = oneTokenShape(blocks, shared);
     shape.block[0] = gemv::kRowsThreads;
     shape.minBlocksPerSm = k.rowsPerSm;
@@ -771,8 +772,8 @@ private:
       const quant::QuantFormatTraits traits =
           quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
       if (oneToken) {
-        const gemv::BulkLayout layout =
-            gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features, a.out_features, true);
+        const gemv::BulkLayout layout = gemv::bulkLayout(
+            traits.bits, traits.groupSize, a.in_features, a.out_features, true, mathWarps());
         if (!layout.fits)
           return "";
         *shared = static_cast<uint32_t>(layout.sharedBytes);
@@ -797,8 +798,8 @@ private:
     // The quantized multi-row GEMV (linearQuantSwiGlu) takes normalized rows (ternary readers
     // have no fused norms: LaunchFusion.cpp's normRows).
     const NormedInput in = normedInput(gate, format < 0 || oneToken);
-    call << a.in_features << ", " << a.out_features << ">(" << in.x << ", "
-         << raw(gate.inputs[1]) << ", " << raw(up.inputs[1]) << ", "
+    call << a.in_features << ", " << a.out_features << (oneToken ? mathWarpsArgument() : "")
+         << ">(" << in.x << ", " << raw(gate.inputs[1]) << ", " << raw(up.inputs[1]) << ", "
          << ptr("float*", swiGlu.outputs[0]) << ", state" << in.norm << ")";
     return call.str();
   }
@@ -1017,6 +1018,13 @@ private:
 
   size_t indexOf(const OpT &op) const { return opIndices_.at(&op); }
 
+  // Math warps per block of the one-token bulk GEMV, and the WARPS template argument of its
+  // calls (none for the default, so default plans' source stays as it was).
+  int mathWarps() const { return choices_.bulkMathWarps; }
+  std::string mathWarpsArgument() const {
+    return mathWarps() == gemv::kBulkConsumerWarps ? "" : ", " + std::to_string(mathWarps());
+  }
+
 
   // A linear op's launches (ROWS of codegen/kernels/common.cuh): a GEMV kernel for
   // steps of at most kLinearGemvRows tokens and a GEMM kernel for longer steps, so
@@ -1133,11 +1141,11 @@ private:
     k.blocks =
         static_cast<uint32_t>(ceilDiv(a.out_features, gemv::mmaRowsPerBlock(a.out_features)));
     k.gemvBlocksPerSm = 3;
-    const gemv::BulkLayout layout =
-        gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features, a.out_features, false);
+    const gemv::BulkLayout layout = gemv::bulkLayout(
+        traits.bits, traits.groupSize, a.in_features, a.out_features, false, mathWarps());
     if (choices_.bulkGemv && layout.fits) {
-      k.oneTokenCall =
-          linearCall(op, a, "ninfer::dev::linearQuantOneToken<" + args.str(), "", true);
+      k.oneTokenCall = linearCall(op, a, "ninfer::dev::linearQuantOneToken<" + args.str(),
+                                  mathWarpsArgument(), true);
       k.bulkTiles = static_cast<uint32_t>(a.out_features / gemv::kBulkTileRows);
       k.oneTokenShared = static_cast<uint32_t>(layout.sharedBytes);
       const gemv::RowsLayout rows =
@@ -1557,12 +1565,16 @@ Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {
       tensorCoreGemm && allSm90a && !(noWgmma && std::string(noWgmma) != "0");
   const char *noNormFusion = std::getenv("NINFER_NO_NORM_FUSION"); // A/B switch
   const bool fuseNorms = !(noNormFusion && std::string(noNormFusion) != "0");
+  const char *mathWarps = std::getenv("NINFER_BULK_MATH_WARPS"); // A/B switch: 4
+  const bool fourMathWarps = mathWarps && std::string(mathWarps) == "4";
   FusionChoices choices;
   choices.fuseLaunches = options.fuseLaunches;
   choices.tensorCoreGemm = tensorCoreGemm;
   choices.bulkGemv = bulkGemv;
   choices.wgmmaGemm = wgmmaGemm;
   choices.fuseNorms = fuseNorms;
+  if (fourMathWarps)
+    choices.bulkMathWarps = 4;
   Emitter emitter(plan, choices, options.trace);
   NINFER_RETURN_IF_ERROR(emitter.emitAll());
   if (options.beforeCompile)
