@@ -1565,16 +1565,18 @@ Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {
       tensorCoreGemm && allSm90a && !(noWgmma && std::string(noWgmma) != "0");
   const char *noNormFusion = std::getenv("NINFER_NO_NORM_FUSION"); // A/B switch
   const bool fuseNorms = !(noNormFusion && std::string(noNormFusion) != "0");
-  const char *mathWarps = std::getenv("NINFER_BULK_MATH_WARPS"); // A/B switch: 4
-  const bool fourMathWarps = mathWarps && std::string(mathWarps) == "4";
+  const char *mathWarps = std::getenv("NINFER_BULK_MATH_WARPS"); // A/B switch: 4 (or 8)
+  if (mathWarps && std::string(mathWarps) != "4" && std::string(mathWarps) != "8")
+    return Status::error("NINFER_BULK_MATH_WARPS is '" + std::string(mathWarps) +
+                         "', expected 4 or 8");
   FusionChoices choices;
   choices.fuseLaunches = options.fuseLaunches;
   choices.tensorCoreGemm = tensorCoreGemm;
   choices.bulkGemv = bulkGemv;
   choices.wgmmaGemm = wgmmaGemm;
   choices.fuseNorms = fuseNorms;
-  if (fourMathWarps)
-    choices.bulkMathWarps = 4;
+  if (mathWarps)
+    choices.bulkMathWarps = std::stoi(mathWarps);
   Emitter emitter(plan, choices, options.trace);
   NINFER_RETURN_IF_ERROR(emitter.emitAll());
   if (options.beforeCompile)

@@ -1237,8 +1237,15 @@ TEST(Nvrtc, OneTokenQuantGemvTakesBulkCopiesOnSm90) {
     KernelOptions options;
     options.archs = c.archs;
     options.embedPtx = false;
-    if (c.fourWarps)
+    if (c.fourWarps) { // any other value than 4 or 8 is refused with one error
+      setenv("NINFER_BULK_MATH_WARPS", "6", 1);
+      const Status refused = emitKernels(t.plan, options);
+      EXPECT_FALSE(refused.isOk()) << what;
+      EXPECT_NE(refused.message().find("NINFER_BULK_MATH_WARPS is '6', expected 4 or 8"),
+                std::string::npos)
+          << refused.message();
       setenv("NINFER_BULK_MATH_WARPS", "4", 1);
+    }
     Status status = emitKernels(t.plan, options);
     unsetenv("NINFER_BULK_MATH_WARPS");
     ASSERT_TRUE(status.isOk()) << what << ": " << status.message();
