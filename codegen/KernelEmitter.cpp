@@ -400,9 +400,8 @@ private:
 
   // The launch of gemv_quant_bulk.cuh's one-token GEMV: `blocks` blocks (at most
   // gemv::kBulkGridBlocks, tiles strided), `shared` bytes; steps of one token.
-  LaunchShape oneTokenShape(uint32_t blocks, uint32_t shared) const {
-    const uint32_t threads = gemv::bulkThreads(choices_.bulkMathWarps);
-    LaunchShape shape{{blocks, 1, 1}, {0, 0, 0}, {threads, 1, 1}};
+  static LaunchShape oneTokenShape(uint32_t blocks, uint32_t shared) {
+    LaunchShape shape{{blocks, 1, 1}, {0, 0, 0}, {gemv::kBulkThreads, 1, 1}};
     shape.sharedBytes = shared;
     shape.minBlocksPerSm = gemv::kBulkBlocksPerSm;
     shape.maxTokens = 1;
@@ -412,7 +411,7 @@ private:
 
   // The launch of gemv_quant_rows.cuh's GEMV for k: `blocks` blocks (whole groups of K's
   // parts), `shared` bytes; steps of 2..8 rows.
-  LaunchShape rowsShape(const LinearKernel &k, uint32_t blocks, uint32_t shared) const {
+  static LaunchShape rowsShape(const LinearKernel &k, uint32_t blocks, uint32_t shared) {
     LaunchShape shape = oneTokenShape(blocks, shared);
     shape.block[0] = gemv::kRowsThreads;
     shape.minBlocksPerSm = k.rowsPerSm;
@@ -772,8 +771,8 @@ private:
       const quant::QuantFormatTraits traits =
           quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
       if (oneToken) {
-        const gemv::BulkLayout layout = gemv::bulkLayout(
-            traits.bits, traits.groupSize, a.in_features, a.out_features, true, mathWarps());
+        const gemv::BulkLayout layout =
+            gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features, a.out_features, true);
         if (!layout.fits)
           return "";
         *shared = static_cast<uint32_t>(layout.sharedBytes);
@@ -798,8 +797,8 @@ private:
     // The quantized multi-row GEMV (linearQuantSwiGlu) takes normalized rows (ternary readers
     // have no fused norms: LaunchFusion.cpp's normRows).
     const NormedInput in = normedInput(gate, format < 0 || oneToken);
-    call << a.in_features << ", " << a.out_features << (oneToken ? mathWarpsArgument() : "")
-         << ">(" << in.x << ", " << raw(gate.inputs[1]) << ", " << raw(up.inputs[1]) << ", "
+    call << a.in_features << ", " << a.out_features << ">(" << in.x << ", "
+         << raw(gate.inputs[1]) << ", " << raw(up.inputs[1]) << ", "
          << ptr("float*", swiGlu.outputs[0]) << ", state" << in.norm << ")";
     return call.str();
   }
@@ -1018,13 +1017,6 @@ private:
 
   size_t indexOf(const OpT &op) const { return opIndices_.at(&op); }
 
-  // Math warps per block of the one-token bulk GEMV, and the WARPS template argument of its
-  // calls (none for the default, so default plans' source stays as it was).
-  int mathWarps() const { return choices_.bulkMathWarps; }
-  std::string mathWarpsArgument() const {
-    return mathWarps() == gemv::kBulkConsumerWarps ? "" : ", " + std::to_string(mathWarps());
-  }
-
 
   // A linear op's launches (ROWS of codegen/kernels/common.cuh): a GEMV kernel for
   // steps of at most kLinearGemvRows tokens and a GEMM kernel for longer steps, so
@@ -1141,11 +1133,11 @@ private:
     k.blocks =
         static_cast<uint32_t>(ceilDiv(a.out_features, gemv::mmaRowsPerBlock(a.out_features)));
     k.gemvBlocksPerSm = 3;
-    const gemv::BulkLayout layout = gemv::bulkLayout(
-        traits.bits, traits.groupSize, a.in_features, a.out_features, false, mathWarps());
+    const gemv::BulkLayout layout =
+        gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features, a.out_features, false);
     if (choices_.bulkGemv && layout.fits) {
-      k.oneTokenCall = linearCall(op, a, "ninfer::dev::linearQuantOneToken<" + args.str(),
-                                  mathWarpsArgument(), true);
+      k.oneTokenCall =
+          linearCall(op, a, "ninfer::dev::linearQuantOneToken<" + args.str(), "", true);
       k.bulkTiles = static_cast<uint32_t>(a.out_features / gemv::kBulkTileRows);
       k.oneTokenShared = static_cast<uint32_t>(layout.sharedBytes);
       const gemv::RowsLayout rows =
@@ -1565,18 +1557,12 @@ Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {
       tensorCoreGemm && allSm90a && !(noWgmma && std::string(noWgmma) != "0");
   const char *noNormFusion = std::getenv("NINFER_NO_NORM_FUSION"); // A/B switch
   const bool fuseNorms = !(noNormFusion && std::string(noNormFusion) != "0");
-  const char *mathWarps = std::getenv("NINFER_BULK_MATH_WARPS"); // A/B switch: 4 (or 8)
-  if (mathWarps && std::string(mathWarps) != "4" && std::string(mathWarps) != "8")
-    return Status::error("NINFER_BULK_MATH_WARPS is '" + std::string(mathWarps) +
-                         "', expected 4 or 8");
   FusionChoices choices;
   choices.fuseLaunches = options.fuseLaunches;
   choices.tensorCoreGemm = tensorCoreGemm;
   choices.bulkGemv = bulkGemv;
   choices.wgmmaGemm = wgmmaGemm;
   choices.fuseNorms = fuseNorms;
-  if (mathWarps)
-    choices.bulkMathWarps = std::stoi(mathWarps);
   Emitter emitter(plan, choices, options.trace);
   NINFER_RETURN_IF_ERROR(emitter.emitAll());
   if (options.beforeCompile)

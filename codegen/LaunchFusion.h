@@ -6,7 +6,6 @@
 #pragma once
 
 #include "PlanQueries.h"
-#include "ninfer/GemvShapes.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -46,8 +45,6 @@ struct FusionChoices {
   bool bulkGemv = false;      // every target is sm_90+ (gemv_quant_bulk.cuh)
   bool wgmmaGemm = false;     // every target is sm_90a: prefill GEMMs on gemm_wgmma.cuh
   bool fuseNorms = true;      // RMSNorms into their readers (NINFER_NO_NORM_FUSION unset)
-  // Math warps per block of the one-token bulk GEMV (NINFER_BULK_MATH_WARPS=4: four).
-  int bulkMathWarps = gemv::kBulkConsumerWarps;
 };
 
 // Whether decode attention runs on tensor cores (attentionDecodeMma): sm_80+ targets, f16

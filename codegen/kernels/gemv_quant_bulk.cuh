@@ -27,7 +27,7 @@
 // the dependency wait. A tile's rows: each warp's two row sums per lane (rows g, g + 8)
 // go through shared memory and are summed in warp order (deterministic), then stored
 // with bias and residual (or as silu(gate) * up).
-// Launch: block gemv::bulkThreads(WARPS), grid up to gemv::kBulkGridBlocks (tiles strided),
+// Launch: block gemv::kBulkThreads, grid up to gemv::kBulkGridBlocks (tiles strided),
 // dynamic shared memory bulkLayout(...).sharedBytes; the wrapper does not wait for the
 // previous kernel (the kernel does, before it reads x).
 #pragma once
@@ -42,11 +42,11 @@ namespace ninfer {
 namespace dev {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-template <int BITS, int GROUP, int K, int N, bool SWIGLU, int WARPS> struct BulkGemv {
+template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
   using Packing = quant::QuantPacking<BITS>;
   using T = OneToken<BITS, GROUP>;
   using Scales = OneTokenScales<BITS, GROUP>;
-  static constexpr gemv::BulkLayout kLayout = gemv::bulkLayout(BITS, GROUP, K, N, SWIGLU, WARPS);
+  static constexpr gemv::BulkLayout kLayout = gemv::bulkLayout(BITS, GROUP, K, N, SWIGLU);
   static_assert(kLayout.fits, "the emitter checks bulkLayout(...).fits");
   static_assert(gemv::kBulkUnitStageBytes == sizeof(OneTokenUnitStage), "GemvShapes.h's size");
   static_assert(Packing::kUnitBytes == gemv::bulkUnitBytes(BITS), "GemvShapes.h's unit bytes");
@@ -56,7 +56,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU, int WARPS> struct Bulk
   static constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
   static constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
   static_assert(kRowScaleBytes == gemv::bulkRowScaleBytes(GROUP, K), "GemvShapes.h's scales");
-  static constexpr int kMathThreads = WARPS * kWarpSize;
+  static constexpr int kMathThreads = gemv::kBulkConsumerWarps * kWarpSize;
 
   unsigned char *smem;
   unsigned int base; // shared address of smem
@@ -219,13 +219,13 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU, int WARPS> struct Bulk
       // The second partial buffer: its first use is the block's second tile, after the
       // first tile's barrier, which every warp reaches after it has read the sums.
       float *sums = reinterpret_cast<float *>(smem + kLayout.offPartial) +
-                    WARPS * gemv::kBulkTileRows;
+                    gemv::kBulkConsumerWarps * gemv::kBulkTileRows;
       if (lane == 0)
         sums[warp] = sq;
       asm volatile("bar.sync 1, %0;" ::"n"(kMathThreads) : "memory");
       float total = 0.0f;
 #pragma unroll
-      for (int w = 0; w < WARPS; ++w)
+      for (int w = 0; w < gemv::kBulkConsumerWarps; ++w)
         total += sums[w];
       inv = norm.inverse(total, K);
     }
@@ -324,7 +324,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU, int WARPS> struct Bulk
       sum0 += __shfl_xor_sync(0xffffffffu, sum0, 2);
       sum1 += __shfl_xor_sync(0xffffffffu, sum1, 2);
       float *partial = reinterpret_cast<float *>(smem + kLayout.offPartial) +
-                       b * WARPS * gemv::kBulkTileRows;
+                       b * gemv::kBulkConsumerWarps * gemv::kBulkTileRows;
       if (c == 0) {
         partial[warp * gemv::kBulkTileRows + g] = sum0;
         partial[warp * gemv::kBulkTileRows + g + 8] = sum1;
@@ -334,7 +334,7 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU, int WARPS> struct Bulk
         auto rowSum = [&](int r) {
           float v = 0.0f;
 #pragma unroll
-          for (int w = 0; w < WARPS; ++w)
+          for (int w = 0; w < gemv::kBulkConsumerWarps; ++w)
             v += partial[w * gemv::kBulkTileRows + r];
           return v;
         };
@@ -347,32 +347,29 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU, int WARPS> struct Bulk
   }
 };
 
-// SWIGLU: w is the gate and wUp the up matrix, y gets silu(x gate^T) * (x up^T). WARPS: math
-// warps per block (gemv::kBulkConsumerWarps, or 4 in plans compiled with the A/B switch
-// NINFER_BULK_MATH_WARPS=4).
-template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, bool SWIGLU, int WARPS,
-          class NORM>
+// SWIGLU: w is the gate and wUp the up matrix, y gets silu(x gate^T) * (x up^T).
+template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, bool SWIGLU, class NORM>
 __device__ __forceinline__ void gemvQuantBulk(const float *x, const unsigned char *w,
                                               const void *bias, const float *residual,
                                               float *y, BlockSlice blocks,
                                               const unsigned char *wUp, const StepState *state,
                                               bool lastRow, const NORM &norm) {
   extern __shared__ __align__(128) unsigned char bulkShared[];
-  using Op = BulkGemv<BITS, GROUP, K, N, SWIGLU, WARPS>;
+  using Op = BulkGemv<BITS, GROUP, K, N, SWIGLU>;
   const Op op{bulkShared, sharedAddress(bulkShared)};
   if (threadIdx.x == 0) {
     for (int s = 0; s < Op::kLayout.slots; ++s) {
       barrierInit(op.full(s), 1);
-      barrierInit(op.empty(s), WARPS);
+      barrierInit(op.empty(s), gemv::kBulkConsumerWarps);
     }
     for (int b = 0; b < Op::kLayout.scaleBuffers; ++b) {
       barrierInit(op.scalesFull(b), 1);
-      barrierInit(op.scalesEmpty(b), WARPS);
+      barrierInit(op.scalesEmpty(b), gemv::kBulkConsumerWarps);
     }
     barrierInitFence();
   }
   __syncthreads();
-  if (threadIdx.x / kWarpSize == WARPS)
+  if (threadIdx.x / kWarpSize == gemv::kBulkConsumerWarps)
     op.produce(w, wUp, blocks);
   else
     op.template consume<BDT, HAS_BIAS>(x, lastRow, bias, residual, y, state, blocks, norm);
@@ -384,28 +381,27 @@ __device__ __forceinline__ void gemvQuantBulk(const float *x, const unsigned cha
 // bulkLayout(...) takes (the emitter checks both). norm: an RMSNorm fused into the input
 // (common.cuh), or NoNorm.
 template <int BITS, int GROUP, int BDT, bool HAS_BIAS, int K, int N, int ROWS,
-          int WARPS = gemv::kBulkConsumerWarps, class NORM = NoNorm>
+          class NORM = NoNorm>
 __device__ __forceinline__ void linearQuantOneToken(const float *x, const void *w,
                                                     const void *bias, const float *residual,
                                                     float *y, const StepState *state,
                                                     BlockSlice blocks = wholeGrid(),
                                                     NORM norm = {}) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  gemvQuantBulk<BITS, GROUP, BDT, HAS_BIAS, K, N, false, WARPS>(
+  gemvQuantBulk<BITS, GROUP, BDT, HAS_BIAS, K, N, false>(
       x, static_cast<const unsigned char *>(w), bias, residual, y, blocks, nullptr, state,
       ROWS == kRowsLast, norm);
 #endif
 }
 
 // A SwiGLU MLP's gate/up pair in one-token steps: y = silu(x gate^T) * (x up^T).
-template <int BITS, int GROUP, int K, int N, int WARPS = gemv::kBulkConsumerWarps,
-          class NORM = NoNorm>
+template <int BITS, int GROUP, int K, int N, class NORM = NoNorm>
 __device__ __forceinline__ void linearQuantSwiGluOneToken(const float *x, const void *gate,
                                                           const void *up, float *y,
                                                           const StepState *state,
                                                           NORM norm = {}) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  gemvQuantBulk<BITS, GROUP, 0, false, K, N, true, WARPS>(
+  gemvQuantBulk<BITS, GROUP, 0, false, K, N, true>(
       x, static_cast<const unsigned char *>(gate), nullptr, nullptr, y, wholeGrid(),
       static_cast<const unsigned char *>(up), state, false, norm);
 #endif

@@ -1060,14 +1060,6 @@ TEST(GemvShapes, BulkLayoutKeepsCopiesAlignedAndFitsTwoBlocks) {
                                  " K " + std::to_string(k) + (swiGlu ? " SwiGLU" : "");
         const gemv::BulkLayout l = gemv::bulkLayout(f.bits, f.group, k, 4096, swiGlu);
         ASSERT_TRUE(l.fits) << what;
-        // Four math warps (NINFER_BULK_MATH_WARPS=4): each takes twice the units of a chunk.
-        const gemv::BulkLayout four = gemv::bulkLayout(f.bits, f.group, k, 4096, swiGlu, 4);
-        ASSERT_TRUE(four.fits) << what;
-        EXPECT_EQ(four.mathWarps, 4) << what;
-        EXPECT_EQ(four.unitsPerWarp * 4, four.chunkUnits) << what;
-        EXPECT_LE(four.sharedBytes, gemv::kBulkSharedLimit) << what;
-        EXPECT_EQ(four.offSlots % 128, 0) << what;
-        EXPECT_EQ(l.mathWarps, gemv::kBulkConsumerWarps) << what;
         EXPECT_EQ(gemv::bulkLayout(f.bits, f.group, k, 1000, swiGlu).fits, swiGlu) << what;
         EXPECT_GE(l.slots, 2) << what;
         EXPECT_LE(l.slots, gemv::kBulkMaxSlots) << what;
@@ -1185,8 +1177,6 @@ TEST(GemvShapes, RowsLayoutFitsItsSmShareAndAlignsStages) {
 // one-token steps (288 threads, its shared memory, a wrapper that leaves the dependency
 // wait to the kernel) ahead of the GEMV for 2..8 rows; the lm_head's last row takes it in
 // steps of any length; grouped q/k/v and gate/up (SwiGLU fused) launches take it as a group.
-// With the A/B switch NINFER_BULK_MATH_WARPS=4 the launches have four math warps (160
-// threads, the layout of four) and the calls say so.
 TEST(Nvrtc, OneTokenQuantGemvTakesBulkCopiesOnSm90) {
   struct Case {
     DType type;
@@ -1194,23 +1184,17 @@ TEST(Nvrtc, OneTokenQuantGemvTakesBulkCopiesOnSm90) {
     int out;
     int members; // 1: one linear and a last-row-only one; 2: gate/up + SwiGLU; 3: q/k/v
     const char *call; // the one-token call, or null: no bulk launch
-    bool fourWarps = false; // compiled with NINFER_BULK_MATH_WARPS=4
   };
   const Case cases[] = {
       {DType::Q4_G64, {"sm_90"}, 384, 1, "linearQuantOneToken<4, 64, 0, false, 256, 384, 1>("},
       {DType::Q4_G64, {"sm_80", "sm_90"}, 384, 1, nullptr},
       {DType::Q4_G64, {"sm_90"}, 392, 1, nullptr},
       {DType::Q4_K16, {"sm_90"}, 384, 2, "linearQuantSwiGluOneToken<4, 16, 256, 384>("},
-      {DType::Q3_G128, {"sm_90"}, 384, 3, "linearQuantOneToken<3, 128, 0, false, 256, 384, 1>("},
-      {DType::Q4_G64, {"sm_90"}, 384, 1, "linearQuantOneToken<4, 64, 0, false, 256, 384, 1, 4>(",
-       true},
-      {DType::Q4_K16, {"sm_90"}, 384, 2, "linearQuantSwiGluOneToken<4, 16, 256, 384, 4>(", true}};
+      {DType::Q3_G128, {"sm_90"}, 384, 3, "linearQuantOneToken<3, 128, 0, false, 256, 384, 1>("}};
   const int in = 256;
   for (const Case &c : cases) {
     const std::string what = std::string(plan::EnumNameDType(c.type)) + " on " + c.archs[0] +
-                             ", " + std::to_string(c.members) + " x " + std::to_string(c.out) +
-                             (c.fourWarps ? ", 4 math warps" : "");
-    const int warps = c.fourWarps ? 4 : gemv::kBulkConsumerWarps;
+                             ", " + std::to_string(c.members) + " x " + std::to_string(c.out);
     TestPlan t(16, 64);
     const uint32_t x = t.addActivation("x", in);
     std::vector<uint32_t> outputs;
@@ -1237,17 +1221,7 @@ TEST(Nvrtc, OneTokenQuantGemvTakesBulkCopiesOnSm90) {
     KernelOptions options;
     options.archs = c.archs;
     options.embedPtx = false;
-    if (c.fourWarps) { // any other value than 4 or 8 is refused with one error
-      setenv("NINFER_BULK_MATH_WARPS", "6", 1);
-      const Status refused = emitKernels(t.plan, options);
-      EXPECT_FALSE(refused.isOk()) << what;
-      EXPECT_NE(refused.message().find("NINFER_BULK_MATH_WARPS is '6', expected 4 or 8"),
-                std::string::npos)
-          << refused.message();
-      setenv("NINFER_BULK_MATH_WARPS", "4", 1);
-    }
     Status status = emitKernels(t.plan, options);
-    unsetenv("NINFER_BULK_MATH_WARPS");
     ASSERT_TRUE(status.isOk()) << what << ": " << status.message();
     const plan::KernelModuleT &kernels = *t.plan.kernels;
     const auto &first = t.plan.ops[0]->launches;
@@ -1263,7 +1237,7 @@ TEST(Nvrtc, OneTokenQuantGemvTakesBulkCopiesOnSm90) {
     ASSERT_EQ(first.size(), 3u) << what; // one token, 2..8 rows, the GEMM
     const std::string oneName = kernels.functions[first[0]->function];
     EXPECT_NE(oneName.find("_one"), std::string::npos) << what << ": " << oneName;
-    EXPECT_EQ(first[0]->block[0], uint32_t(gemv::bulkThreads(warps))) << what;
+    EXPECT_EQ(first[0]->block[0], uint32_t(gemv::kBulkThreads)) << what;
     EXPECT_EQ(first[0]->max_tokens, 1u) << what;
     EXPECT_EQ(first[1]->min_tokens, 2u) << what;
     EXPECT_EQ(first[1]->max_tokens, 8u) << what;
@@ -1272,8 +1246,7 @@ TEST(Nvrtc, OneTokenQuantGemvTakesBulkCopiesOnSm90) {
     EXPECT_EQ(first[0]->grid_base[0], uint32_t(std::min(tiles, gemv::kBulkGridBlocks))) << what;
     const gemv::BulkLayout layout = gemv::bulkLayout(
         c.type == DType::Q3_G128 ? 3 : 4, c.type == DType::Q4_K16 ? 16 : c.type == DType::Q3_G128 ? 128 : 64,
-        in, c.out, swiGlu, warps);
-    EXPECT_EQ(layout.mathWarps, warps) << what;
+        in, c.out, swiGlu);
     EXPECT_EQ(first[0]->shared_bytes, uint32_t(layout.sharedBytes)) << what;
     // The wrapper of the one-token kernel does not wait first; the others do.
     const size_t body = kernels.source.find(oneName + "(");
@@ -1288,12 +1261,11 @@ TEST(Nvrtc, OneTokenQuantGemvTakesBulkCopiesOnSm90) {
     const size_t trigger = kernels.source.find("gridDependencyTrigger(oneToken);", gemvBody);
     EXPECT_TRUE(read < wait && wait < trigger && trigger != std::string::npos) << what;
     // The lm_head's last row, in steps of any length.
-    EXPECT_EQ(head[0]->block[0], uint32_t(gemv::bulkThreads(warps))) << what;
+    EXPECT_EQ(head[0]->block[0], uint32_t(gemv::kBulkThreads)) << what;
     EXPECT_EQ(head[0]->max_tokens, 0u) << what;
     EXPECT_NE(kernels.source.find(std::string("linearQuantOneToken<") +
                                   (c.type == DType::Q3_G128 ? "3, 128" : c.type == DType::Q4_K16 ? "4, 16" : "4, 64") +
-                                  ", 0, false, 256, " + std::to_string(c.out) + ", 3" +
-                                  (c.fourWarps ? ", 4" : "") + ">("),
+                                  ", 0, false, 256, " + std::to_string(c.out) + ", 3>("),
               std::string::npos)
         << what;
   }

@@ -72,16 +72,14 @@ NINFER_HD constexpr int ternaryRowsPerBlock(int n) { return kBlockWarps * ternar
 
 
 // ---- one-token quantized GEMV fed by bulk copies (gemv_quant_bulk.cuh, sm_90+) ----
-// A block is kBulkConsumerWarps warps of math (a plan compiled with NINFER_BULK_MATH_WARPS=4:
-// four, an A/B switch; BulkLayout::mathWarps) and one producer warp. A tile is 16
+// A block is kBulkConsumerWarps warps of math and one producer warp. A tile is 16
 // weight rows (SwiGLU: 8 gate and 8 up rows); K is cut into chunks of
 // bulkChunkUnits 128-value units, and a ring of `slots` chunk buffers of a tile's
 // 16 rows ("stages") is filled by the producer and drained by the math warps. The
 // tile's scale rows come as one more copy into one of two scale buffers. Each math
 // warp takes the same units of every chunk, so it stages its x once per launch.
 constexpr int kBulkConsumerWarps = 8;
-NINFER_HD constexpr int bulkThreads(int mathWarps) { return (mathWarps + 1) * 32; }
-constexpr int kBulkThreads = bulkThreads(kBulkConsumerWarps);
+constexpr int kBulkThreads = (kBulkConsumerWarps + 1) * 32;
 constexpr int kBulkTileRows = 16;
 constexpr int kBulkMaxSlots = 4;
 constexpr int kBulkMaxScaleBuffers = 3;
@@ -109,7 +107,6 @@ NINFER_HD constexpr int bulkRowScaleBytes(int group, int k) {
 
 struct BulkLayout {
   int chunkUnits = 0, chunks = 0;     // units per chunk, chunks per tile
-  int mathWarps = 0;                  // per block
   int unitsPerWarp = 0;               // of each chunk, per math warp
   int slotRowBytes = 0, slotBytes = 0, slots = 0;
   int scaleBytes = 0;                 // one tile's scale rows
@@ -135,15 +132,13 @@ constexpr int kBulkWideTiles = 4 * kBulkGridBlocks;
 // whether the kernel takes the shape: whole tiles, and at least two ring slots within
 // kBulkSharedLimit.
 NINFER_HD constexpr BulkLayout bulkLayoutOf(int bits, int group, int k, int n, bool swiGlu,
-                                            int chunkUnits, int scaleBuffers = 2,
-                                            int mathWarps = kBulkConsumerWarps) {
+                                            int chunkUnits, int scaleBuffers = 2) {
   BulkLayout l;
   l.scaleBuffers = scaleBuffers;
-  l.mathWarps = mathWarps;
   const int units = k / 128;
   l.chunkUnits = chunkUnits;
   l.chunks = (units + l.chunkUnits - 1) / l.chunkUnits;
-  l.unitsPerWarp = l.chunkUnits / mathWarps;
+  l.unitsPerWarp = l.chunkUnits / kBulkConsumerWarps;
   // Row stride: a quad of lanes reads a span of 4 runs of a row, and rows g and g + 1
   // of an 8-lane phase land in different banks.
   const int span = 4 * (bits == 8 ? 32 : bits == 2 || bits == 3 ? 8 : 16);
@@ -153,13 +148,12 @@ NINFER_HD constexpr BulkLayout bulkLayoutOf(int bits, int group, int k, int n, b
   l.xWarpBytes = kBulkZeroBytes + l.chunks * l.unitsPerWarp * kBulkUnitStageBytes;
   l.offScales = 128;
   l.offX = l.offScales + l.scaleBuffers * l.scaleBytes;
-  l.offPartial = l.offX + mathWarps * l.xWarpBytes;
-  l.offSlots = (l.offPartial + 2 * mathWarps * kBulkTileRows * 4 + 127) / 128 * 128;
+  l.offPartial = l.offX + kBulkConsumerWarps * l.xWarpBytes;
+  l.offSlots = (l.offPartial + 2 * kBulkConsumerWarps * kBulkTileRows * 4 + 127) / 128 * 128;
   const int room = (kBulkSharedLimit - l.offSlots) / l.slotBytes;
   l.slots = room < kBulkMaxSlots ? room : kBulkMaxSlots;
   l.sharedBytes = l.offSlots + l.slots * l.slotBytes;
-  l.fits = units >= 1 && k % 128 == 0 && n % (swiGlu ? 8 : kBulkTileRows) == 0 && l.slots >= 2 &&
-           l.chunkUnits % mathWarps == 0;
+  l.fits = units >= 1 && k % 128 == 0 && n % (swiGlu ? 8 : kBulkTileRows) == 0 && l.slots >= 2;
   return l;
 }
 
@@ -173,17 +167,16 @@ NINFER_HD constexpr BulkLayout bulkLayoutOf(int bits, int group, int k, int n, b
 // 617.7 / 618.5 / 617.8 -> 621.5 / 621.4 / 622.3 tok/s in alternating rounds; with three
 // buffers in every launch 620.0 / 620.1 / 619.9, gate/up 20.3 -> 19.1 us after its wait
 // (traced) but down 10.7 -> 11.2 (one tile per block: nothing to gain, 7 KB of room lost).
-NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, bool swiGlu,
-                                          int mathWarps = kBulkConsumerWarps) {
+NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, bool swiGlu) {
   const int chunk = bulkChunkUnits(bits);
   if (bits <= 4 && bulkTiles(n, swiGlu) >= kBulkWideTiles && (k / 128) % (2 * chunk) == 0) {
-    const BulkLayout wide = bulkLayoutOf(bits, group, k, n, swiGlu, 2 * chunk, 2, mathWarps);
+    const BulkLayout wide = bulkLayoutOf(bits, group, k, n, swiGlu, 2 * chunk);
     if (wide.fits) {
-      const BulkLayout deeper = bulkLayoutOf(bits, group, k, n, swiGlu, 2 * chunk, 3, mathWarps);
+      const BulkLayout deeper = bulkLayoutOf(bits, group, k, n, swiGlu, 2 * chunk, 3);
       return deeper.slots == wide.slots ? deeper : wide;
     }
   }
-  return bulkLayoutOf(bits, group, k, n, swiGlu, chunk, 2, mathWarps);
+  return bulkLayoutOf(bits, group, k, n, swiGlu, chunk);
 }
 
 // ---- steps of 2..8 token rows on TMA copies (gemv_quant_rows.cuh, sm_90+) ----
