@@ -40,20 +40,34 @@ __device__ __forceinline__ RopeStep ropeStep(int t, float theta, float dynamicFa
   return r;
 }
 
-// Rotates the pair (x0, x1) = (x[i], x[i + HD/2]) of one head in place.
+// The rotation of pair i at r's position: cos and sin of the angle, scaled by
+// attentionFactor. The rotation's constants only: it may run before a kernel's wait.
+struct RopeAngle {
+  float c, s;
+};
 template <int HD>
-__device__ __forceinline__ void ropePair(const RopeStep &r, const float *invFreq, int i,
-                                         float attentionFactor, float &x0, float &x1) {
+__device__ __forceinline__ RopeAngle ropeAngle(const RopeStep &r, const float *invFreq, int i,
+                                               float attentionFactor) {
   const float inv =
       r.rescaled ? 1.0f / powf(r.base, static_cast<float>(2 * i) / static_cast<float>(HD))
                  : invFreq[i];
   float s, c;
   sincosf(r.position * inv, &s, &c);
-  c *= attentionFactor;
-  s *= attentionFactor;
-  const float y0 = x0 * c - x1 * s;
-  x1 = x1 * c + x0 * s;
+  return {c * attentionFactor, s * attentionFactor};
+}
+
+// Rotates the pair (x0, x1) = (x[i], x[i + HD/2]) of one head in place by its angle.
+__device__ __forceinline__ void rotatePair(const RopeAngle &a, float &x0, float &x1) {
+  const float y0 = x0 * a.c - x1 * a.s;
+  x1 = x1 * a.c + x0 * a.s;
   x0 = y0;
+}
+
+// Rotates the pair (x0, x1) = (x[i], x[i + HD/2]) of one head in place.
+template <int HD>
+__device__ __forceinline__ void ropePair(const RopeStep &r, const float *invFreq, int i,
+                                         float attentionFactor, float &x0, float &x1) {
+  rotatePair(ropeAngle<HD>(r, invFreq, i, attentionFactor), x0, x1);
 }
 
 template <int HEADS, int HD, bool DYNAMIC, int THREADS>
