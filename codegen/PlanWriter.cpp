@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -67,7 +68,18 @@ private:
   FILE *file_ = nullptr;
 };
 
+// The name writePlan writes before it renames.
+std::string tempName(const std::string &path) { return path + ".tmp-" + std::to_string(getpid()); }
+
 } // namespace
+
+Status checkPlanPath(const std::string &path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return Status::error("cannot write the plan to '" + path + "': it is a directory");
+  TempFile probe(tempName(path)); // removed again when it goes out of scope
+  return probe.open();
+}
 
 Status writePlan(const std::string &path, plan::PlanT &plan, const WeightSource &weights) {
   // Lay out the weight area: segments at their planned offsets, which must be
@@ -119,7 +131,7 @@ Status writePlan(const std::string &path, plan::PlanT &plan, const WeightSource 
   if (builder.GetSize() >= (1ull << 31) - 1)
     return Status::error("plan header exceeds the 2 GiB flatbuffer limit");
 
-  TempFile temp(path + ".tmp-" + std::to_string(getpid()));
+  TempFile temp(tempName(path));
   NINFER_RETURN_IF_ERROR(temp.open());
   NINFER_RETURN_IF_ERROR(temp.write(builder.GetBufferPointer(), builder.GetSize()));
   NINFER_RETURN_IF_ERROR(temp.zeros(plan.weights_file_offset - builder.GetSize()));

@@ -101,6 +101,9 @@ Status writePlanWithWeights(const std::string& path, plan::PlanT& plan,
 }
 
 llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
+  if (!options.output.empty())
+    if (llvm::Error error = toError(checkPlanPath(options.output)))
+      return error;
   auto config = loadModelConfig(options.input);
   if (!config)
     return config.takeError();

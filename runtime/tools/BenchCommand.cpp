@@ -648,6 +648,13 @@ int benchBatches(const BenchOptions &o, Executor &executor, const plan::Plan &p,
 }
 
 int bench(const BenchOptions &o) {
+  for (const std::string *output : {&o.plot, &o.timeline}) {
+    const Status writable = output->empty() ? Status::ok() : cli::checkWritable(*output);
+    if (!writable.isOk()) {
+      std::fprintf(stderr, "ninfer: error: %s\n", writable.message().c_str());
+      return 1;
+    }
+  }
   Result<std::unique_ptr<PlanFile>> opened = PlanFile::open(o.plan);
   if (!opened.isOk()) {
     std::fprintf(stderr, "ninfer: error: %s\n", opened.status().message().c_str());

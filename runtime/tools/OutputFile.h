@@ -11,5 +11,9 @@ namespace cli {
 
 Status writeWholeFile(const std::string& path, const std::string& bytes);
 
+// Whether writeWholeFile could write `path` (not a directory; its temporary file can be created,
+// and is removed again): commands check their output paths before their work, not after it.
+Status checkWritable(const std::string& path);
+
 } // namespace cli
 } // namespace ninfer

@@ -278,6 +278,11 @@ std::string joinIds(const std::vector<int32_t>& ids) {
 
 int runGenerate(int argc, char** argv) {
   const GenerateOptions o = parseGenerate(argc, argv);
+  if (!o.dumpLogits.empty()) {
+    const Status writable = checkWritable(o.dumpLogits);
+    if (!writable.isOk())
+      failWith(writable.message());
+  }
   std::unique_ptr<PlanFile> file = take(PlanFile::open(o.planPath));
   const plan::Plan& p = file->plan();
   const plan::Tokenizer* table = p.tokenizer();

@@ -1,11 +1,13 @@
 // The compiler's plan check (ninferc's memory check and report) sees the workspace that kernel
 // emission adds (the sm_90a GEMMs' 16-bit activations) and runs before NVRTC: a plan it
-// refuses is refused without compiling a kernel and without writing a file.
+// refuses is refused without compiling a kernel and without writing a file. An output it
+// cannot write is refused before anything else.
 #include "CompileDriver.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace ninfer {
@@ -47,6 +49,37 @@ TEST(PlanCheck, RefusedPlanStopsBeforeNvrtcAndWritesNothing) {
   EXPECT_EQ(file, nullptr) << "a refused plan was written";
   if (file)
     std::fclose(file);
+}
+
+// An output the compiler cannot write is refused before the model is imported: the plan
+// check (after lowering) never runs, and nothing is left in the output's directory.
+TEST(PlanCheck, UnwritableOutputIsRefusedFirst) {
+  const std::string dir = ::testing::TempDir() + "/plan_check_output";
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(std::filesystem::create_directory(dir));
+  const struct {
+    std::string output, expected;
+  } cases[] = {
+      {dir + "/missing/plan.nplan", "cannot create '" + dir + "/missing/plan.nplan.tmp-"},
+      {dir, "cannot write the plan to '" + dir + "': it is a directory"},
+  };
+  for (const auto& c : cases) {
+    CompileOptions options;
+    options.input = kModel;
+    options.quant.mode = "none";
+    options.output = c.output;
+    bool checked = false;
+    options.checkPlan = [&](const plan::PlanT&) -> llvm::Error {
+      checked = true;
+      return llvm::Error::success();
+    };
+    auto compiled = compileModel(options);
+    ASSERT_FALSE(bool(compiled)) << c.output;
+    const std::string message = llvm::toString(compiled.takeError());
+    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+    EXPECT_FALSE(checked) << "the model was lowered before the output was checked";
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "a probe file was left behind";
 }
 
 } // namespace

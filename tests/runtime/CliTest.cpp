@@ -7,6 +7,7 @@
 #include "ninfer/Plan.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -91,6 +92,28 @@ TEST(Cli, FailuresExitWithOne) {
     longPrompt += ",1";
   expectOneErrorLine(runCli(path + " --prompt-ids " + longPrompt + " --device cpu"), 1,
                      "prompt has 41 tokens but the plan's context is 40");
+}
+
+// Output paths are checked before the plan is even opened (a bench of a large plan runs for
+// minutes): with a missing plan too, the error names the output.
+TEST(Cli, UnwritableOutputsAreRefusedFirst) {
+  const std::string missingPlan = tempPath("absent.nplan");
+  const std::string noDir = tempPath("no_such_dir") + "/out";
+  const std::string dir = tempPath("an_output_dir");
+  std::filesystem::create_directories(dir);
+  expectOneErrorLine(runCli(missingPlan + " --prompt-ids 1 --dump-logits " + noDir), 1,
+                     "cannot write " + noDir + ": No such file or directory");
+  expectOneErrorLine(runCli(missingPlan + " --prompt-ids 1 --dump-logits " + dir), 1,
+                     "cannot write " + dir + ": it is a directory");
+  expectOneErrorLine(runCli("bench " + missingPlan + " --plot " + noDir + ".png"), 1,
+                     "cannot write " + noDir + ".png: No such file or directory");
+  expectOneErrorLine(runCli("bench " + missingPlan + " --timeline " + dir), 1,
+                     "cannot write " + dir + ": it is a directory");
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "a probe file was left behind";
+  // A writable output does not stop them: the missing plan does.
+  expectOneErrorLine(runCli("bench " + missingPlan + " --plot " + dir + "/p.png"), 1,
+                     "cannot open");
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "a probe file was left behind";
 }
 
 TEST(Cli, PrintIdsMatchesTheLibraryAndDumpsLogits) {
