@@ -386,6 +386,7 @@ private:
     std::function<std::string(int rows, const std::string &slice)> oneTokenCall;
     uint32_t bulkTiles = 0;
     uint32_t oneTokenShared = 0;
+    uint32_t oneTokenPerSm = gemv::kBulkBlocksPerSm; // blocks per SM of the one-token launch
     // Steps of 2..8 rows through gemv_quant_rows.cuh (null where it does not apply): the
     // call (its slice argument goes on with the partial sums', the tickets' and the code
     // map's pointers: rowsTail), the weight's bits, the parts of K, the blocks per SM and
@@ -398,12 +399,18 @@ private:
     std::function<uint32_t()> rowsMap;
   };
 
-  // The launch of gemv_quant_bulk.cuh's one-token GEMV: `blocks` blocks (at most
-  // gemv::kBulkGridBlocks, tiles strided), `shared` bytes; steps of one token.
-  static LaunchShape oneTokenShape(uint32_t blocks, uint32_t shared) {
+  // The grid of a one-token bulk GEMV at `perSm` blocks per SM (an H100/H200's 132 SMs).
+  static uint32_t oneTokenGrid(uint32_t perSm) {
+    return gemv::kBulkGridBlocks / gemv::kBulkBlocksPerSm * perSm;
+  }
+
+  // The launch of a one-token bulk GEMV (gemv_quant_bulk.cuh, gemv_tq1_bulk.cuh): `blocks`
+  // blocks (at most `perSm` per SM, tiles strided), `shared` bytes; steps of one token.
+  static LaunchShape oneTokenShape(uint32_t blocks, uint32_t shared,
+                                   uint32_t perSm = gemv::kBulkBlocksPerSm) {
     LaunchShape shape{{blocks, 1, 1}, {0, 0, 0}, {gemv::kBulkThreads, 1, 1}};
     shape.sharedBytes = shared;
-    shape.minBlocksPerSm = gemv::kBulkBlocksPerSm;
+    shape.minBlocksPerSm = perSm;
     shape.maxTokens = 1;
     shape.waitsItself = true;
     return shape;
@@ -725,13 +732,16 @@ private:
       shared = std::max(shared, member.oneTokenShared);
     }
     std::string text;
-    uint32_t total = 0;
+    uint32_t total = 0, perSm = gemv::kBulkBlocksPerSm;
     if (fusions_.swiGluOfGroup[opIndex_] >= 0) {
       text = swiGluCall(group, total, true, &shared);
       if (text.empty())
         return Status::ok();
     } else {
-      const uint32_t grid = std::min<uint32_t>(gemv::kBulkGridBlocks, tiles);
+      perSm = members.front().oneTokenPerSm;
+      for (const LinearKernel &member : members)
+        perSm = std::min(perSm, member.oneTokenPerSm);
+      const uint32_t grid = std::min(oneTokenGrid(perSm), tiles);
       std::vector<uint32_t> blocks;
       for (const LinearKernel &member : members)
         blocks.push_back(std::clamp<uint32_t>(
@@ -739,7 +749,7 @@ private:
             1u, member.bulkTiles));
       text = groupCall(members, kRowsGemv, blocks, total, &LinearKernel::oneTokenCall);
     }
-    NINFER_RETURN_IF_ERROR(addKernel(op, name + "_one", text, oneTokenShape(total, shared)));
+    NINFER_RETURN_IF_ERROR(addKernel(op, name + "_one", text, oneTokenShape(total, shared, perSm)));
     gemv.minTokens = 2;
     return Status::ok();
   }
@@ -756,9 +766,9 @@ private:
   }
 
   // The decode launch of a gate/up group with its SwiGLU fused (LaunchFusion.cpp):
-  // the call, and its grid in `blocks`. oneToken: the one-token launch of quantized
-  // weights (gemv_quant_bulk.cuh), its shared memory in `shared`; empty when the shape
-  // does not take it.
+  // the call, and its grid in `blocks`. oneToken: the one-token launch of quantized or TQ1
+  // weights (gemv_quant_bulk.cuh, gemv_tq1_bulk.cuh), its shared memory in `shared`; empty
+  // when the shape does not take it.
   std::string swiGluCall(const LinearGroup &group, uint32_t &blocks, bool oneToken = false,
                          uint32_t *shared = nullptr) {
     const SwiGluPair pair = swiGluPair(group);
@@ -784,6 +794,14 @@ private:
       call << (oneToken ? "ninfer::dev::linearQuantSwiGluOneToken<"
                         : "ninfer::dev::linearQuantSwiGlu<")
            << traits.bits << ", " << traits.groupSize << ", ";
+    } else if (wType == DType::TQ1 && oneToken) {
+      const gemv::Tq1BulkLayout layout =
+          gemv::tq1BulkLayout(int(a.in_features), int(a.out_features), true);
+      if (!layout.fits)
+        return "";
+      *shared = static_cast<uint32_t>(layout.sharedBytes);
+      blocks = std::min<uint32_t>(gemv::kBulkGridBlocks, a.out_features / 8);
+      call << "ninfer::dev::linearTq1SwiGluOneToken<";
     } else if (wType == DType::TQ1) {
       call << "ninfer::dev::linearTq1SwiGlu<";
       blocks = static_cast<uint32_t>(
@@ -794,9 +812,10 @@ private:
           a.out_features, gemv::linearSwiGluOutputsPerBlock(a.out_features, a.in_features,
                                                             16 / dtypeBytes(wType))));
     }
-    // The quantized multi-row GEMV (linearQuantSwiGlu) takes normalized rows (ternary readers
-    // have no fused norms: LaunchFusion.cpp's normRows).
-    const NormedInput in = normedInput(gate, format < 0 || oneToken);
+    // The quantized and TQ1 GEMVs of several rows (linearQuantSwiGlu, linearTq1SwiGlu) take
+    // normalized rows; the one-token launches and the float GEMV normalize x themselves where
+    // LaunchFusion.cpp fused the norm.
+    const NormedInput in = normedInput(gate, (format < 0 && wType != DType::TQ1) || oneToken);
     call << a.in_features << ", " << a.out_features << ">(" << in.x << ", "
          << raw(gate.inputs[1]) << ", " << raw(up.inputs[1]) << ", "
          << ptr("float*", swiGlu.outputs[0]) << ", state" << in.norm << ")";
@@ -1027,7 +1046,7 @@ private:
     LaunchShape shape{{k.blocks, 1, 1}, {0, 0, 0}, {kThreads, 1, 1}};
     shape.minBlocksPerSm = k.gemvBlocksPerSm;
     shape.waitsItself = k.gemvWaitsItself;
-    const uint32_t oneTokenBlocks = std::min<uint32_t>(gemv::kBulkGridBlocks, k.bulkTiles);
+    const uint32_t oneTokenBlocks = std::min(oneTokenGrid(k.oneTokenPerSm), k.bulkTiles);
     // The GEMV of 2..8 rows: gemv_quant_rows.cuh where it applies.
     const auto addRowsGemv = [&](LaunchShape gemvShape) {
       if (!k.rowsCall || !gemv::rowsPays(k.rowsBits, int(a.in_features), int(k.bulkTiles)))
@@ -1044,7 +1063,7 @@ private:
     if (a.last_row_only) {
       LaunchShape last = shape;
       if (k.oneTokenCall) { // a row of any step: the one-token kernel without the token limit
-        last = oneTokenShape(oneTokenBlocks, k.oneTokenShared);
+        last = oneTokenShape(oneTokenBlocks, k.oneTokenShared, k.oneTokenPerSm);
         last.maxTokens = 0;
       }
       last.steps = plan::LaunchSteps::Sequence;
@@ -1055,7 +1074,7 @@ private:
       shape.steps = plan::LaunchSteps::Batch;
       shape.maxTokens = static_cast<uint32_t>(maxBatch());
       if (k.oneTokenCall) { // batch steps of one row: the one-token kernel
-        LaunchShape one = oneTokenShape(oneTokenBlocks, k.oneTokenShared);
+        LaunchShape one = oneTokenShape(oneTokenBlocks, k.oneTokenShared, k.oneTokenPerSm);
         one.steps = plan::LaunchSteps::Batch;
         NINFER_RETURN_IF_ERROR(
             addKernel(op, k.suffix + "_one", k.oneTokenCall(kRowsGemv, ""), one));
@@ -1065,8 +1084,9 @@ private:
     }
     shape.maxTokens = kLinearGemvRows;
     if (k.oneTokenCall) {
-      NINFER_RETURN_IF_ERROR(addKernel(op, k.suffix + "_one", k.oneTokenCall(kRowsGemv, ""),
-                                       oneTokenShape(oneTokenBlocks, k.oneTokenShared)));
+      NINFER_RETURN_IF_ERROR(
+          addKernel(op, k.suffix + "_one", k.oneTokenCall(kRowsGemv, ""),
+                    oneTokenShape(oneTokenBlocks, k.oneTokenShared, k.oneTokenPerSm)));
       shape.minTokens = 2;
     }
     NINFER_RETURN_IF_ERROR(addRowsGemv(shape));
@@ -1203,6 +1223,20 @@ private:
           uint32_t(gemv::tq1MmaBlocksPerSm(int(a.in_features), int(a.out_features)));
       k.swiGluBlocksPerSm =
           uint32_t(gemv::tq1MmaBlocksPerSm(int(a.in_features), int(2 * a.out_features)));
+      // One-token steps on sm_90+: gemv_tq1_bulk.cuh, which takes a fused RMSNorm
+      // (LaunchFusion.cpp's normRows), at tq1BulkBlocksPerSm blocks per SM.
+      const gemv::Tq1BulkLayout layout =
+          gemv::tq1BulkLayout(int(a.in_features), int(a.out_features), false);
+      if (choices_.bulkGemv && layout.fits) {
+        k.oneTokenPerSm = static_cast<uint32_t>(gemv::tq1BulkBlocksPerSm(layout));
+        std::ostringstream args;
+        args << "ninfer::dev::linearTq1OneToken<" << biasType << ", "
+             << (a.has_bias ? "true" : "false") << ", " << a.in_features << ", "
+             << a.out_features;
+        k.oneTokenCall = linearCall(op, a, args.str(), "", /*normed=*/true);
+        k.bulkTiles = static_cast<uint32_t>(a.out_features / gemv::kBulkTileRows);
+        k.oneTokenShared = static_cast<uint32_t>(layout.sharedBytes);
+      }
     } else {
       k.suffix = "linear_tq2";
       k.blocks = static_cast<uint32_t>(

@@ -309,7 +309,8 @@ private:
   // The most tokens of the steps whose launches of linear op `index` can normalize their
   // input themselves, x read from buffer `input` (0: none; kEveryStep: every step): the
   // 16-byte GEMV's (up to kLinearGemvRows rows, and every lm_head row) and the bulk
-  // one-token GEMV's (one-token steps, and the lm_head's row of any single-sequence step).
+  // one-token GEMVs' of quantized and TQ1 weights (one-token steps, and the lm_head's row of
+  // any single-sequence step).
   uint32_t normRows(size_t index, uint32_t input) const {
     const OpT &op = *plan_.ops[index];
     const plan::LinearAttrsT &a = *op.attrs.AsLinearAttrs();
@@ -324,6 +325,17 @@ private:
               kNormFusionMaxWeightBytes)
         return 0;
       return a.last_row_only ? kEveryStep : kLinearGemvRows;
+    }
+    if (wType == DType::TQ1) { // gemv_tq1_bulk.cuh, as the quantized bulk GEMV below
+      if (!choices_.bulkGemv || !aligned16(input))
+        return 0;
+      const bool swiGlu = out_.swiGluOfGroup[out_.linearGroups[index].head] >= 0;
+      for (bool layout : {false, swiGlu})
+        if (!gemv::tq1BulkLayout(int(a.in_features), int(a.out_features), layout).fits)
+          return 0;
+      if (a.last_row_only)
+        return maxBatch() == 1 ? kEveryStep : 0;
+      return 1;
     }
     const int format = quant::formatOfPlanDType(int(wType));
     if (format < 0 || !choices_.bulkGemv || !aligned16(input))

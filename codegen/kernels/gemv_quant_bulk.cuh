@@ -36,6 +36,7 @@
 #include "QuantFormats.h"
 #include "bulk_copy.cuh"
 #include "common.cuh"
+#include "gemv_bulk_ring.cuh"
 #include "gemv_quant_mma.cuh"
 
 namespace ninfer {
@@ -112,23 +113,13 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
                              16 * kRowScaleBytes, scalesFull(b));
         }
       }
-      const unsigned char *row =
-          SWIGLU ? (lane < 8 ? w : wUp) + (8ll * tile + lane % 8) * kRowWeightBytes
-                 : w + (16ll * tile + lane) * kRowWeightBytes;
+      const unsigned char *row = bulkLaneRow<SWIGLU>(w, wUp, tile, lane, kRowWeightBytes);
       for (int j = 0; j < kLayout.chunks; ++j, ++stage) {
-        const int slot = stage % kLayout.slots, round = stage / kLayout.slots;
-        const unsigned int bytes = chunkUnits(j) * Packing::kUnitBytes;
-        if (lane == 0) {
-          if (round >= 1)
-            barrierWait(empty(slot), (round - 1) & 1);
-          barrierExpectBytes(full(slot), gemv::kBulkTileRows * bytes);
-        }
-        __syncwarp();
-        if (lane < gemv::kBulkTileRows)
-          bulkCopyEvictFirst(
-              base + kLayout.offSlots + slot * kLayout.slotBytes + lane * kLayout.slotRowBytes,
-              row + static_cast<long long>(j) * kLayout.chunkUnits * Packing::kUnitBytes, bytes,
-              full(slot));
+        const int slot = stage % kLayout.slots;
+        bulkRingStage(lane, stage, kLayout.slots, full(slot), empty(slot),
+                      base + kLayout.offSlots + slot * kLayout.slotBytes, kLayout.slotRowBytes,
+                      row + static_cast<long long>(j) * kLayout.chunkUnits * Packing::kUnitBytes,
+                      chunkUnits(j) * Packing::kUnitBytes);
       }
     }
   }
@@ -325,24 +316,14 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
       sum1 += __shfl_xor_sync(0xffffffffu, sum1, 2);
       float *partial = reinterpret_cast<float *>(smem + kLayout.offPartial) +
                        b * gemv::kBulkConsumerWarps * gemv::kBulkTileRows;
-      if (c == 0) {
-        partial[warp * gemv::kBulkTileRows + g] = sum0;
-        partial[warp * gemv::kBulkTileRows + g + 8] = sum1;
-      }
-      asm volatile("bar.sync 1, %0;" ::"n"(kMathThreads) : "memory");
-      if (threadIdx.x < kOutputs) {
-        auto rowSum = [&](int r) {
-          float v = 0.0f;
-#pragma unroll
-          for (int w = 0; w < gemv::kBulkConsumerWarps; ++w)
-            v += partial[w * gemv::kBulkTileRows + r];
-          return v;
-        };
-        if constexpr (SWIGLU)
-          y[o] = siluTimes(rowSum(threadIdx.x), rowSum(threadIdx.x + 8));
-        else
-          y[o] = residual ? rowSum(threadIdx.x) + bv + rv : rowSum(threadIdx.x) + bv;
-      }
+      bulkTileOutputs(partial, warp, g, c == 0, sum0, sum1, kOutputs,
+                      [&](const BulkRowSums &rowSum) {
+                        if constexpr (SWIGLU)
+                          y[o] = siluTimes(rowSum(threadIdx.x), rowSum(threadIdx.x + 8));
+                        else
+                          y[o] = residual ? rowSum(threadIdx.x) + bv + rv
+                                          : rowSum(threadIdx.x) + bv;
+                      });
     }
   }
 };

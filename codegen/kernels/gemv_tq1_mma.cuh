@@ -58,6 +58,33 @@ __device__ __forceinline__ unsigned int tq1DigitPairToHalf2(unsigned int p) {
   return d;
 }
 
+// The five mma steps of u32 word `word` of a lane's chunk in rows g (code word w0) and g + 8
+// (w1): per digit the exact levels t = d - 1 of bytes 0, 2 (1, 3) as the A fragment, and B
+// from bOf(digit) (b0, b1), into acc (even steps of the chunk) and acc2 (odd ones).
+template <class B>
+__device__ __forceinline__ void tq1WordMma(unsigned int w0, unsigned int w1, int word,
+                                           const B &bOf, float (&acc)[4], float (&acc2)[4]) {
+  constexpr unsigned int kOne = 0x64016401u; // 1025 in both halves: 1024 + d - kOne = t
+  unsigned int e0 = tq1::evenLanes(w0), o0 = tq1::oddLanes(w0);
+  unsigned int e1 = tq1::evenLanes(w1), o1 = tq1::oddLanes(w1);
+#pragma unroll
+  for (int digit = 0; digit < tq1::kDigits; ++digit) {
+    e0 *= 3u; // halves stay below 768
+    o0 *= 3u;
+    e1 *= 3u;
+    o1 *= 3u;
+    const unsigned int a[4] = {
+        hsub2(tq1DigitPairToHalf2(e0), kOne), hsub2(tq1DigitPairToHalf2(e1), kOne),
+        hsub2(tq1DigitPairToHalf2(o0), kOne), hsub2(tq1DigitPairToHalf2(o1), kOne)};
+    const uint2 b = bOf(digit);
+    mma16816<kF16>((tq1::kDigits * word + digit) % 2 ? acc2 : acc, a, b.x, b.y);
+    e0 &= tq1::kLaneMask;
+    o0 &= tq1::kLaneMask;
+    e1 &= tq1::kLaneMask;
+    o1 &= tq1::kLaneMask;
+  }
+}
+
 // SWIGLU: w is a SwiGLU's gate and wUp its up matrix (upScale its scale), and y gets
 // silu(x gate^T) * (x up^T) (gemvMmaTiles' SWIGLU tiles: gate row o in D rows g, up row o
 // in rows g + 8, each warp's sums scaled by their matrix's scale); no bias or residual.
@@ -73,7 +100,6 @@ __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsig
   constexpr int kLastDigits = (K - (kChunks - 1) * tq1::kChunkValues) / 16;
   constexpr int kRowTiles = gemv::mmaRowTiles(SWIGLU ? 2 * N : N);
   constexpr int kSplit = kGemvMmaWarps / kRowTiles; // warps per row tile, splitting K
-  constexpr unsigned int kOne = 0x64016401u;        // 1025 in both halves: 1024 + d - kOne = t
   static_assert(K % 16 == 0 && kLastDigits >= 1 && kLastDigits <= tq1::kDigits,
                 "TQ1 rows are whole digits");
 
@@ -128,33 +154,16 @@ __device__ __forceinline__ void gemvTq1Mma(const float *x, int rows, const unsig
                                                                                : tq1::kDigits;
           const float *xc = xRow + static_cast<long long>(min(ch, kChunks - 1)) * tq1::kChunkValues;
 #pragma unroll
-          for (int word = 0; word < tq1::kWordsPerChunk; ++word) {
-            unsigned int e0 = tq1::evenLanes(code0[i].w[word]),
-                         o0 = tq1::oddLanes(code0[i].w[word]);
-            unsigned int e1 = tq1::evenLanes(code1[i].w[word]),
-                         o1 = tq1::oddLanes(code1[i].w[word]);
-#pragma unroll
-            for (int digit = 0; digit < tq1::kDigits; ++digit) {
-              e0 *= 3u; // halves stay below 768
-              o0 *= 3u;
-              e1 *= 3u;
-              o1 *= 3u;
-              const unsigned int a[4] = {
-                  hsub2(tq1DigitPairToHalf2(e0), kOne), hsub2(tq1DigitPairToHalf2(e1), kOne),
-                  hsub2(tq1DigitPairToHalf2(o0), kOne), hsub2(tq1DigitPairToHalf2(o1), kOne)};
-              unsigned int b0 = 0u, b1 = 0u;
-              if (digit < digits) {
-                const float4 v = loadProduced(xc + 16 * digit + 4 * word);
-                b0 = packPair<kF16>(v.x, v.z);
-                b1 = packPair<kF16>(v.y, v.w);
-              }
-              mma16816<kF16>((tq1::kDigits * word + digit) % 2 ? acc2 : acc, a, b0, b1);
-              e0 &= tq1::kLaneMask;
-              o0 &= tq1::kLaneMask;
-              e1 &= tq1::kLaneMask;
-              o1 &= tq1::kLaneMask;
-            }
-          }
+          for (int word = 0; word < tq1::kWordsPerChunk; ++word)
+            tq1WordMma(
+                code0[i].w[word], code1[i].w[word], word,
+                [&](int digit) {
+                  if (digit >= digits)
+                    return make_uint2(0u, 0u);
+                  const float4 v = loadProduced(xc + 16 * digit + 4 * word);
+                  return make_uint2(packPair<kF16>(v.x, v.z), packPair<kF16>(v.y, v.w));
+                },
+                acc, acc2);
         }
         if constexpr (SWIGLU) { // D elements 0, 1: the gate row; 2, 3: the up row
 #pragma unroll

@@ -3,7 +3,9 @@
 // Paths (ROWS of common.cuh):
 //  * GEMV rows (1..8 tokens, last_row_only) on sm_80+: the tensor-core GEMV of
 //    gemv_tq1_mma.cuh, which multiplies x (rounded to f16) by the exact levels
-//    +-1 / 0 with f32 accumulation; no per-weight scale, s once per output.
+//    +-1 / 0 with f32 accumulation; no per-weight scale, s once per output. Plans whose
+//    targets are all sm_90+ run one-token steps on gemv_tq1_bulk.cuh instead (the same math
+//    on weights that bulk copies stage in shared memory; its own launches).
 //  * Longer steps where K is a multiple of 64 and the targets take the tensor-core GEMMs
 //    (sm_80+): gemm_ternary.cuh (weight tiles decoded to f16 +-s / 0, s rounded to f16).
 //  * GEMV rows on sm_75, and the tiled GEMM for the other long steps (any arch):
@@ -29,6 +31,7 @@
 
 #include "Tq1Format.h"
 #include "gemm_ternary.cuh"
+#include "gemv_tq1_bulk.cuh"
 #include "gemv_tq1_mma.cuh"
 #include "linear_ternary.cuh"
 

@@ -658,6 +658,8 @@ TEST(Nvrtc, FusesSwiGluIntoTheGateUpGemv) {
 // chunks (their codes all in flight fit 85 registers), else 2 (GemvShapes.h
 // tq1MmaBlocksPerSm): the 8B shapes, and the bounds the emitter writes for a 4096-row
 // linear (2 quads), an 8192-row one and a SwiGLU pair of 4096 (4 quads: 2 row tiles a block).
+// On sm_90 one-token steps take the bulk TQ1 GEMV's own launch (gemv_tq1_bulk.cuh), ahead of
+// the GEMV's.
 TEST(Nvrtc, Tq1GemvBlocksPerSmFollowItsQuads) {
   EXPECT_EQ(gemv::tq1MmaQuads(4096, 4096), 2);  // q/k/v, o
   EXPECT_EQ(gemv::tq1MmaQuads(4096, 1024), 2);  // k, v
@@ -690,19 +692,33 @@ TEST(Nvrtc, Tq1GemvBlocksPerSmFollowItsQuads) {
   Status status = emitKernels(t.plan, options);
   ASSERT_TRUE(status.isOk()) << status.message();
   const std::string& source = t.plan.kernels->source;
-  auto bounds = [&](size_t op) {
-    const std::string& name = t.plan.kernels->functions[t.plan.ops[op]->launches[0]->function];
+  auto function = [&](size_t op, size_t launch) -> std::string {
+    const auto& launches = t.plan.ops[op]->launches;
+    return launch < launches.size() ? t.plan.kernels->functions[launches[launch]->function]
+                                    : std::string();
+  };
+  auto bounds = [&](size_t op, size_t launch) {
+    const std::string name = function(op, launch);
     const size_t at = source.find(" " + name + "(");
     const size_t open = source.rfind("__launch_bounds__(", at);
-    return at == std::string::npos || open == std::string::npos
+    return name.empty() || at == std::string::npos || open == std::string::npos
                ? std::string()
                : source.substr(open, source.find(')', open) + 1 - open);
   };
-  EXPECT_EQ(bounds(0), "__launch_bounds__(256, 3)");
-  EXPECT_EQ(bounds(1), "__launch_bounds__(256, 2)");
-  EXPECT_NE(t.plan.kernels->functions[t.plan.ops[2]->launches[0]->function].find("group2"),
-            std::string::npos);
-  EXPECT_EQ(bounds(2), "__launch_bounds__(256, 2)"); // the SwiGLU pair's GEMV
+  // Three blocks per SM where their shared memory fits (GemvShapes.h tq1BulkBlocksPerSm), two
+  // for the SwiGLU pair.
+  for (size_t op : {0, 1, 2}) {
+    EXPECT_NE(function(op, 0).find("_one"), std::string::npos) << function(op, 0);
+    EXPECT_EQ(bounds(op, 0), op < 2 ? "__launch_bounds__(288, 3)" : "__launch_bounds__(288, 2)")
+        << op;
+    EXPECT_NE(function(op, 1).find("_gemv"), std::string::npos) << function(op, 1);
+  }
+  EXPECT_NE(source.find("linearTq1OneToken<0, false, 4096, 8192, 1>"), std::string::npos);
+  EXPECT_NE(source.find("linearTq1SwiGluOneToken<4096, 4096>"), std::string::npos);
+  EXPECT_EQ(bounds(0, 1), "__launch_bounds__(256, 3)");
+  EXPECT_EQ(bounds(1, 1), "__launch_bounds__(256, 2)");
+  EXPECT_NE(function(2, 1).find("group2"), std::string::npos);
+  EXPECT_EQ(bounds(2, 1), "__launch_bounds__(256, 2)"); // the SwiGLU pair's GEMV
 }
 
 // In a plan of several sequences the SwiGLU is fused only where the gate/up pair's steps of
@@ -908,8 +924,8 @@ TEST(Nvrtc, Sm90aGateUpGemmWritesTheSwiGluForTheDownProjection) {
 // (the 16-byte GEMV for up to 8 rows, the sm_90 bulk GEMV for one token) is fused into
 // them: those launches read the norm's input and weight, the norm's launch runs the longer
 // steps only, and none is left for an in-place final norm whose lm_head covers every step.
-// Not fused: ternary readers, quantized readers without the bulk GEMV, f16 readers of more
-// than 16 MiB of weights, a reader that is no linear, multi-row lm_head launches (batch
+// Not fused: quantized and TQ1 readers without their bulk GEMVs (targets below sm_90), f16
+// readers of more than 16 MiB of weights, a reader that is no linear, multi-row lm_head launches (batch
 // plans) and NINFER_NO_NORM_FUSION=1.
 TEST(Nvrtc, FusesRmsNormIntoTheGemvsThatReadIt) {
   struct Case {
@@ -931,7 +947,8 @@ TEST(Nvrtc, FusesRmsNormIntoTheGemvsThatReadIt) {
       {"q4 gate/up", DType::Q4_G64, {"sm_90"}, 2, 384, false, 1, 2, true},
       {"q4 q/k/v, batch 4", DType::Q4_G64, {"sm_90"}, 3, 384, false, 4, 2, false},
       {"q4 without sm_90", DType::Q4_G64, {"sm_80", "sm_90"}, 3, 384, false, 1, 0, false},
-      {"tq1", DType::TQ1, {"sm_90"}, 1, 384, false, 1, 0, false},
+      {"tq1 gate/up", DType::TQ1, {"sm_90"}, 2, 384, false, 1, 2, true},
+      {"tq1 without sm_90", DType::TQ1, {"sm_80", "sm_90"}, 1, 384, false, 1, 0, false},
       {"f16 read by an add", DType::F16, {"sm_90"}, 1, 384, true, 1, 0, true},
       {"f16 with NINFER_NO_NORM_FUSION=1", DType::F16, {"sm_90"}, 3, 384, false, 1, 0, false}};
   const int hidden = 256, vocab = 96;

@@ -221,11 +221,11 @@ TEST(OpParity, GroupedLinears) {
 }
 
 // An RMSNorm before linears that compute it themselves in short steps (the emitter's
-// fusion: the 16-byte GEMV up to 8 rows, the bulk GEMV for one token on sm_90): 1, 2
-// (gate/up with SwiGLU) or 3 readers, norm weights of each float dtype, a K that the
-// GEMV splits over warps (2048 -> 64), and an in-place final norm before a last-row-only
-// lm_head, which normalizes its row in every step. Long steps run the norm's own launch;
-// both must match the CPU executor. Bounds as GroupedLinears'.
+// fusion: the 16-byte GEMV up to 8 rows, the bulk GEMVs (quantized, TQ1) for one token on
+// sm_90): 1, 2 (gate/up with SwiGLU) or 3 readers, norm weights of each float dtype, a K
+// that the GEMV splits over warps (2048 -> 64), and an in-place final norm before a
+// last-row-only lm_head, which normalizes its row in every step. Long steps run the norm's
+// own launch; both must match the CPU executor. Bounds as GroupedLinears'.
 TEST(OpParity, NormFusedIntoLinears) {
   REQUIRE_GPU();
   struct Case {
@@ -239,7 +239,9 @@ TEST(OpParity, NormFusedIntoLinears) {
                  Case{DType::F16, DType::F16, 256, 384, 2, 1e-6},
                  Case{DType::Q4_G64, DType::F16, 512, 384, 2, 1e-5},
                  Case{DType::Q4_K16, DType::BF16, 1024, 256, 3, 1e-5},
-                 Case{DType::Q8_G32, DType::F32, 512, 256, 1, 1e-5}}) {
+                 Case{DType::Q8_G32, DType::F32, 512, 256, 1, 1e-5},
+                 Case{DType::TQ1, DType::F16, 400, 96, 3, 1e-6},
+                 Case{DType::TQ1, DType::F32, 1040, 128, 2, 1e-6}}) {
     for (bool lmHead : {false, true}) {
       std::mt19937 rng(c.in + c.members);
       TestPlan t(64, 128);

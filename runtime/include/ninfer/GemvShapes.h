@@ -179,6 +179,57 @@ NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, boo
   return bulkLayoutOf(bits, group, k, n, swiGlu, chunk);
 }
 
+// ---- one-token steps of TQ1 weights on bulk copies (gemv_tq1_bulk.cuh, sm_90+) ----
+// The one-token bulk GEMV's ring, producer and block shape for base-3 ternary rows
+// (ninfer/Tq1Format.h: chunks of 16 bytes, 80 values): a tile is 16 rows (SwiGLU: 8 gate and
+// 8 up rows), a stage is a run of the tile's chunks (at most kTq1StageRowBytes of each row;
+// whole quads of 4 chunks but in the last stage), math warp w takes quads w, w + 8, ... of
+// every stage and stages its x for them once (kTq1ChunkXBytes per chunk: the f16 B fragments
+// of the chunk's 20 mma steps).
+constexpr int kTq1StageRowBytes = 1024;
+constexpr int kTq1ChunkXBytes = 20 * 8;
+struct Tq1BulkLayout {
+  int stageChunks = 0, stages = 0; // chunks per stage, stages per tile
+  int quadsPerWarp = 0;            // of a stage, per math warp (at most)
+  int slotRowBytes = 0, slotBytes = 0, slots = 0;
+  int xWarpBytes = 0;              // a math warp's staged x
+  int offX = 0, offPartial = 0, offSlots = 0; // from the 128 bytes of barriers
+  int sharedBytes = 0;
+  bool fits = false;
+};
+NINFER_HD constexpr Tq1BulkLayout tq1BulkLayout(int k, int n, bool swiGlu) {
+  Tq1BulkLayout l;
+  const int chunks = (k + 79) / 80;
+  const int stages = (chunks * 16 + kTq1StageRowBytes - 1) / kTq1StageRowBytes;
+  l.stageChunks = (chunks + stages - 1) / stages;
+  if (stages > 1)
+    l.stageChunks = (l.stageChunks + 3) / 4 * 4;
+  l.stages = (chunks + l.stageChunks - 1) / l.stageChunks;
+  l.quadsPerWarp = ((l.stageChunks + 3) / 4 + kBulkConsumerWarps - 1) / kBulkConsumerWarps;
+  // Rows 64 bytes apart modulo 128: the 8 lanes of a shared-memory phase read 64 bytes of
+  // row g and 64 of row g + 1 in different banks.
+  const int rowBytes = l.stageChunks * 16;
+  l.slotRowBytes = rowBytes + (64 - rowBytes % 128 + 128) % 128;
+  l.slotBytes = kBulkTileRows * l.slotRowBytes;
+  l.xWarpBytes = l.stages * l.quadsPerWarp * 4 * kTq1ChunkXBytes;
+  l.offX = 128;
+  l.offPartial = l.offX + kBulkConsumerWarps * l.xWarpBytes;
+  l.offSlots = (l.offPartial + 2 * kBulkConsumerWarps * kBulkTileRows * 4 + 127) / 128 * 128;
+  const int room = (kBulkSharedLimit - l.offSlots) / l.slotBytes;
+  l.slots = room < kBulkMaxSlots ? room : kBulkMaxSlots;
+  l.sharedBytes = l.offSlots + l.slots * l.slotBytes;
+  l.fits = k > 0 && k % 16 == 0 && n % (swiGlu ? 8 : kBulkTileRows) == 0 && l.slots >= 2;
+  return l;
+}
+
+// Blocks per SM of a TQ1 one-token launch (not a SwiGLU pair's, which keeps two): three where
+// their shared memory fits (about 64 registers a thread, so three blocks' registers do), else
+// two. Measured on the H200, 8B TQ1 without fused norms (q/k/v and o take three, down two):
+// 459.0 / 461.6 / 461.9 -> 464.5 / 463.6 / 464.6 tok/s.
+NINFER_HD constexpr int tq1BulkBlocksPerSm(const Tq1BulkLayout &l) {
+  return 3 * (l.sharedBytes + 1024) <= 228 * 1024 ? 3 : kBulkBlocksPerSm;
+}
+
 // ---- steps of 2..8 token rows on TMA copies (gemv_quant_rows.cuh, sm_90+) ----
 // A block takes one part of K (rowsPartUnits: all of K, or kRowsPartUnits units, 2,048
 // values, the last part maybe shorter), and the tiles of its block group: each block
