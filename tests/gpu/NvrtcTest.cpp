@@ -1101,6 +1101,50 @@ TEST(GemvShapes, BulkLayoutKeepsCopiesAlignedAndFitsTwoBlocks) {
   EXPECT_EQ(gemv::bulkLayout(4, 64, 14336, 4096, false).slots, 3);
 }
 
+// gemv_tq1_bulk.cuh's shared-memory layout: stages of whole quads of chunks (but the last)
+// that cover a row once, slot rows whose quad reads fall in other banks than the next row's
+// (64 bytes apart modulo 128), copies and offsets 16-byte aligned, the whole within two blocks
+// per SM (three where tq1BulkBlocksPerSm says so); whole tiles only.
+TEST(GemvShapes, Tq1BulkLayoutCoversRowsAndFitsItsBlocks) {
+  for (int k : {16, 80, 96, 400, 512, 1040, 2576, 4096, 8192, 14336, 28672})
+    for (bool swiGlu : {false, true}) {
+      const std::string what = "K " + std::to_string(k) + (swiGlu ? " SwiGLU" : "");
+      const gemv::Tq1BulkLayout l = gemv::tq1BulkLayout(k, 4096, swiGlu);
+      ASSERT_TRUE(l.fits) << what;
+      EXPECT_EQ(gemv::tq1BulkLayout(k, 1000, swiGlu).fits, swiGlu) << what; // 1000 % 8 == 0
+      const int chunks = int(tq1::chunks(k));
+      EXPECT_GE(l.stages * l.stageChunks, chunks) << what;
+      EXPECT_LT((l.stages - 1) * l.stageChunks, chunks) << what;
+      if (l.stages > 1)
+        EXPECT_EQ(l.stageChunks % 4, 0) << what;
+      EXPECT_LE(l.stageChunks * tq1::kChunkBytes, gemv::kTq1StageRowBytes) << what;
+      EXPECT_GE(l.quadsPerWarp * gemv::kBulkConsumerWarps * 4, l.stageChunks) << what;
+      EXPECT_EQ(l.slotRowBytes % 128, 64) << what;
+      EXPECT_GE(l.slotRowBytes, l.stageChunks * tq1::kChunkBytes) << what;
+      EXPECT_GE(l.slots, 2) << what;
+      EXPECT_LE(l.slots, gemv::kBulkMaxSlots) << what;
+      EXPECT_EQ(l.sharedBytes, l.offSlots + l.slots * l.slotBytes) << what;
+      EXPECT_LE(l.sharedBytes, gemv::kBulkSharedLimit) << what;
+      EXPECT_EQ(l.xWarpBytes, l.stages * l.quadsPerWarp * 4 * gemv::kTq1ChunkXBytes) << what;
+      for (int offset : {l.offX, l.offPartial, l.xWarpBytes, l.slotRowBytes, l.slotBytes})
+        EXPECT_EQ(offset % 16, 0) << what;
+      EXPECT_EQ(l.offSlots % 128, 0) << what;
+      EXPECT_GE(l.offPartial, l.offX + gemv::kBulkConsumerWarps * l.xWarpBytes) << what;
+      if (gemv::tq1BulkBlocksPerSm(l) == 3)
+        EXPECT_LE(3 * (l.sharedBytes + 1024), 228 * 1024) << what;
+    }
+  // The 8B TQ1 layers: one stage of 52 chunks at K 4,096 (three blocks per SM), three of 60 at
+  // 14,336 (two).
+  const gemv::Tq1BulkLayout qkv = gemv::tq1BulkLayout(4096, 6144, false);
+  EXPECT_EQ(qkv.stages, 1);
+  EXPECT_EQ(qkv.stageChunks, 52);
+  EXPECT_EQ(gemv::tq1BulkBlocksPerSm(qkv), 3);
+  const gemv::Tq1BulkLayout down = gemv::tq1BulkLayout(14336, 4096, false);
+  EXPECT_EQ(down.stages, 3);
+  EXPECT_EQ(down.stageChunks, 60);
+  EXPECT_EQ(gemv::tq1BulkBlocksPerSm(down), 2);
+}
+
 // Wide launches of formats of 4 bits or fewer take chunks of twice bulkChunkUnits where K
 // has whole chunks of that size and two slots fit; the rest keep bulkChunkUnits.
 TEST(GemvShapes, WideBulkLaunchesTakeDoubleChunks) {
