@@ -815,7 +815,7 @@ private:
     // The quantized and TQ1 GEMVs of several rows (linearQuantSwiGlu, linearTq1SwiGlu) take
     // normalized rows; the one-token launches and the float GEMV normalize x themselves where
     // LaunchFusion.cpp fused the norm.
-    const NormedInput in = normedInput(gate, (format < 0 && wType != DType::TQ1) || oneToken);
+    const NormedInput in = normedInput(gate, isFloatWeightType(wType) || oneToken);
     call << a.in_features << ", " << a.out_features << ">(" << in.x << ", "
          << raw(gate.inputs[1]) << ", " << raw(up.inputs[1]) << ", "
          << ptr("float*", swiGlu.outputs[0]) << ", state" << in.norm << ")";

@@ -40,6 +40,21 @@ __device__ __forceinline__ void bulkRingStage(int lane, int stage, int slots, un
     bulkCopyEvictFirst(slot + lane * rowBytes, src, bytes, full);
 }
 
+// The sum over the math warps of their lanes' `sq`, in warp order, through `sums` (one float
+// per math warp; the block's second partial buffer, whose first use is the block's second
+// tile, after the first tile's barrier, which every warp reaches after it has read the sums).
+__device__ __forceinline__ float bulkBlockSum(float sq, float *sums, int warp, int lane) {
+  sq = warpSum(sq);
+  if (lane == 0)
+    sums[warp] = sq;
+  asm volatile("bar.sync 1, %0;" ::"n"(gemv::kBulkConsumerWarps * kWarpSize) : "memory");
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < gemv::kBulkConsumerWarps; ++w)
+    total += sums[w];
+  return total;
+}
+
 // A tile's row r summed over the math warps in warp order (row r of warp w at
 // partial[w * 16 + r]).
 struct BulkRowSums {

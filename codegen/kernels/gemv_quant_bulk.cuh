@@ -57,7 +57,6 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
   static constexpr long long kRowScaleBytes = quant::quantRowScaleBytes(GROUP, K);
   static constexpr long long kScalePlane = quant::quantScalePlaneOffset(BITS, N, K);
   static_assert(kRowScaleBytes == gemv::bulkRowScaleBytes(GROUP, K), "GemvShapes.h's scales");
-  static constexpr int kMathThreads = gemv::kBulkConsumerWarps * kWarpSize;
 
   unsigned char *smem;
   unsigned int base; // shared address of smem
@@ -206,19 +205,9 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
           if (staging(s0 + i))
             sq += xv[i].x * xv[i].x + xv[i].y * xv[i].y + xv[i].z * xv[i].z + xv[i].w * xv[i].w;
       }
-      sq = warpSum(sq);
-      // The second partial buffer: its first use is the block's second tile, after the
-      // first tile's barrier, which every warp reaches after it has read the sums.
       float *sums = reinterpret_cast<float *>(smem + kLayout.offPartial) +
                     gemv::kBulkConsumerWarps * gemv::kBulkTileRows;
-      if (lane == 0)
-        sums[warp] = sq;
-      asm volatile("bar.sync 1, %0;" ::"n"(kMathThreads) : "memory");
-      float total = 0.0f;
-#pragma unroll
-      for (int w = 0; w < gemv::kBulkConsumerWarps; ++w)
-        total += sums[w];
-      inv = norm.inverse(total, K);
+      inv = norm.inverse(bulkBlockSum(sq, sums, warp, lane), K);
     }
 #pragma unroll
     for (int s0 = 0; s0 < kStaged; s0 += kBatch) {

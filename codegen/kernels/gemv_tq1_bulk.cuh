@@ -53,7 +53,6 @@ template <int K, int N, bool SWIGLU> struct BulkTq1Gemv {
   static constexpr int kTiles = gemv::bulkTiles(N, SWIGLU);
   static constexpr int kSteps = tq1::kWordsPerChunk * tq1::kDigits; // mma steps per chunk
   static constexpr int kJ = kLayout.quadsPerWarp;
-  static constexpr int kMathThreads = gemv::kBulkConsumerWarps * kWarpSize;
   static_assert(gemv::kTq1ChunkXBytes == kSteps * 8, "GemvShapes.h's staged x per chunk");
 
   unsigned char *smem;
@@ -117,9 +116,8 @@ template <int K, int N, bool SWIGLU> struct BulkTq1Gemv {
     if constexpr (NORM::kOn) {
       // x * (1 / rms) * weight, as the norm would have written it: the warps' entries hold
       // every value of the row once, so the math warps first add up the squares of theirs
-      // (in warp order, through the second partial buffer: its first use is the block's
-      // second tile, after the first tile's barrier). The norm's weights are constants,
-      // loaded before the dependency wait; every load of x is issued before any is used.
+      // (bulkBlockSum). The norm's weights are constants, loaded before the dependency wait;
+      // every load of x is issued before any is used.
       constexpr int kPerLane = (kEntries + kWarpSize - 1) / kWarpSize;
       int k[kPerLane];
       float gw[kPerLane][4];
@@ -141,17 +139,9 @@ template <int K, int N, bool SWIGLU> struct BulkTq1Gemv {
 #pragma unroll
       for (int i = 0; i < kPerLane; ++i)
         sq += v[i].x * v[i].x + v[i].y * v[i].y + v[i].z * v[i].z + v[i].w * v[i].w;
-      sq = warpSum(sq);
       float *sums = reinterpret_cast<float *>(smem + kLayout.offPartial) +
                     gemv::kBulkConsumerWarps * gemv::kBulkTileRows;
-      if (lane == 0)
-        sums[warp] = sq;
-      asm volatile("bar.sync 1, %0;" ::"n"(kMathThreads) : "memory");
-      float total = 0.0f;
-#pragma unroll
-      for (int w = 0; w < gemv::kBulkConsumerWarps; ++w)
-        total += sums[w];
-      const float inv = norm.inverse(total, K);
+      const float inv = norm.inverse(bulkBlockSum(sq, sums, warp, lane), K);
 #pragma unroll
       for (int i = 0; i < kPerLane; ++i)
         if (lane + kWarpSize * i < kEntries)
