@@ -1115,8 +1115,9 @@ TEST(GemvShapes, Tq1BulkLayoutCoversRowsAndFitsItsBlocks) {
       const int chunks = int(tq1::chunks(k));
       EXPECT_GE(l.stages * l.stageChunks, chunks) << what;
       EXPECT_LT((l.stages - 1) * l.stageChunks, chunks) << what;
-      if (l.stages > 1)
+      if (l.stages > 1) {
         EXPECT_EQ(l.stageChunks % 4, 0) << what;
+      }
       EXPECT_LE(l.stageChunks * tq1::kChunkBytes, gemv::kTq1StageRowBytes) << what;
       EXPECT_GE(l.quadsPerWarp * gemv::kBulkConsumerWarps * 4, l.stageChunks) << what;
       EXPECT_EQ(l.slotRowBytes % 128, 64) << what;
@@ -1130,8 +1131,9 @@ TEST(GemvShapes, Tq1BulkLayoutCoversRowsAndFitsItsBlocks) {
         EXPECT_EQ(offset % 16, 0) << what;
       EXPECT_EQ(l.offSlots % 128, 0) << what;
       EXPECT_GE(l.offPartial, l.offX + gemv::kBulkConsumerWarps * l.xWarpBytes) << what;
-      if (gemv::tq1BulkBlocksPerSm(l) == 3)
+      if (gemv::tq1BulkBlocksPerSm(l) == 3) {
         EXPECT_LE(3 * (l.sharedBytes + 1024), 228 * 1024) << what;
+      }
     }
   // The 8B TQ1 layers: one stage of 52 chunks at K 4,096 (three blocks per SM), three of 60 at
   // 14,336 (two).
