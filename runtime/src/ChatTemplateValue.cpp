@@ -3,6 +3,7 @@
 #include "ChatTemplateValue.h"
 
 #include "Utf8.h"
+#include "ninfer/Json.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -583,65 +584,6 @@ int compare(const Value& a, const Value& b, std::string_view op) {
 
 namespace {
 
-void appendJsonString(std::string& out, const std::string& text, bool ensureAscii) {
-  out += '"';
-  for (size_t pos = 0; pos < text.size();) {
-    const unsigned char c = static_cast<unsigned char>(text[pos]);
-    if (c < 0x80) {
-      ++pos;
-      switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (c < 0x20 || (c == 0x7F && ensureAscii)) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
-          out += buffer;
-        } else {
-          out += char(c);
-        }
-      }
-      continue;
-    }
-    size_t length = 1;
-    const char32_t cp = utf8::decodeValid(text, pos, length);
-    if (!ensureAscii) {
-      out.append(text, pos, length);
-    } else {
-      char buffer[16];
-      if (cp >= 0x10000) {
-        const char32_t v = cp - 0x10000;
-        std::snprintf(buffer, sizeof(buffer), "\\u%04x\\u%04x", unsigned(0xD800 + (v >> 10)),
-                      unsigned(0xDC00 + (v & 0x3FF)));
-      } else {
-        std::snprintf(buffer, sizeof(buffer), "\\u%04x", unsigned(cp));
-      }
-      out += buffer;
-    }
-    pos += length;
-  }
-  out += '"';
-}
-
 void appendJson(std::string& out, const Value& value, const JsonOptions& options, int depth) {
   if (depth > 512)
     fail("tojson: value is nested too deeply");
@@ -673,7 +615,7 @@ void appendJson(std::string& out, const Value& value, const JsonOptions& options
     return;
   }
   case ValueKind::String:
-    appendJsonString(out, value.asString(), options.ensureAscii);
+    json::appendString(out, value.asString(), options.ensureAscii);
     return;
   case ValueKind::List:
   case ValueKind::Tuple: {
@@ -709,7 +651,7 @@ void appendJson(std::string& out, const Value& value, const JsonOptions& options
       if (i)
         out += options.itemSeparator;
       newline(depth + 1);
-      appendJsonString(out, entries[i]->first, options.ensureAscii);
+      json::appendString(out, entries[i]->first, options.ensureAscii);
       out += options.keySeparator;
       appendJson(out, entries[i]->second, options, depth + 1);
     }

@@ -21,6 +21,7 @@
 
 #include "ninfer/DecodeStep.h"
 #include "ninfer/Executor.h"
+#include "ninfer/Json.h"
 #include "ninfer/Plan.h"
 #include "ninfer/Progress.h"
 #include "ninfer/Sampler.h"
@@ -460,23 +461,6 @@ std::unique_ptr<Executor> makeExecutor(const PlanFile &file, const BenchOptions 
   return take(createCpuExecutor(file, o.threads));
 }
 
-std::string jsonEscape(const std::string &s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 // A line of the chart: its (x, y) points.
 struct ChartSeries {
   std::string name; // legend entry (none when empty)
@@ -540,8 +524,8 @@ int benchBatches(const BenchOptions &o, Executor &executor, const plan::Plan &p,
   const std::string name = executor.name();
   const uint64_t deviceBytes = executor.deviceMemoryBytes();
   if (o.json) {
-    std::printf("{\n  \"plan\": \"%s\",\n  \"executor\": \"%s\",\n", jsonEscape(o.plan).c_str(),
-                jsonEscape(name).c_str());
+    std::printf("{\n  \"plan\": %s,\n  \"executor\": %s,\n", json::quoted(o.plan).c_str(),
+                json::quoted(name).c_str());
     std::printf("  \"gen\": %d,\n  \"reps\": %d,\n  \"warmup\": %d,\n  \"max_batch\": %d,\n",
                 o.gen, o.reps, o.warmup, p.max_batch());
     std::printf("  \"token_pick\": \"%s\",\n", tokenPick(executor));
@@ -733,8 +717,8 @@ int bench(const BenchOptions &o) {
   Sampler reported(o.sampling);
   const DecodeStep pick(*executor, reported, p.model()->vocab_size());
   if (o.json) {
-    std::printf("{\n  \"plan\": \"%s\",\n  \"executor\": \"%s\",\n", jsonEscape(o.plan).c_str(),
-                jsonEscape(name).c_str());
+    std::printf("{\n  \"plan\": %s,\n  \"executor\": %s,\n", json::quoted(o.plan).c_str(),
+                json::quoted(name).c_str());
     std::printf("  \"gen\": %d,\n  \"reps\": %d,\n  \"warmup\": %d,\n", o.gen, o.reps, o.warmup);
     std::printf("  \"sampling\": {\"temperature\": %.6g, \"top_k\": %d, \"top_p\": %.6g, "
                 "\"seed\": %llu},\n",

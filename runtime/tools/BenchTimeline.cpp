@@ -2,6 +2,7 @@
 
 #include "BenchProfile.h"
 #include "OutputFile.h"
+#include "ninfer/Json.h"
 
 #include "plan_generated.h"
 
@@ -24,17 +25,6 @@ struct GridEvents {
   std::map<uint32_t, std::pair<uint32_t, std::pair<Ns, Ns>>> blocks;
   uint32_t started = 0;
 };
-
-std::string jsonString(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20)
-      out += c;
-  }
-  return out + "\"";
-}
 
 std::string number(double v) {
   char text[32];
@@ -176,9 +166,9 @@ std::string chromeTraceJson(const std::vector<LaunchSpan>& spans) {
   add(R"j({"name":"thread_name","ph":"M","pid":1,"tid":3,"args":{"name":"after the wait"}})j");
   for (size_t i = 0; i < spans.size(); ++i) {
     const LaunchSpan& s = spans[i];
-    const std::string name = jsonString(s.kernel);
+    const std::string name = json::quoted(s.kernel);
     const std::string args = "\"args\":{\"launch\":" + std::to_string(i) +
-                             ",\"op\":" + jsonString(s.what) +
+                             ",\"op\":" + json::quoted(s.what) +
                              ",\"blocks\":" + std::to_string(s.blocks) + "}";
     add("{\"name\":" + name + ",\"ph\":\"X\",\"pid\":1,\"tid\":" + std::to_string(1 + i % 2) +
         ",\"ts\":" + number(s.start) + ",\"dur\":" + number(s.end - s.start) + "," + args + "}");

@@ -8,6 +8,7 @@
 
 #include "ninfer/Evaluation.h"
 #include "ninfer/Executor.h"
+#include "ninfer/Json.h"
 #include "ninfer/Plan.h"
 #include "ninfer/Progress.h"
 #include "ninfer/Tokenizer.h"
@@ -242,23 +243,6 @@ void checkSameTokenizer(const PlanFile& plan, const PlanFile& ref) {
     failWith("the plans' tokenizers differ in their BOS token: KL divergence needs the same one");
 }
 
-std::string jsonString(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c < 0x20) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
-      out += buffer;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\"";
-}
-
 std::string jsonNumber(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%.10g", value);
@@ -269,9 +253,9 @@ std::string jsonNumber(double value) {
 class JsonObject {
 public:
   void add(const std::string& key, const std::string& rawValue) {
-    text_ += (text_.empty() ? "{" : ", ") + jsonString(key) + ": " + rawValue;
+    text_ += (text_.empty() ? "{" : ", ") + json::quoted(key) + ": " + rawValue;
   }
-  void addString(const std::string& key, const std::string& value) { add(key, jsonString(value)); }
+  void addString(const std::string& key, const std::string& value) { add(key, json::quoted(value)); }
   void addNumber(const std::string& key, double value) { add(key, jsonNumber(value)); }
   void addInt(const std::string& key, long long value) { add(key, std::to_string(value)); }
   void addBool(const std::string& key, bool value) { add(key, value ? "true" : "false"); }

@@ -2,6 +2,7 @@
 // kernel module, tokenizer), as text or as hand-written JSON.
 #include "CliCommon.h"
 
+#include "ninfer/Json.h"
 #include "ninfer/Plan.h"
 #include "plan_generated.h"
 
@@ -13,38 +14,6 @@
 namespace ninfer {
 namespace cli {
 namespace {
-
-std::string jsonString(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    default:
-      if (c < 0x20) {
-        char buffer[8];
-        std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
-        out += buffer;
-      } else {
-        out += char(c); // UTF-8 passes through; JSON allows it unescaped
-      }
-    }
-  }
-  return out + "\"";
-}
 
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
@@ -158,13 +127,13 @@ void printInspectJson(const PlanFile& file) {
   const PlanSummary s = summarize(p);
   std::ostringstream j;
   j << "{\n";
-  j << "  \"path\": " << jsonString(file.path()) << ",\n";
+  j << "  \"path\": " << json::quoted(file.path()) << ",\n";
   j << "  \"file_bytes\": " << file.fileSize() << ",\n";
   j << "  \"format_version\": " << p.format_version() << ",\n";
-  j << "  \"compiler\": " << jsonString(str(p.compiler())) << ",\n";
-  j << "  \"target\": " << jsonString(str(p.target())) << ",\n";
-  j << "  \"model\": {\"family\": " << jsonString(str(m.family()))
-    << ", \"source\": " << jsonString(str(m.source())) << ", \"vocab_size\": " << m.vocab_size()
+  j << "  \"compiler\": " << json::quoted(str(p.compiler())) << ",\n";
+  j << "  \"target\": " << json::quoted(str(p.target())) << ",\n";
+  j << "  \"model\": {\"family\": " << json::quoted(str(m.family()))
+    << ", \"source\": " << json::quoted(str(m.source())) << ", \"vocab_size\": " << m.vocab_size()
     << ", \"hidden_size\": " << m.hidden_size() << ", \"layers\": " << m.layers()
     << ", \"heads\": " << m.heads() << ", \"kv_heads\": " << m.kv_heads()
     << ", \"head_dim\": " << m.head_dim() << ", \"intermediate_size\": " << m.intermediate_size()
@@ -178,30 +147,30 @@ void printInspectJson(const PlanFile& file) {
     << ", \"workspace\": " << mib(mem.workspace_bytes()) << "},\n";
   j << "  \"buffers\": {\"total\": " << p.buffers()->size();
   for (const auto& [kind, count] : s.buffersByKind)
-    j << ", " << jsonString(kind) << ": " << count;
+    j << ", " << json::quoted(kind) << ": " << count;
   j << "},\n";
   j << "  \"ops\": [";
   for (uint32_t i = 0; i < p.ops()->size(); ++i) {
     const plan::Op* op = p.ops()->Get(i);
     j << (i ? ",\n" : "\n") << "    {\"index\": " << i
-      << ", \"kind\": " << jsonString(opKind(op->attrs_type()))
-      << ", \"name\": " << jsonString(str(op->name())) << ", \"inputs\": " << list(op->inputs())
+      << ", \"kind\": " << json::quoted(opKind(op->attrs_type()))
+      << ", \"name\": " << json::quoted(str(op->name())) << ", \"inputs\": " << list(op->inputs())
       << ", \"outputs\": " << list(op->outputs()) << "}";
   }
   j << "\n  ],\n";
   j << "  \"kernels\": {\"functions\": " << s.functionCount << ", \"cubin_archs\": [";
   for (size_t i = 0; i < s.cubinArchs.size(); ++i)
-    j << (i ? ", " : "") << jsonString(s.cubinArchs[i]);
+    j << (i ? ", " : "") << json::quoted(s.cubinArchs[i]);
   j << "], \"ptx\": " << (s.hasPtx ? "true" : "false")
-    << ", \"ptx_arch\": " << jsonString(s.ptxArch) << ", \"source_bytes\": " << s.sourceBytes
+    << ", \"ptx_arch\": " << json::quoted(s.ptxArch) << ", \"source_bytes\": " << s.sourceBytes
     << "},\n";
   const plan::Tokenizer* t = p.tokenizer();
   if (t) {
-    j << "  \"tokenizer\": {\"kind\": " << jsonString(plan::EnumNameTokenizerKind(t->kind()))
+    j << "  \"tokenizer\": {\"kind\": " << json::quoted(plan::EnumNameTokenizerKind(t->kind()))
       << ", \"vocab\": " << (t->tokens() ? t->tokens()->size() : 0)
       << ", \"bos_id\": " << t->bos_id() << ", \"add_bos\": " << (t->add_bos() ? "true" : "false")
       << ", \"eos_ids\": " << list(t->eos_ids())
-      << ", \"pretokenizer\": " << jsonString(str(t->pretokenizer())) << "}\n";
+      << ", \"pretokenizer\": " << json::quoted(str(t->pretokenizer())) << "}\n";
   } else {
     j << "  \"tokenizer\": null\n";
   }
