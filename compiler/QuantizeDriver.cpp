@@ -56,8 +56,8 @@ public:
       case WeightDType::BF16: {
         uint16_t bits;
         std::memcpy(&bits, ref->data + 2 * i, 2);
-        out[i] = ref->dtype == WeightDType::F16 ? quant::halfBitsToFloat(bits)
-                                                : quant::bitsToFloat(uint32_t(bits) << 16);
+        out[i] = ref->dtype == WeightDType::F16 ? halfBitsToFloat(bits)
+                                                : bitsToFloat(uint32_t(bits) << 16);
         break;
       }
       default:

@@ -152,7 +152,7 @@ Status CpuExecutor::loadQuantWeight(uint32_t index, const plan::Buffer& b, int f
       for (int64_t k = 0; k < cols; ++k) {
         const unsigned int code = quant::quantCodeAt(traits.bits, words.data(), k);
         const int q = int(code) - (1 << (traits.bits - 1));
-        out[k] = quant::halfBitsToFloat(quant::quantGroupScaleBitsOf(
+        out[k] = halfBitsToFloat(quant::quantGroupScaleBitsOf(
                      traits.groupSize, scales.data(), k / traits.groupSize)) *
                  float(q);
       }
@@ -204,7 +204,7 @@ Status CpuExecutor::loadWeight(uint32_t index, const plan::Buffer& b) {
     pool_.parallelFor(int64_t(count), 1 << 16, [&](int64_t begin, int64_t end, int) {
       for (int64_t i = begin; i < end; ++i) {
         const float value = dummyUniform(seed, uint64_t(i)) * scale + offset;
-        w[i] = dtype == DType::F16    ? roundThroughHalf(value)
+        w[i] = dtype == DType::F16    ? roundToHalf(value)
                : dtype == DType::BF16 ? roundThroughBf16(value)
                                       : value;
       }
@@ -228,7 +228,7 @@ Status CpuExecutor::loadWeight(uint32_t index, const plan::Buffer& b) {
       } else {
         uint16_t bits;
         std::memcpy(&bits, data + 2 * i, 2);
-        w[i] = dtype == DType::F16 ? halfToFloat(bits) : bf16ToFloat(bits);
+        w[i] = dtype == DType::F16 ? halfBitsToFloat(bits) : bf16ToFloat(bits);
       }
     }
   });

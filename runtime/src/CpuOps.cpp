@@ -255,7 +255,7 @@ const std::vector<float>& halfTable() {
   static const std::vector<float> table = [] {
     std::vector<float> t(65536);
     for (uint32_t i = 0; i < 65536; ++i)
-      t[i] = halfToFloat(uint16_t(i));
+      t[i] = halfBitsToFloat(uint16_t(i));
     return t;
   }();
   return table;
@@ -492,8 +492,8 @@ void appendKv(const float* k, const float* v, int n, int pos, int kvHeads, int h
     uint16_t* kc = static_cast<uint16_t*>(kCache.data);
     uint16_t* vc = static_cast<uint16_t*>(vCache.data);
     for (int64_t i = 0; i < int64_t(n) * kvWidth; ++i) {
-      kc[start + i] = floatToHalf(k[i]);
-      vc[start + i] = floatToHalf(v[i]);
+      kc[start + i] = floatToHalfBits(k[i]);
+      vc[start + i] = floatToHalfBits(v[i]);
     }
     return;
   }

@@ -43,7 +43,7 @@ std::vector<float> readWeight(const WeightStore& store, const std::string& name)
   for (size_t i = 0; i < out.size(); ++i) {
     uint16_t bits;
     std::memcpy(&bits, ref->data + 2 * i, 2);
-    out[i] = quant::bitsToFloat(uint32_t(bits) << 16);
+    out[i] = bitsToFloat(uint32_t(bits) << 16);
   }
   return out;
 }

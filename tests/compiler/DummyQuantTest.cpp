@@ -99,7 +99,7 @@ std::vector<float> referenceWeights(const plan::Buffer& b) {
         reinterpret_cast<const unsigned int*>(base + r * quant::quantRowWeightBytes(traits.bits, cols));
     for (int64_t k = 0; k < cols; ++k) {
       const unsigned int code = quant::quantCodeAt(traits.bits, words, k);
-      const float scale = quant::halfBitsToFloat(quant::quantGroupScaleBitsOf(
+      const float scale = halfBitsToFloat(quant::quantGroupScaleBitsOf(
           traits.groupSize, scales + r * quant::quantRowScaleBytes(traits.groupSize, cols) / 2,
           k / traits.groupSize));
       out[size_t(r * cols + k)] = scale * float(int(code) - (1 << (traits.bits - 1)));
@@ -225,7 +225,7 @@ TEST(DummyQuant, SharedFillLayout) {
       const uint64_t units = bytes / 2;
       const uint64_t weightUnits =
           uint64_t(quant::quantScalePlaneOffset(traits.bits, rows, cols)) / 2;
-      const uint16_t scale = quant::floatToHalfBits(0.02f / float(1 << (traits.bits - 1)));
+      const uint16_t scale = floatToHalfBits(0.02f / float(1 << (traits.bits - 1)));
       for (uint64_t u = 0; u < units; ++u) {
         const uint16_t got = quant::dummyUnit(id, 7, u, units, 0.02f);
         uint16_t want = scale;

@@ -143,12 +143,12 @@ std::vector<uint8_t> randomPacked(const quant::QuantSpec &spec, int64_t rows, in
         for (int& v : subs)
           v = sub(rng);
         quant::setK16Record(
-            &scales[u], quant::floatToHalfBits((rng() & 1 ? -unit : unit) * magnitude(rng) / 16.0f),
+            &scales[u], floatToHalfBits((rng() & 1 ? -unit : unit) * magnitude(rng) / 16.0f),
             subs);
       }
     } else {
       for (uint16_t& s : scales)
-        s = quant::floatToHalfBits((rng() & 1 ? -unit : unit) * magnitude(rng));
+        s = floatToHalfBits((rng() & 1 ? -unit : unit) * magnitude(rng));
     }
     quant::packRow(spec, rows, cols, r, codes.data(), scales.data(), packed.data());
   }

@@ -46,7 +46,7 @@ inline std::vector<uint8_t> encode(const std::vector<float> &values, DType dtype
   }
   bytes.resize(values.size() * 2);
   for (size_t i = 0; i < values.size(); ++i) {
-    const uint16_t bits = dtype == DType::F16 ? floatToHalf(values[i]) : floatToBf16(values[i]);
+    const uint16_t bits = dtype == DType::F16 ? floatToHalfBits(values[i]) : floatToBf16(values[i]);
     std::memcpy(bytes.data() + 2 * i, &bits, 2);
   }
   return bytes;

@@ -1,11 +1,9 @@
 // The shared format header (ninfer/QuantFormats.h): traits and sizes, exact
-// pack/unpack round trips for every format, the documented bit order, fp16
-// conversions bit for bit against the runtime's Half.h, and that NVRTC
-// compiles the header as device code (no GPU needed).
+// pack/unpack round trips for every format, the documented bit order, and that NVRTC
+// compiles the header as device code (no GPU needed). Its fp16 conversions
+// (ninfer/HalfFloat.h) are tested in tests/runtime/HalfTest.cpp.
 #include "Packing.h"
 #include "QuantTestUtil.h"
-
-#include "Half.h" // runtime/src: the CPU executor's conversions
 
 #include <gtest/gtest.h>
 #include <nvrtc.h>
@@ -84,7 +82,7 @@ TEST(QuantFormats, PackUnpackRoundTripIsExact) {
       ASSERT_TRUE(dequantizePacked(spec, rows, cols, packed.data(), bytes, decoded.data()).isOk());
       for (int64_t i = 0; i < rows * cols; ++i) {
         const int64_t r = i / cols, c = i % cols;
-        const float scale = halfToFloat(scales[r * cols / group + c / group]);
+        const float scale = halfBitsToFloat(scales[r * cols / group + c / group]);
         ASSERT_EQ(decoded[i], scale * static_cast<float>(int(codes[i]) - (1 << (bits - 1))))
             << "value " << i;
       }
@@ -109,7 +107,7 @@ TEST(QuantFormats, K16RecordsRoundTripAndScaleGroups) {
     for (int j = 0; j < 8; ++j) {
       EXPECT_EQ(k16SubScale(record, j), subs[j]) << j;
       EXPECT_EQ(quantGroupScaleBits<kQuantK16Group>(record, j),
-                floatToHalfBits(halfToFloat(d) * float(subs[j])));
+                floatToHalfBits(halfBitsToFloat(d) * float(subs[j])));
       EXPECT_EQ(quantGroupScaleBitsOf(kQuantK16Group, record, j),
                 quantGroupScaleBits<kQuantK16Group>(record, j));
     }
@@ -119,9 +117,9 @@ TEST(QuantFormats, K16RecordsRoundTripAndScaleGroups) {
   uint16_t row[8];
   setK16Record(row, floatToHalfBits(0.5f), ones);
   setK16Record(row + 4, floatToHalfBits(0.25f), twos);
-  EXPECT_EQ(halfToFloat(quantGroupScaleBits<kQuantK16Group>(row, 7)), 0.5f);
-  EXPECT_EQ(halfToFloat(quantGroupScaleBits<kQuantK16Group>(row, 8)), 0.5f);
-  EXPECT_EQ(halfToFloat(quantGroupScaleBits<kQuantK16Group>(row, 15)), 0.5f);
+  EXPECT_EQ(halfBitsToFloat(quantGroupScaleBits<kQuantK16Group>(row, 7)), 0.5f);
+  EXPECT_EQ(halfBitsToFloat(quantGroupScaleBits<kQuantK16Group>(row, 8)), 0.5f);
+  EXPECT_EQ(halfBitsToFloat(quantGroupScaleBits<kQuantK16Group>(row, 15)), 0.5f);
 }
 
 // The packer and the reference decoder on K16 tensors: records go to the scale
@@ -153,8 +151,8 @@ TEST(QuantFormats, K16PackAndDecode) {
     for (int64_t i = 0; i < rows * cols; ++i) {
       const int64_t r = i / cols, c = i % cols;
       const uint16_t* unit = &records[r * cols / 32 + c / 128 * 4];
-      const float scale = halfToFloat(
-          floatToHalfBits(halfToFloat(unit[0]) * float(k16SubScale(unit, c % 128 / 16))));
+      const float scale = halfBitsToFloat(
+          floatToHalfBits(halfBitsToFloat(unit[0]) * float(k16SubScale(unit, c % 128 / 16))));
       ASSERT_EQ(decoded[i], scale * static_cast<float>(int(codes[i]) - (1 << (bits - 1)))) << i;
     }
   }
@@ -241,41 +239,6 @@ TEST(QuantFormats, CodeAtByBitsMatchesTemplates) {
   }
 }
 
-TEST(QuantFormats, HalfToFloatMatchesRuntimeForAllHalves) {
-  for (uint32_t h = 0; h < 0x10000; ++h) {
-    const float ours = halfBitsToFloat(static_cast<uint16_t>(h));
-    const float theirs = ninfer::halfToFloat(static_cast<uint16_t>(h));
-    ASSERT_EQ(floatBits(ours), floatBits(theirs)) << std::hex << h;
-    const bool isNan = (h & 0x7C00) == 0x7C00 && (h & 0x3FF) != 0;
-    if (!isNan) { // every half survives a round trip
-      ASSERT_EQ(floatToHalfBits(ours), h) << std::hex << h;
-    }
-  }
-}
-
-TEST(QuantFormats, FloatToHalfMatchesRuntime) {
-  auto check = [](uint32_t bits) {
-    const float f = bitsToFloat(bits);
-    ASSERT_EQ(floatToHalfBits(f), ninfer::floatToHalf(f)) << std::hex << bits;
-  };
-  // Boundaries: ties in the normal and subnormal ranges, the overflow threshold,
-  // the smallest subnormal and its half, inf, nan.
-  const uint32_t edges[] = {0x00000000, 0x80000000, 0x33000000, 0x33000001, 0x337FFFFF, 0x33800000,
-                            0x33C00000, 0x387FC000, 0x387FE000, 0x387FF000, 0x38800000, 0x38801000,
-                            0x38803000, 0x3F800000, 0x3F801000, 0x3F803000, 0x477FE000, 0x477FEFFF,
-                            0x477FF000, 0x7F7FFFFF, 0x7F800000, 0x7FC00000, 0x7F800001, 0xFF800000};
-  for (uint32_t e : edges) {
-    check(e);
-    check(e ^ 0x80000000u);
-  }
-  test::Rng rng(2);
-  for (int i = 0; i < 2000000; ++i)
-    check(static_cast<uint32_t>(rng.next()));
-  // Dense sweep of the subnormal and low normal range, where the rounding paths meet.
-  for (uint32_t bits = 0x33000000; bits < 0x39000000; bits += 97)
-    check(bits);
-}
-
 std::string readHeader(const std::string& path) {
   std::ifstream file(path);
   std::stringstream text;
@@ -283,8 +246,8 @@ std::string readHeader(const std::string& path) {
   return text.str();
 }
 
-// NVRTC compiles the header as device code with no header but its own sibling
-// DummyFill.h available.
+// NVRTC compiles the header as device code with no header but its own siblings
+// (DummyFill.h, HostDevice.h, HalfFloat.h) available.
 TEST(QuantFormats, CompilesWithNvrtc) {
   const std::string formatsPath = NINFER_QUANT_FORMATS_HEADER;
   const std::string header = readHeader(formatsPath);
@@ -292,8 +255,10 @@ TEST(QuantFormats, CompilesWithNvrtc) {
   const std::string dir = formatsPath.substr(0, formatsPath.rfind('/') + 1);
   const std::string dummyFill = readHeader(dir + "DummyFill.h");
   const std::string hostDevice = readHeader(dir + "HostDevice.h");
+  const std::string halfFloat = readHeader(dir + "HalfFloat.h");
   ASSERT_FALSE(dummyFill.empty());
   ASSERT_FALSE(hostDevice.empty());
+  ASSERT_FALSE(halfFloat.empty());
   const char* source = R"(#include "QuantFormats.h"
 using namespace ninfer::quant;
 template <int B, int G>
@@ -308,13 +273,14 @@ extern "C" __global__ void probe(const unsigned int *w, const unsigned short *s,
   decode<6, 32>(w, s, out); decode<6, 64>(w, s, out); decode<6, 128>(w, s, out);
   decode<5, 32>(w, s, out); decode<5, 64>(w, s, out); decode<5, 128>(w, s, out);
   out[2] = static_cast<float>(quantCodeAt(static_cast<int>(threadIdx.x), w, 5));
-  out[0] = roundToHalf(out[1]) + quantFormatTraits(QuantFormatId::Q3G64).bytesPerGroup +
+  out[0] = ninfer::roundToHalf(out[1]) + quantFormatTraits(QuantFormatId::Q3G64).bytesPerGroup +
            static_cast<float>(quantTensorBytes(3, 64, 2, 256));
 })";
   nvrtcProgram program;
-  const char* headers[] = {header.c_str(), dummyFill.c_str(), hostDevice.c_str()};
-  const char* names[] = {"QuantFormats.h", "DummyFill.h", "HostDevice.h"};
-  ASSERT_EQ(nvrtcCreateProgram(&program, source, "probe.cu", 3, headers, names), NVRTC_SUCCESS);
+  const char* headers[] = {header.c_str(), dummyFill.c_str(), hostDevice.c_str(),
+                           halfFloat.c_str()};
+  const char* names[] = {"QuantFormats.h", "DummyFill.h", "HostDevice.h", "HalfFloat.h"};
+  ASSERT_EQ(nvrtcCreateProgram(&program, source, "probe.cu", 4, headers, names), NVRTC_SUCCESS);
   const char* options[] = {"--gpu-architecture=sm_80", "-std=c++17"};
   const nvrtcResult result = nvrtcCompileProgram(program, 2, options);
   size_t logSize = 0;

@@ -323,10 +323,10 @@ TEST(CpuOps, AttentionCacheHoldsRoundedHalves) {
   uint16_t kCache[4] = {}, vCache[4] = {};
   cpu::appendKv(k, v, 1, 1, 1, 2, cpu::KvCache{kCache, false, 2}, cpu::KvCache{vCache, false, 2});
   EXPECT_EQ(kCache[0], 0);
-  EXPECT_EQ(halfToFloat(kCache[2]), float(static_cast<_Float16>(0.1f)));
-  EXPECT_TRUE(std::isinf(halfToFloat(kCache[3])));
-  EXPECT_EQ(halfToFloat(vCache[2]), float(static_cast<_Float16>(-1.0f / 3.0f)));
-  EXPECT_EQ(halfToFloat(vCache[3]), 0.0f);
+  EXPECT_EQ(halfBitsToFloat(kCache[2]), float(static_cast<_Float16>(0.1f)));
+  EXPECT_TRUE(std::isinf(halfBitsToFloat(kCache[3])));
+  EXPECT_EQ(halfBitsToFloat(vCache[2]), float(static_cast<_Float16>(-1.0f / 3.0f)));
+  EXPECT_EQ(halfBitsToFloat(vCache[3]), 0.0f);
 }
 
 // An int8 cache as KvFormat.h lays it out: codes, then f32 scales.

@@ -3,6 +3,7 @@
 #include "Half.h"
 
 #include <cmath>
+#include <cstring>
 #include <gtest/gtest.h>
 #include <random>
 
@@ -22,11 +23,11 @@ TEST(Half, HalfToFloatIsExactForEveryPattern) {
     const uint16_t b = uint16_t(bits);
     std::memcpy(&h, &b, 2);
     const float expected = float(h);
-    const float actual = halfToFloat(b);
+    const float actual = halfBitsToFloat(b);
     if (std::isnan(expected))
       EXPECT_TRUE(std::isnan(actual)) << bits;
     else
-      EXPECT_EQ(floatBits(expected), floatBits(actual)) << "half bits " << bits;
+      EXPECT_EQ(floatToBits(expected), floatToBits(actual)) << "half bits " << bits;
   }
 }
 
@@ -36,7 +37,7 @@ TEST(Half, FloatToHalfRoundsLikeTheCompiler) {
                                -1e9f, 5.96e-8f, 2.98e-8f, 2.99e-8f, 6.1e-5f,  INFINITY, -INFINITY};
   // Every half value, the midpoints between neighbours (ties) and points just off them.
   for (uint32_t bits = 0; bits < 0x7C00; ++bits) {
-    const float lo = halfToFloat(uint16_t(bits)), hi = halfToFloat(uint16_t(bits + 1));
+    const float lo = halfBitsToFloat(uint16_t(bits)), hi = halfBitsToFloat(uint16_t(bits + 1));
     const float mid = lo + (hi - lo) / 2;
     for (float v : {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) {
       values.push_back(v);
@@ -48,9 +49,31 @@ TEST(Half, FloatToHalfRoundsLikeTheCompiler) {
   for (float v : values) {
     if (std::isnan(v))
       continue;
-    ASSERT_EQ(floatToHalf(v), referenceHalf(v)) << "value " << v;
+    ASSERT_EQ(floatToHalfBits(v), referenceHalf(v)) << "value " << v;
   }
-  EXPECT_TRUE(std::isnan(halfToFloat(floatToHalf(NAN))));
+  EXPECT_TRUE(std::isnan(halfBitsToFloat(floatToHalfBits(NAN))));
+}
+
+TEST(Half, FloatToHalfAtTheRoundingEdges) {
+  auto check = [](uint32_t bits) {
+    const float v = bitsToFloat(bits);
+    if (!std::isnan(v)) {
+      ASSERT_EQ(floatToHalfBits(v), referenceHalf(v)) << std::hex << bits;
+    }
+  };
+  // Ties in the normal and subnormal ranges, the overflow threshold, the smallest
+  // subnormal and its half, inf.
+  const uint32_t edges[] = {0x00000000, 0x33000000, 0x33000001, 0x337FFFFF, 0x33800000,
+                            0x33C00000, 0x387FC000, 0x387FE000, 0x387FF000, 0x38800000,
+                            0x38801000, 0x38803000, 0x3F800000, 0x3F801000, 0x3F803000,
+                            0x477FE000, 0x477FEFFF, 0x477FF000, 0x7F7FFFFF, 0x7F800000};
+  for (uint32_t e : edges) {
+    check(e);
+    check(e ^ 0x80000000u);
+  }
+  // Dense sweep of the subnormal and low normal range, where the rounding paths meet.
+  for (uint32_t bits = 0x33000000; bits < 0x39000000; bits += 97)
+    check(bits);
 }
 
 TEST(Half, Bf16RoundsToNearestEven) {
@@ -62,7 +85,7 @@ TEST(Half, Bf16RoundsToNearestEven) {
     const uint16_t b = floatToBf16(v);
     const double rounded = bf16ToFloat(b);
     // The two bf16 neighbours of v (truncation and one step away from zero).
-    const uint16_t truncated = uint16_t(floatBits(v) >> 16);
+    const uint16_t truncated = uint16_t(floatToBits(v) >> 16);
     const double down = bf16ToFloat(truncated);
     // One bf16 step away from zero; past the largest finite value that is 2^128.
     double up = bf16ToFloat(uint16_t(truncated + 1));

@@ -61,7 +61,7 @@ uint32_t PlanMaker::addWeight(const std::string& name, plan::DType dtype,
       std::memcpy(&bytes[4 * i], &values[i], 4);
     } else {
       const uint16_t bits =
-          dtype == plan::DType::F16 ? floatToHalf(values[i]) : floatToBf16(values[i]);
+          dtype == plan::DType::F16 ? floatToHalfBits(values[i]) : floatToBf16(values[i]);
       std::memcpy(&bytes[2 * i], &bits, 2);
     }
   }

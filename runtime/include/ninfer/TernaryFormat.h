@@ -34,6 +34,7 @@
 #pragma once
 
 #include "DummyFill.h"
+#include "HalfFloat.h" // floatToBits, bitsToFloat
 #include "HostDevice.h"
 
 namespace ninfer {
@@ -91,26 +92,6 @@ NINFER_HD inline void packRow(const signed char* t, long long cols, unsigned int
       word |= encode(t[w * kValuesPerWord + j]) << (2 * j);
     words[w] = word;
   }
-}
-
-NINFER_HD inline float bitsToFloat(unsigned int bits) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float value;
-  __builtin_memcpy(&value, &bits, sizeof(value));
-  return value;
-#endif
-}
-
-NINFER_HD inline unsigned int floatToBits(float value) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(value);
-#else
-  unsigned int bits;
-  __builtin_memcpy(&bits, &value, sizeof(bits));
-  return bits;
-#endif
 }
 
 // A little-endian f32 at p (any alignment), and back.

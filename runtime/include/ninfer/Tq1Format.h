@@ -204,7 +204,7 @@ NINFER_HD inline void dequantizeRow(const unsigned char* tensor, long long rows,
 NINFER_HD inline unsigned short dummyUnit(unsigned int seed, unsigned long long unit,
                                           unsigned long long units, float scale) {
   if (unit + 2 >= units) {
-    const unsigned int bits = ternary::floatToBits(scale);
+    const unsigned int bits = floatToBits(scale);
     return static_cast<unsigned short>(unit + 2 == units ? (bits & 0xFFFFu) : (bits >> 16));
   }
   return static_cast<unsigned short>(dummyHash(seed, unit) & 0xFFFFull);
