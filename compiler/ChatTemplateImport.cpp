@@ -29,20 +29,6 @@ llvm::Error fail(const llvm::Twine& message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-
-// "text" or {"content": "text"}; null or absent gives nullopt.
-std::optional<std::string> specialTokenText(const json::Object& config, llvm::StringRef key) {
-  const json::Value* value = config.get(key);
-  if (!value)
-    return std::nullopt;
-  if (auto text = value->getAsString())
-    return text->str();
-  if (const json::Object* object = value->getAsObject())
-    if (auto text = object->getString("content"))
-      return text->str();
-  return std::nullopt;
-}
-
 // Looks a token's text up: added (special) tokens first, then the whole vocabulary.
 std::optional<int> tokenId(const plan::TokenizerT& table, const std::string& text) {
   for (uint32_t id : table.special_ids)

@@ -26,4 +26,17 @@ llvm::Expected<llvm::json::Value> readJsonFile(const std::string& path) {
   return std::move(*value);
 }
 
+std::optional<std::string> specialTokenText(const llvm::json::Object& config,
+                                            llvm::StringRef key) {
+  const llvm::json::Value* value = config.get(key);
+  if (!value)
+    return std::nullopt;
+  if (auto text = value->getAsString())
+    return text->str();
+  if (const llvm::json::Object* object = value->getAsObject())
+    if (auto text = object->getString("content"))
+      return text->str();
+  return std::nullopt;
+}
+
 } // namespace ninfer

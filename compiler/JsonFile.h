@@ -6,6 +6,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
+#include <optional>
 #include <string>
 
 namespace ninfer {
@@ -18,5 +19,10 @@ llvm::Expected<std::string> readTextFile(const std::string& path);
 
 // Also "PATH: invalid JSON: why" when it does not parse.
 llvm::Expected<llvm::json::Value> readJsonFile(const std::string& path);
+
+// A special token's text in tokenizer_config.json, written as "text" or
+// {"content": "text"}; nullopt where the key is absent, null or of another shape.
+std::optional<std::string> specialTokenText(const llvm::json::Object& config,
+                                            llvm::StringRef key);
 
 } // namespace ninfer

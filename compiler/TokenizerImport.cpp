@@ -401,19 +401,6 @@ llvm::Expected<int> importPostProcessor(const json::Value* value) {
   return bos;
 }
 
-// tokenizer_config.json writes special tokens as "text" or {"content": "text"}.
-std::optional<std::string> specialTokenText(const json::Object& config, llvm::StringRef key) {
-  const json::Value* value = config.get(key);
-  if (!value)
-    return std::nullopt;
-  if (auto text = value->getAsString())
-    return text->str();
-  if (const json::Object* object = value->getAsObject())
-    if (auto text = object->getString("content"))
-      return text->str();
-  return std::nullopt;
-}
-
 // add_eos_token would append EOS to every prompt; the plan cannot say so.
 llvm::Error checkNoEos(const json::Object* tokConfig) {
   if (tokConfig && tokConfig->getBoolean("add_eos_token").value_or(false))
