@@ -26,8 +26,7 @@ llvm::Expected<llvm::json::Value> readJsonFile(const std::string& path) {
   return std::move(*value);
 }
 
-std::optional<std::string> specialTokenText(const llvm::json::Object& config,
-                                            llvm::StringRef key) {
+std::optional<std::string> specialTokenText(const llvm::json::Object& config, llvm::StringRef key) {
   const llvm::json::Value* value = config.get(key);
   if (!value)
     return std::nullopt;

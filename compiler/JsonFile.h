@@ -22,7 +22,6 @@ llvm::Expected<llvm::json::Value> readJsonFile(const std::string& path);
 
 // A special token's text in tokenizer_config.json, written as "text" or
 // {"content": "text"}; nullopt where the key is absent, null or of another shape.
-std::optional<std::string> specialTokenText(const llvm::json::Object& config,
-                                            llvm::StringRef key);
+std::optional<std::string> specialTokenText(const llvm::json::Object& config, llvm::StringRef key);
 
 } // namespace ninfer

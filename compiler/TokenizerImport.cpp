@@ -38,7 +38,6 @@ llvm::Error fail(const llvm::Twine& message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-
 std::string typeOf(const json::Object& object) {
   auto type = object.getString("type");
   return type ? type->str() : std::string("(no type)");
