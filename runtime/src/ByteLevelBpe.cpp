@@ -3,6 +3,7 @@
 // leftmost one among equals, until no adjacent pair has a merge.
 #include "ByteLevelBpe.h"
 
+#include "BpeTable.h"
 #include "Utf8.h"
 #include "plan_generated.h"
 
@@ -31,12 +32,13 @@ Result<std::unique_ptr<Tokenizer>> ByteLevelBpe::create(const plan::Tokenizer& t
 }
 
 Status ByteLevelBpe::init(const plan::Tokenizer& table) {
+  Result<bpe::TableBasics> basics = bpe::tableBasics(table);
+  if (!basics)
+    return basics.status();
   const auto* tokens = table.tokens();
-  if (!tokens || tokens->size() == 0)
-    return Status::error("plan tokenizer has no tokens");
-  const size_t vocab = tokens->size();
-  if (vocab > static_cast<size_t>(INT32_MAX))
-    return Status::error("plan tokenizer has too many tokens");
+  const size_t vocab = basics->vocab;
+  const std::vector<bool>& isSpecial = basics->isSpecial;
+  bos_ = basics->bos;
 
   if (const auto* name = table.pretokenizer(); name && name->size() != 0) {
     auto kind = preTokenizerFromName(name->string_view());
@@ -52,17 +54,6 @@ Status ByteLevelBpe::init(const plan::Tokenizer& table) {
                          "', which this runtime does not support");
   normalizer_ = *normalizer;
   ignoreMerges_ = table.ignore_merges();
-
-  std::vector<bool> isSpecial(vocab, false);
-  if (const auto* specials = table.special_ids()) {
-    for (size_t i = 0; i < specials->size(); ++i) {
-      uint32_t id = specials->Get(i);
-      if (id >= vocab)
-        return Status::error("plan tokenizer special_ids[" + std::to_string(i) +
-                             "] = " + std::to_string(id) + " is out of range");
-      isSpecial[id] = true;
-    }
-  }
 
   // Inverse of bytes_to_unicode, for turning vocabulary text back into bytes.
   std::unordered_map<char32_t, uint8_t> codePointToByte;
@@ -118,28 +109,14 @@ Status ByteLevelBpe::init(const plan::Tokenizer& table) {
     byteToId_[b] = it == idOfText.end() ? -1 : it->second;
   }
 
-  if (const auto* merges = table.merges()) {
-    if (merges->size() % 2 != 0)
-      return Status::error("plan tokenizer merges has an odd number of entries");
-    const size_t count = merges->size() / 2;
-    merges_.reserve(count);
-    std::string joined;
-    for (size_t i = 0; i < count; ++i) {
-      uint32_t left = merges->Get(static_cast<flatbuffers::uoffset_t>(2 * i));
-      uint32_t right = merges->Get(static_cast<flatbuffers::uoffset_t>(2 * i + 1));
-      if (left >= vocab || right >= vocab)
-        return Status::error("plan tokenizer merge " + std::to_string(i) +
-                             " refers to a token id out of range");
-      joined.assign(tokens->Get(left)->string_view());
-      joined.append(tokens->Get(right)->string_view());
-      auto it = idOfText.find(joined);
-      if (it == idOfText.end())
-        return Status::error("plan tokenizer merge " + std::to_string(i) + " makes '" + joined +
-                             "', which is not in the vocabulary");
-      // A repeated pair keeps its last rank, as tokenizers' map does.
-      merges_.insert(static_cast<int32_t>(left), static_cast<int32_t>(right),
-                     static_cast<uint32_t>(i), it->second);
-    }
+  Result<std::vector<bpe::MergeRule>> merges = bpe::mergeRules(table, idOfText);
+  if (!merges)
+    return merges.status();
+  merges_.reserve(merges->size());
+  // A repeated pair keeps its last rank, as tokenizers' map does.
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const bpe::MergeRule& m = (*merges)[i];
+    merges_.insert(m.left, m.right, static_cast<uint32_t>(i), m.result);
   }
 
   for (size_t id = 0; id < vocab; ++id)
@@ -147,23 +124,15 @@ Status ByteLevelBpe::init(const plan::Tokenizer& table) {
       added_.add(tokenBytes_[id], static_cast<int32_t>(id));
   added_.finish();
 
-  bosId_ = table.bos_id();
-  addBos_ = table.add_bos();
-  if (addBos_ && (bosId_ < 0 || static_cast<size_t>(bosId_) >= vocab))
-    return Status::error("plan tokenizer adds BOS but bos_id " + std::to_string(bosId_) +
-                         " is not a token");
   return Status::ok();
 }
 
 Result<std::vector<int32_t>> ByteLevelBpe::encode(std::string_view text, bool addSpecial) const {
-  size_t bad = utf8::findInvalid(text);
-  if (bad != std::string_view::npos)
-    return Status::error("prompt is not valid UTF-8 (byte offset " + std::to_string(bad) + ")");
-
+  NINFER_RETURN_IF_ERROR(bpe::checkPrompt(text));
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 2);
-  if (addSpecial && addBos_)
-    ids.push_back(bosId_);
+  if (addSpecial && bos_.add)
+    ids.push_back(bos_.id);
 
   Scratch scratch;
   std::unique_lock<std::mutex> lock(cacheMutex_, std::try_to_lock);

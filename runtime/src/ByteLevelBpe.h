@@ -8,6 +8,7 @@
 #pragma once
 
 #include "BpeSupport.h"
+#include "BpeTable.h"
 #include "Normalizer.h"
 #include "PreTokenizer.h"
 #include "ninfer/Tokenizer.h"
@@ -55,8 +56,7 @@ private:
   // byte alphabet (only those can equal a byte-mapped piece) -> id.
   std::unordered_map<std::string_view, int32_t> wholeWords_;
   bpe::AddedTokenMatcher added_;
-  int32_t bosId_ = -1;
-  bool addBos_ = false;
+  bpe::BosToken bos_;
 
   // encode() is const and may be shared between threads: the cache is used by
   // one call at a time (try_lock); a call that finds it busy encodes without it.

@@ -98,12 +98,13 @@ Status SentencePieceBpe::parsePreTokenizer(std::string_view name) {
 }
 
 Status SentencePieceBpe::init(const plan::Tokenizer& table) {
+  Result<bpe::TableBasics> basics = bpe::tableBasics(table);
+  if (!basics)
+    return basics.status();
   const auto* tokens = table.tokens();
-  if (!tokens || tokens->size() == 0)
-    return Status::error("plan tokenizer has no tokens");
-  const size_t vocab = tokens->size();
-  if (vocab > static_cast<size_t>(INT32_MAX))
-    return Status::error("plan tokenizer has too many tokens");
+  const size_t vocab = basics->vocab;
+  const std::vector<bool>& isSpecial = basics->isSpecial;
+  bos_ = basics->bos;
   const auto* scores = table.scores();
   mode_ = scores && scores->size() != 0 ? Mode::SentencePiece : Mode::HuggingFace;
   if (mode_ == Mode::SentencePiece && scores->size() != vocab)
@@ -122,17 +123,6 @@ Status SentencePieceBpe::init(const plan::Tokenizer& table) {
   byteFallback_ = table.byte_fallback();
   ignoreMerges_ = table.ignore_merges() && mode_ == Mode::HuggingFace;
   stripLeadingSpace_ = addDummyPrefix_ || (metaspace_ && metaspacePrepend_ != Prepend::Never);
-
-  std::vector<bool> isSpecial(vocab, false);
-  if (const auto* specials = table.special_ids()) {
-    for (size_t i = 0; i < specials->size(); ++i) {
-      uint32_t id = specials->Get(i);
-      if (id >= vocab)
-        return Status::error("plan tokenizer special_ids[" + std::to_string(i) +
-                             "] = " + std::to_string(id) + " is out of range");
-      isSpecial[id] = true;
-    }
-  }
 
   pieces_.resize(vocab);
   decoded_.resize(vocab);
@@ -209,49 +199,30 @@ Status SentencePieceBpe::init(const plan::Tokenizer& table) {
   // Merges. SentencePiece: the priority is the rank of the result's score among
   // all distinct scores, highest first, so equal scores tie (and the leftmost
   // pair wins, as in the library). tokenizer.json: the list order.
-  const auto* merges = table.merges();
-  const size_t mergeCount = merges ? merges->size() / 2 : 0;
-  if (merges && merges->size() % 2 != 0)
-    return Status::error("plan tokenizer merges has an odd number of entries");
-  std::vector<int32_t> results(mergeCount);
-  std::string joined;
-  for (size_t i = 0; i < mergeCount; ++i) {
-    uint32_t left = merges->Get(static_cast<flatbuffers::uoffset_t>(2 * i));
-    uint32_t right = merges->Get(static_cast<flatbuffers::uoffset_t>(2 * i + 1));
-    if (left >= vocab || right >= vocab)
-      return Status::error("plan tokenizer merge " + std::to_string(i) +
-                           " refers to a token id out of range");
-    joined = pieces_[left];
-    joined += pieces_[right];
-    auto it = idOfText.find(joined);
-    if (it == idOfText.end())
-      return Status::error("plan tokenizer merge " + std::to_string(i) + " makes '" + joined +
-                           "', which is not in the vocabulary");
-    results[i] = it->second;
-  }
+  Result<std::vector<bpe::MergeRule>> merges = bpe::mergeRules(table, idOfText);
+  if (!merges)
+    return merges.status();
   std::vector<float> distinct;
   if (mode_ == Mode::SentencePiece) {
-    for (int32_t result : results)
-      distinct.push_back(scores->Get(static_cast<flatbuffers::uoffset_t>(result)));
+    for (const bpe::MergeRule& m : *merges)
+      distinct.push_back(scores->Get(static_cast<flatbuffers::uoffset_t>(m.result)));
     std::sort(distinct.begin(), distinct.end(), std::greater<float>());
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   }
-  merges_.reserve(mergeCount);
+  merges_.reserve(merges->size());
   splitWords_ = true;
-  for (size_t i = 0; i < mergeCount; ++i) {
-    int32_t left = static_cast<int32_t>(merges->Get(static_cast<flatbuffers::uoffset_t>(2 * i)));
-    int32_t right =
-        static_cast<int32_t>(merges->Get(static_cast<flatbuffers::uoffset_t>(2 * i + 1)));
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const bpe::MergeRule& m = (*merges)[i];
     uint32_t priority = static_cast<uint32_t>(i);
     if (mode_ == Mode::SentencePiece) {
-      float score = scores->Get(static_cast<flatbuffers::uoffset_t>(results[i]));
+      float score = scores->Get(static_cast<flatbuffers::uoffset_t>(m.result));
       priority = static_cast<uint32_t>(
           std::lower_bound(distinct.begin(), distinct.end(), score, std::greater<float>()) -
           distinct.begin());
     }
-    merges_.insert(left, right, priority, results[i]);
-    const std::string& l = pieces_[left];
-    const std::string& r = pieces_[right];
+    merges_.insert(m.left, m.right, priority, m.result);
+    const std::string& l = pieces_[m.left];
+    const std::string& r = pieces_[m.right];
     bool leftEndsInSpace = l.size() >= 3 && l.compare(l.size() - 3, 3, kSpaceSymbol) == 0;
     if (!leftEndsInSpace && isSpaceSymbolAt(r, 0))
       splitWords_ = false;
@@ -265,23 +236,16 @@ Status SentencePieceBpe::init(const plan::Tokenizer& table) {
   // sentencepiece decodes <unk> as its default unk_surface, " ⁇ " (U+2047).
   if (mode_ == Mode::SentencePiece && unkId_ >= 0)
     decoded_[unkId_] = " \xE2\x81\x87 ";
-  bosId_ = table.bos_id();
-  addBos_ = table.add_bos();
-  if (addBos_ && (bosId_ < 0 || static_cast<size_t>(bosId_) >= vocab))
-    return Status::error("plan tokenizer adds BOS but bos_id " + std::to_string(bosId_) +
-                         " is not a token");
   return Status::ok();
 }
 
 Result<std::vector<int32_t>> SentencePieceBpe::encode(std::string_view text,
                                                       bool addSpecial) const {
-  size_t bad = utf8::findInvalid(text);
-  if (bad != std::string_view::npos)
-    return Status::error("prompt is not valid UTF-8 (byte offset " + std::to_string(bad) + ")");
+  NINFER_RETURN_IF_ERROR(bpe::checkPrompt(text));
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 2);
-  if (addSpecial && addBos_)
-    ids.push_back(bosId_);
+  if (addSpecial && bos_.add)
+    ids.push_back(bos_.id);
 
   Scratch scratch;
   std::unique_lock<std::mutex> lock(cacheMutex_, std::try_to_lock);

@@ -28,6 +28,7 @@
 #pragma once
 
 #include "BpeSupport.h"
+#include "BpeTable.h"
 #include "Normalizer.h"
 #include "ninfer/Tokenizer.h"
 
@@ -90,8 +91,7 @@ private:
   // be cut before each such "▁" (and cached) without changing the result.
   bool splitWords_ = false;
   int32_t unkId_ = -1;
-  int32_t bosId_ = -1;
-  bool addBos_ = false;
+  bpe::BosToken bos_;
 
   std::vector<std::string> decoded_; // id -> bytes for tokenBytes()
   std::vector<bool> isByteToken_;

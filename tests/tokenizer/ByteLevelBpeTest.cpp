@@ -80,6 +80,9 @@ TEST(ByteLevelBpe, RejectsBadTablesWithAMessage) {
   table.merges.push_back(999);
   expectError(table, "odd number");
   table = test::tinyTable(false);
+  table.merges = {'a', 999};
+  expectError(table, "merge 0 refers to a token id out of range");
+  table = test::tinyTable(false);
   table.special_ids = {400};
   expectError(table, "special_ids[0] = 400");
   table = test::tinyTable(true);

@@ -157,6 +157,19 @@ TEST(SentencePieceBpe, RejectsBadTablesWithAMessage) {
   table = spTable(true);
   table.tokens[260] = "\xFF";
   expectError(table, "tokens[260] is not valid UTF-8");
+  table = spTable(false);
+  table.special_ids.push_back(265);
+  expectError(table, "special_ids[3] = 265 is out of range");
+  table = spTable(true);
+  table.merges.push_back(259);
+  expectError(table, "odd number");
+  table = spTable(true);
+  table.merges = {259, 265};
+  expectError(table, "merge 0 refers to a token id out of range");
+  table = spTable(true);
+  table.tokens.clear();
+  table.scores.clear();
+  expectError(table, "no tokens");
 }
 
 TEST(SentencePieceBpe, RefusesInvalidUtf8WithItsOffset) {
