@@ -134,145 +134,146 @@ private:
   size_t pos_ = 0;
 };
 
-// Reads a scalar of the expected wire type into `out`.
-llvm::Error readInt(WireReader& r, int wireType, uint32_t field, llvm::StringRef message,
-                    int& out) {
-  if (auto err = r.expect(wireType, kVarint, field, message))
-    return err;
-  uint64_t value;
-  if (auto err = r.varint(value))
-    return err;
-  out = static_cast<int>(static_cast<int32_t>(static_cast<uint32_t>(value))); // int32 semantics
-  return llvm::Error::success();
-}
+// One field of a message, read by the parsers below: its number and wire type, and the
+// readers of its value that check the wire type first.
+struct Field {
+  WireReader& r;
+  uint32_t number;
+  int wireType;
+  llvm::StringRef message; // the message's name, for errors
 
-llvm::Error readBool(WireReader& r, int wireType, uint32_t field, llvm::StringRef message,
-                     bool& out) {
-  if (auto err = r.expect(wireType, kVarint, field, message))
-    return err;
-  uint64_t value;
-  if (auto err = r.varint(value))
-    return err;
-  out = value != 0;
-  return llvm::Error::success();
-}
+  llvm::Error expect(int expected) { return r.expect(wireType, expected, number, message); }
 
-llvm::Error readString(WireReader& r, int wireType, uint32_t field, llvm::StringRef message,
-                       std::string& out) {
-  if (auto err = r.expect(wireType, kLengthDelimited, field, message))
-    return err;
-  llvm::StringRef text;
-  size_t start = 0;
-  if (auto err = r.bytes(text, start))
-    return err;
-  out = text.str();
+  llvm::Error readVarint(uint64_t& value) {
+    if (auto err = expect(kVarint))
+      return err;
+    return r.varint(value);
+  }
+
+  llvm::Error readInt(int& out) { // int32 semantics
+    uint64_t value = 0;
+    if (auto err = readVarint(value))
+      return err;
+    out = static_cast<int>(static_cast<int32_t>(static_cast<uint32_t>(value)));
+    return llvm::Error::success();
+  }
+
+  llvm::Error readBool(bool& out) {
+    uint64_t value = 0;
+    if (auto err = readVarint(value))
+      return err;
+    out = value != 0;
+    return llvm::Error::success();
+  }
+
+  llvm::Error readFloat(float& out) {
+    if (auto err = expect(kFixed32))
+      return err;
+    uint32_t bits = 0;
+    if (auto err = r.fixed32(bits))
+      return err;
+    std::memcpy(&out, &bits, 4);
+    return llvm::Error::success();
+  }
+
+  // A length-delimited field's bytes and the file offset where they start.
+  llvm::Error readBytes(llvm::StringRef& out, size_t& start) {
+    if (auto err = expect(kLengthDelimited))
+      return err;
+    return r.bytes(out, start);
+  }
+
+  llvm::Error readString(std::string& out) {
+    llvm::StringRef text;
+    size_t start = 0;
+    if (auto err = readBytes(text, start))
+      return err;
+    out = text.str();
+    return llvm::Error::success();
+  }
+
+  llvm::Error skip() { return r.skip(wireType); }
+};
+
+// Calls onField(Field&) for each field of the message `message` whose bytes are `data` (at
+// file offset base), and stops at its first error.
+template <class OnField>
+llvm::Error forEachField(llvm::StringRef data, size_t base, llvm::StringRef name,
+                         llvm::StringRef message, OnField&& onField) {
+  WireReader r(data, base, name);
+  while (!r.atEnd()) {
+    Field f{r, 0, 0, message};
+    if (auto err = r.key(f.number, f.wireType))
+      return err;
+    if (auto err = onField(f))
+      return err;
+  }
   return llvm::Error::success();
 }
 
 llvm::Error parsePiece(llvm::StringRef data, size_t base, llvm::StringRef name,
                        SentencePieceModel::Piece& piece) {
-  WireReader r(data, base, name);
-  while (!r.atEnd()) {
-    uint32_t field;
-    int wireType;
-    if (auto err = r.key(field, wireType))
-      return err;
-    llvm::Error err = llvm::Error::success();
-    if (field == 1) {
-      err = readString(r, wireType, field, "SentencePiece", piece.text);
-    } else if (field == 2) {
-      if (!(err = r.expect(wireType, kFixed32, field, "SentencePiece"))) {
-        uint32_t bits = 0;
-        err = r.fixed32(bits);
-        std::memcpy(&piece.score, &bits, 4);
-      }
-    } else if (field == 3) {
-      err = readInt(r, wireType, field, "SentencePiece", piece.type);
-    } else {
-      err = r.skip(wireType);
+  return forEachField(data, base, name, "SentencePiece", [&](Field& f) {
+    switch (f.number) {
+    case 1:
+      return f.readString(piece.text);
+    case 2:
+      return f.readFloat(piece.score);
+    case 3:
+      return f.readInt(piece.type);
+    default:
+      return f.skip();
     }
-    if (err)
-      return err;
-  }
-  return llvm::Error::success();
+  });
 }
 
 llvm::Error parseTrainerSpec(llvm::StringRef data, size_t base, llvm::StringRef name,
                              SentencePieceModel& model) {
-  WireReader r(data, base, name);
-  while (!r.atEnd()) {
-    uint32_t field;
-    int wireType;
-    if (auto err = r.key(field, wireType))
-      return err;
-    llvm::Error err = llvm::Error::success();
-    switch (field) {
+  return forEachField(data, base, name, "TrainerSpec", [&](Field& f) {
+    switch (f.number) {
     case 3:
-      err = readInt(r, wireType, field, "TrainerSpec", model.modelType);
-      break;
+      return f.readInt(model.modelType);
     case 24:
-      err = readBool(r, wireType, field, "TrainerSpec", model.treatWhitespaceAsSuffix);
-      break;
+      return f.readBool(model.treatWhitespaceAsSuffix);
     case 35:
-      err = readBool(r, wireType, field, "TrainerSpec", model.byteFallback);
-      break;
+      return f.readBool(model.byteFallback);
     case 40:
-      err = readInt(r, wireType, field, "TrainerSpec", model.unkId);
-      break;
+      return f.readInt(model.unkId);
     case 41:
-      err = readInt(r, wireType, field, "TrainerSpec", model.bosId);
-      break;
+      return f.readInt(model.bosId);
     case 42:
-      err = readInt(r, wireType, field, "TrainerSpec", model.eosId);
-      break;
+      return f.readInt(model.eosId);
     default:
-      err = r.skip(wireType);
+      return f.skip();
     }
-    if (err)
-      return err;
-  }
-  return llvm::Error::success();
+  });
 }
 
 llvm::Error parseNormalizerSpec(llvm::StringRef data, size_t base, llvm::StringRef name,
                                 SentencePieceModel::NormalizerSpec& spec) {
   spec.present = true;
-  WireReader r(data, base, name);
-  while (!r.atEnd()) {
-    uint32_t field;
-    int wireType;
-    if (auto err = r.key(field, wireType))
-      return err;
-    llvm::Error err = llvm::Error::success();
-    switch (field) {
+  return forEachField(data, base, name, "NormalizerSpec", [&](Field& f) {
+    switch (f.number) {
     case 1:
-      err = readString(r, wireType, field, "NormalizerSpec", spec.name);
-      break;
+      return f.readString(spec.name);
     case 2: {
       std::string charsmap;
-      err = readString(r, wireType, field, "NormalizerSpec", charsmap);
+      llvm::Error err = f.readString(charsmap);
       spec.precompiledCharsmapBytes = charsmap.size();
-      break;
+      return err;
     }
     case 3:
-      err = readBool(r, wireType, field, "NormalizerSpec", spec.addDummyPrefix);
-      break;
+      return f.readBool(spec.addDummyPrefix);
     case 4:
-      err = readBool(r, wireType, field, "NormalizerSpec", spec.removeExtraWhitespaces);
-      break;
+      return f.readBool(spec.removeExtraWhitespaces);
     case 5:
-      err = readBool(r, wireType, field, "NormalizerSpec", spec.escapeWhitespaces);
-      break;
+      return f.readBool(spec.escapeWhitespaces);
     case 6:
-      err = readString(r, wireType, field, "NormalizerSpec", spec.normalizationRuleTsv);
-      break;
+      return f.readString(spec.normalizationRuleTsv);
     default:
-      err = r.skip(wireType);
+      return f.skip();
     }
-    if (err)
-      return err;
-  }
-  return llvm::Error::success();
+  });
 }
 
 // Byte offsets of the character boundaries inside `text` (valid UTF-8), the
@@ -310,36 +311,24 @@ const char* typeName(int type) {
 llvm::Expected<SentencePieceModel> parseSentencePieceModel(llvm::StringRef bytes,
                                                            llvm::StringRef name) {
   SentencePieceModel model;
-  WireReader r(bytes, 0, name);
-  while (!r.atEnd()) {
-    uint32_t field;
-    int wireType;
-    if (auto err = r.key(field, wireType))
+  llvm::Error err = forEachField(bytes, 0, name, "ModelProto", [&](Field& f) -> llvm::Error {
+    if (f.number != 1 && f.number != 2 && f.number != 3 && f.number != 5)
+      return f.skip();
+    llvm::StringRef message;
+    size_t start = 0;
+    if (auto err = f.readBytes(message, start))
       return err;
-    if (field == 1 || field == 2 || field == 3 || field == 5) {
-      if (auto err = r.expect(wireType, kLengthDelimited, field, "ModelProto"))
-        return err;
-      llvm::StringRef message;
-      size_t start = 0;
-      if (auto err = r.bytes(message, start))
-        return err;
-      llvm::Error err = llvm::Error::success();
-      if (field == 1) {
-        model.pieces.emplace_back();
-        err = parsePiece(message, start, name, model.pieces.back());
-      } else if (field == 2) {
-        err = parseTrainerSpec(message, start, name, model);
-      } else {
-        err = parseNormalizerSpec(message, start, name,
-                                  field == 3 ? model.normalizer : model.denormalizer);
-      }
-      if (err)
-        return err;
-      continue;
+    if (f.number == 1) {
+      model.pieces.emplace_back();
+      return parsePiece(message, start, name, model.pieces.back());
     }
-    if (auto err = r.skip(wireType))
-      return err;
-  }
+    if (f.number == 2)
+      return parseTrainerSpec(message, start, name, model);
+    return parseNormalizerSpec(message, start, name,
+                               f.number == 3 ? model.normalizer : model.denormalizer);
+  });
+  if (err)
+    return err;
   if (model.pieces.empty())
     return fail("'" + name + "' is not a valid SentencePiece model: it has no pieces");
   return model;
