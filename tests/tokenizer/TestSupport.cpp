@@ -1,6 +1,8 @@
 // Golden file parsing and shared fixtures for tokenizer_tests.
 #include "TestSupport.h"
 
+#include "Utf8.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -29,24 +31,6 @@ template <typename T> std::string hashValues(const std::vector<T>& values) {
   char buf[17];
   snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
   return buf;
-}
-
-void appendUtf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 } // namespace
@@ -204,7 +188,7 @@ std::string sweepText() {
   for (char32_t cp = 0; cp < 0x110000; cp += 13, ++k) {
     if (cp >= 0xD800 && cp < 0xE000)
       continue;
-    appendUtf8(out, cp);
+    utf8::append(out, cp);
     out += separators[k % count];
   }
   return out;
@@ -223,7 +207,7 @@ plan::TokenizerT tinyTable(bool addBos) {
   table.pretokenizer = "gpt2";
   for (unsigned b = 0; b < 256; ++b) {
     std::string text;
-    appendUtf8(text, byteCodePoints[b]);
+    utf8::append(text, byteCodePoints[b]);
     table.tokens.push_back(text);
   }
   table.tokens.push_back("ab");  // 256
