@@ -41,7 +41,8 @@ private:
   mlir::RankedTensorType activation(int64_t width) {
     return mlir::RankedTensorType::get({mlir::ShapedType::kDynamic, width}, builder_.getF32Type());
   }
-  mlir::Type elementType(WeightDType dtype);
+  // The IR element type of a checkpoint weight's dtype; an error names a dtype that has none.
+  llvm::Expected<mlir::Type> elementType(const TensorRef& ref);
   llvm::Expected<mlir::Value> weight(const std::string& name, std::vector<int64_t> shape);
   llvm::Expected<mlir::Value> linear(mlir::Value input, const std::string& prefix,
                                      int64_t inFeatures, int64_t outFeatures, bool bias);
@@ -59,8 +60,8 @@ private:
   RopeTables rope_;
 };
 
-mlir::Type ModelImporter::elementType(WeightDType dtype) {
-  switch (dtype) {
+llvm::Expected<mlir::Type> ModelImporter::elementType(const TensorRef& ref) {
+  switch (ref.dtype) {
   case WeightDType::F32:
     return builder_.getF32Type();
   case WeightDType::F16:
@@ -69,8 +70,11 @@ mlir::Type ModelImporter::elementType(WeightDType dtype) {
     return builder_.getBF16Type();
   case WeightDType::I32:
     return builder_.getI32Type();
+  default:
+    return makeError("weight '" + ref.name + "' is " + dtypeName(ref.dtype) +
+                     ": ninferc imports F32, F16 and BF16 weights (U8 only as the packed "
+                     "weights of a Hugging Face BitNet checkpoint, with their weight_scale)");
   }
-  return builder_.getF32Type();
 }
 
 // Every tensor goes through the store's shape-checked get(); a dummy store
@@ -85,7 +89,10 @@ llvm::Expected<mlir::Value> ModelImporter::weight(const std::string& name,
   llvm::Expected<const TensorRef*> ref = weights_.get(name, shape);
   if (!ref)
     return ref.takeError();
-  auto type = mlir::RankedTensorType::get(shape, elementType((*ref)->dtype));
+  llvm::Expected<mlir::Type> element = elementType(**ref);
+  if (!element)
+    return element.takeError();
+  auto type = mlir::RankedTensorType::get(shape, *element);
   mlir::Value value = builder_.create<WeightOp>(loc(name), type, name).getResult();
   weightOps_.emplace(name, value);
   return value;

@@ -293,36 +293,44 @@ TEST(Importer, TinyCheckpointImports) {
   EXPECT_EQ(countOps(**module), expectedCounts(*config));
 }
 
-TEST(Importer, WrongShapedTensorIsNamed) {
+// Imports the checkpoint of `tensors` (the tiny llama's config) and returns the error's
+// text, or "" where it imported.
+std::string importError(const std::vector<TensorSpec>& tensors) {
   ScratchDir dir;
   dir.write("config.json", kTinyLlama);
-  dir.write("model.safetensors",
-            test::safetensorsBytes(tinyLlamaTensors("model.layers.1.self_attn.q_proj.weight")));
+  dir.write("model.safetensors", test::safetensorsBytes(tensors));
   llvm::Expected<ModelConfig> config = loadModelConfig(dir.path());
-  ASSERT_TRUE(static_cast<bool>(config)) << errorText(config);
   llvm::Expected<std::unique_ptr<WeightStore>> store = WeightStore::openCheckpoint(dir.path());
-  ASSERT_TRUE(static_cast<bool>(store)) << errorText(store);
+  if (!config || !store) {
+    ADD_FAILURE() << "the checkpoint does not open: " << errorText(config) << errorText(store);
+    return "";
+  }
   mlir::MLIRContext context;
   auto module = importModel(context, *config, **store);
-  ASSERT_FALSE(static_cast<bool>(module));
-  std::string message = errorText(module);
+  return module ? "" : errorText(module);
+}
+
+TEST(Importer, WrongShapedTensorIsNamed) {
+  const std::string message =
+      importError(tinyLlamaTensors("model.layers.1.self_attn.q_proj.weight"));
   EXPECT_THAT(message, HasSubstr("model.layers.1.self_attn.q_proj.weight"));
   EXPECT_THAT(message, HasSubstr("[64, 32]"));
   EXPECT_THAT(message, HasSubstr("expected [64, 64]"));
 }
 
 TEST(Importer, MissingLmHeadIsNamed) {
-  ScratchDir dir;
-  dir.write("config.json", kTinyLlama);
-  dir.write("model.safetensors", test::safetensorsBytes(tinyLlamaTensors("", false)));
-  llvm::Expected<ModelConfig> config = loadModelConfig(dir.path());
-  ASSERT_TRUE(static_cast<bool>(config)) << errorText(config);
-  llvm::Expected<std::unique_ptr<WeightStore>> store = WeightStore::openCheckpoint(dir.path());
-  ASSERT_TRUE(static_cast<bool>(store)) << errorText(store);
-  mlir::MLIRContext context;
-  auto module = importModel(context, *config, **store);
-  ASSERT_FALSE(static_cast<bool>(module));
-  EXPECT_THAT(errorText(module), HasSubstr("lm_head.weight"));
+  EXPECT_THAT(importError(tinyLlamaTensors("", false)), HasSubstr("lm_head.weight"));
+}
+
+// A U8 tensor that is not a BitNet packed weight (no weight_scale beside it).
+TEST(Importer, RawByteWeightIsNamed) {
+  std::vector<TensorSpec> tensors = tinyLlamaTensors("");
+  for (TensorSpec& t : tensors)
+    if (t.name == "model.layers.0.mlp.up_proj.weight")
+      t.dtype = "U8";
+  const std::string message = importError(tensors);
+  EXPECT_THAT(message, HasSubstr("weight 'model.layers.0.mlp.up_proj.weight' is U8"));
+  EXPECT_THAT(message, HasSubstr("imports F32, F16 and BF16 weights"));
 }
 
 TEST(Importer, DummyStoreWithWrongDeclaredShape) {
