@@ -4,6 +4,7 @@
 // the messages (memory report and refusal, ternary and final lines) and the
 // progress display.
 #include "CompileDriver.h"
+#include "MemoryFit.h"
 #include "Targets.h"
 
 #include "ninfer/Progress.h"
@@ -24,7 +25,6 @@ namespace {
 
 constexpr const char* kVersion = "0.1.0";
 // CUDA context, module images and allocator slack the runtime needs beyond the plan's buffers.
-constexpr uint64_t kRuntimeReserveBytes = 512ull << 20;
 
 struct Options {
   std::string input;
@@ -221,8 +221,7 @@ std::string mib(uint64_t bytes) {
 // Prints the memory report and refuses plans that do not fit a target's VRAM.
 void checkMemory(const plan::PlanT& plan, const std::vector<Target>& targets, bool quiet) {
   const plan::MemoryPlanT& memory = *plan.memory;
-  uint64_t total = memory.weight_bytes + memory.kv_bytes + memory.activation_bytes +
-                   memory.workspace_bytes + kRuntimeReserveBytes;
+  const uint64_t total = planDeviceBytes(plan);
   const plan::ModelInfoT& model = *plan.model;
   if (!quiet) {
     std::fprintf(
@@ -233,10 +232,7 @@ void checkMemory(const plan::PlanT& plan, const std::vector<Target>& targets, bo
                  mib(memory.weight_bytes).c_str(),
                  params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M",
                  plan.dummy_weights ? ", dummy" : "");
-    bool int8Kv = false;
-    for (const auto& buffer : plan.buffers)
-      int8Kv = int8Kv || (buffer->kind == plan::BufferKind::KvCache &&
-                          buffer->dtype == plan::DType::Q8_KV);
+    const bool int8Kv = hasInt8Kv(plan);
     const std::string sequences =
         plan.max_batch > 1 ? llvm::formatv(" x {0} sequences", plan.max_batch).str() : "";
     std::fprintf(stderr, "  KV cache    %s  (%s, %d layers x %d KV heads x %d x %d positions%s)\n",
@@ -249,21 +245,9 @@ void checkMemory(const plan::PlanT& plan, const std::vector<Target>& targets, bo
     std::fprintf(stderr, "  total       %s\n", mib(total).c_str());
   }
   for (const Target& target : targets) {
-    if (target.vramBytes == 0)
-      continue;
-    if (total > target.vramBytes) {
-      double kvPerPosition = plan.context ? static_cast<double>(memory.kv_bytes) / plan.context : 0;
-      int fittingContext = 0;
-      if (kvPerPosition > 0 && total - memory.kv_bytes < target.vramBytes)
-        fittingContext =
-            static_cast<int>((target.vramBytes - (total - memory.kv_bytes)) / kvPerPosition);
-      fail(llvm::formatv("the plan needs {0:F2} GiB but {1} has {2:F2} GiB{3}",
-                         total / 1073741824.0, target.name, target.vramBytes / 1073741824.0,
-                         fittingContext > 0
-                             ? llvm::formatv(": lower --ctx to at most {0}", fittingContext).str()
-                             : ": the weights alone do not fit")
-               .str());
-    }
+    const std::string error = memoryFitError(plan, target);
+    if (!error.empty())
+      fail(error);
   }
 }
 
