@@ -85,7 +85,7 @@ options:
 
 Generation stops at an end-of-sequence token (not printed), after N tokens, or at the plan's
 context. A summary line (prompt tokens, generated tokens, prefill and decode tok/s, executor) goes
-to stderr.
+to stderr; it says when the context ended the generation before N tokens.
 )";
 
 std::vector<int32_t> parseIds(const std::string& text) {
@@ -351,11 +351,18 @@ int runGenerate(int argc, char** argv) {
     writeLogits(o.dumpLogits, generator.promptLogits());
 
   auto rate = [](int tokens, double ms) { return ms > 0 ? tokens * 1000.0 / ms : 0.0; };
+  // A generation that -n would have let go on says where it ended.
+  const std::string contextEnd = stats.stoppedAtContext && stats.generatedTokens < o.maxNewTokens
+                                     ? " (stopped at the plan's context of " +
+                                           std::to_string(config.context) +
+                                           " positions; ninferc --ctx sets it)"
+                                     : "";
   std::fprintf(stderr,
-               "ninfer: prompt %d tokens, generated %d tokens, prefill %.1f tok/s, decode %.1f "
+               "ninfer: prompt %d tokens, generated %d tokens%s, prefill %.1f tok/s, decode %.1f "
                "tok/s, executor %s\n",
-               stats.promptTokens, stats.generatedTokens, rate(stats.promptTokens, stats.prefillMs),
-               rate(stats.decodeSteps, stats.decodeMs), executor->name().c_str());
+               stats.promptTokens, stats.generatedTokens, contextEnd.c_str(),
+               rate(stats.promptTokens, stats.prefillMs), rate(stats.decodeSteps, stats.decodeMs),
+               executor->name().c_str());
   return 0;
 }
 

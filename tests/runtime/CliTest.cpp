@@ -153,6 +153,34 @@ TEST(Cli, PrintIdsMatchesTheLibraryAndDumpsLogits) {
   EXPECT_EQ(logits, generator.promptLogits());
 }
 
+// A generation that reaches the plan's context before -n says so, with the library's count.
+TEST(Cli, SaysWhenTheContextEndsAGeneration) {
+  TinyModel model = buildTinyModel(TinyModelSpec());
+  const std::string path = model.maker.write("cli_context_end.nplan");
+  auto file = PlanFile::open(path);
+  ASSERT_TRUE(file.isOk());
+  auto executor = createCpuExecutor(*file.value(), 1);
+  ASSERT_TRUE(executor.isOk());
+  GenerationConfig config = GenerationConfig::fromPlan(*file.value());
+  config.maxNewTokens = 1000;
+  config.ignoreEos = true;
+  Generator generator(*executor.value(), config);
+  Sampler greedy(SamplingParams{});
+  auto stats = generator.generate({3, 1, 4}, greedy, [](int32_t) { return true; });
+  ASSERT_TRUE(stats.isOk());
+  ASSERT_TRUE(stats->stoppedAtContext);
+  const std::string cut = "generated " + std::to_string(stats->generatedTokens) +
+                          " tokens (stopped at the plan's context of " +
+                          std::to_string(config.context) + " positions; ninferc --ctx sets it)";
+  CliResult r = runCli(path + " --prompt-ids 3,1,4 -n 1000 --ignore-eos --device cpu --print-ids");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find(cut), std::string::npos) << r.err;
+  // Where -n ends it first, nothing is said.
+  r = runCli(path + " --prompt-ids 3,1,4 -n 5 --ignore-eos --device cpu --print-ids");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("generated 5 tokens,"), std::string::npos) << r.err;
+}
+
 // A byte-level tokenizer whose tokens are single characters: the text printed
 // must be the characters of the ids --print-ids reports, for -p, -f and -p -.
 TEST(Cli, TextModeStreamsDecodedText) {
@@ -227,8 +255,7 @@ TEST(Cli, InspectTextAndJson) {
 // Pixels of a PNG written by ninfer bench --plot (8-bit RGB, no filter, stored
 // deflate blocks: what its writer produces), as rows of width x 3 bytes; empty if
 // the file is not such a PNG.
-std::vector<std::vector<uint8_t>> readPlotPixels(const std::string &path, int &width,
-                                                 int &height) {
+std::vector<std::vector<uint8_t>> readPlotPixels(const std::string& path, int& width, int& height) {
   std::ifstream in(path, std::ios::binary);
   const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)),
                                   std::istreambuf_iterator<char>());
@@ -266,7 +293,7 @@ std::vector<std::vector<uint8_t>> readPlotPixels(const std::string &path, int &w
 }
 
 // Dark pixels in rows [y0, y1) of a plot.
-int inkInRows(const std::vector<std::vector<uint8_t>> &rows, int y0, int y1) {
+int inkInRows(const std::vector<std::vector<uint8_t>>& rows, int y0, int y1) {
   int ink = 0;
   for (int y = y0; y < y1 && y < int(rows.size()); ++y)
     for (size_t i = 0; i + 2 < rows[size_t(y)].size(); i += 3)
@@ -327,7 +354,7 @@ TEST(Cli, BenchBatchSweep) {
   expectOneErrorLine(runCli("bench " + path + " --batch 0"), 2,
                      "--batch expects an integer in [1, 8], got '0'");
   // --profile and --timeline need the GPU: refused before the runs, not after them.
-  for (const char *batches : {"", " --batch 1,2"}) {
+  for (const char* batches : {"", " --batch 1,2"}) {
     CliResult profile = runCli("bench " + path + common + batches + " --profile");
     expectOneErrorLine(profile, 1, "--profile times kernels on the GPU, and this run uses cpu");
     EXPECT_TRUE(profile.out.empty()) << profile.out;
