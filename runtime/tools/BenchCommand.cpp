@@ -339,6 +339,16 @@ void printTokenPick(const Executor &executor) {
                                     : "the logits to the host, which takes their argmax");
 }
 
+// The report's lines on the device: the memory the plan takes there and the bandwidth MBU
+// is measured against.
+void printDeviceLines(uint64_t deviceBytes, double bandwidth, const char *bandwidthSource) {
+  std::printf("memory:   %.2f GiB on the device\n", double(deviceBytes) / double(1ull << 30));
+  if (bandwidth > 0)
+    std::printf("bandwidth: %.3g GB/s (%s)\n", bandwidth / 1e9, bandwidthSource);
+  else
+    std::printf("bandwidth: unknown (give --bandwidth for MBU)\n");
+}
+
 // Decode steps whose pick brought the logits to the host (DecodeStep::logitsSteps), and
 // top-p's steps that the executor drew over the whole row (DecodeStep::rowDrawSteps).
 struct PickCounts {
@@ -557,11 +567,7 @@ int benchBatches(const BenchOptions &o, Executor &executor, const plan::Plan &p,
     std::printf("plan:     %s (%d sequences)\nexecutor: %s\n", o.plan.c_str(), p.max_batch(),
                 name.c_str());
     printTokenPick(executor);
-    std::printf("memory:   %.2f GiB on the device\n", double(deviceBytes) / double(1ull << 30));
-    if (bandwidth > 0)
-      std::printf("bandwidth: %.3g GB/s (%s)\n", bandwidth / 1e9, bandwidthSource);
-    else
-      std::printf("bandwidth: unknown (give --bandwidth for MBU)\n");
+    printDeviceLines(deviceBytes, bandwidth, bandwidthSource);
     std::printf("runs:     %d measured after %d warm-up, %d batch steps each; median [min, max]; "
                 "tok/s counts every sequence\n\n",
                 o.reps, o.warmup, o.gen);
@@ -761,11 +767,7 @@ int bench(const BenchOptions &o) {
       std::printf("top-p:    drawn over the whole row on the device in %d of %d decode steps "
                   "(warm-ups included)\n",
                   picks.rowDraws, decodeSteps);
-    std::printf("memory:   %.2f GiB on the device\n", double(deviceBytes) / double(1ull << 30));
-    if (bandwidth > 0)
-      std::printf("bandwidth: %.3g GB/s (%s)\n", bandwidth / 1e9, bandwidthSource);
-    else
-      std::printf("bandwidth: unknown (give --bandwidth for MBU)\n");
+    printDeviceLines(deviceBytes, bandwidth, bandwidthSource);
     std::printf("runs:     %d measured after %d warm-up, %d decode steps each; "
                 "median [min, max]\n\n",
                 o.reps, o.warmup, o.gen);
