@@ -339,10 +339,13 @@ void printTokenPick(const Executor &executor) {
                                     : "the logits to the host, which takes their argmax");
 }
 
-// The report's lines on the device: the memory the plan takes there and the bandwidth MBU
-// is measured against.
+// The report's lines on the device: the memory the plan takes there (none for an executor
+// that runs on the host) and the bandwidth MBU is measured against.
 void printDeviceLines(uint64_t deviceBytes, double bandwidth, const char *bandwidthSource) {
-  std::printf("memory:   %.2f GiB on the device\n", double(deviceBytes) / double(1ull << 30));
+  if (deviceBytes > 0)
+    std::printf("memory:   %.2f GiB on the device\n", double(deviceBytes) / double(1ull << 30));
+  else
+    std::printf("memory:   none on a device (the executor runs on the host)\n");
   if (bandwidth > 0)
     std::printf("bandwidth: %.3g GB/s (%s)\n", bandwidth / 1e9, bandwidthSource);
   else

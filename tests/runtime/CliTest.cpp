@@ -316,6 +316,9 @@ TEST(Cli, BenchBatchSweep) {
   EXPECT_NE(table.out.find("x batch1"), std::string::npos) << table.out;
   // The CPU executor leaves the pick to the host (the GPU's: tests/gpu/GreedyTest.cpp).
   EXPECT_NE(table.out.find("tokens:   the logits to the host"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("memory:   none on a device (the executor runs on the host)"),
+            std::string::npos)
+      << table.out;
   int rows = 0;
   std::istringstream lines(table.out);
   for (std::string line; std::getline(lines, line);) {
