@@ -116,6 +116,48 @@ TEST(Cli, UnwritableOutputsAreRefusedFirst) {
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "a probe file was left behind";
 }
 
+// What the library generates greedily from `prompt` on the CPU executor (ignoring EOS): the
+// reference ninfer's output is held to.
+struct LibraryRun {
+  bool ok = false;
+  std::string ids; // comma-separated, as --print-ids prints them
+  GenerationStats stats;
+  std::vector<float> promptLogits;
+  int context = 0;
+};
+LibraryRun generateWithLibrary(const std::string& path, const std::vector<int32_t>& prompt,
+                               int maxNewTokens) {
+  LibraryRun run;
+  auto file = PlanFile::open(path);
+  if (!file.isOk()) {
+    ADD_FAILURE() << file.status().message();
+    return run;
+  }
+  auto executor = createCpuExecutor(*file.value(), 1);
+  if (!executor.isOk()) {
+    ADD_FAILURE() << executor.status().message();
+    return run;
+  }
+  GenerationConfig config = GenerationConfig::fromPlan(*file.value());
+  config.maxNewTokens = maxNewTokens;
+  config.ignoreEos = true;
+  Generator generator(*executor.value(), config);
+  Sampler greedy(SamplingParams{});
+  auto stats = generator.generate(prompt, greedy, [&](int32_t id) {
+    run.ids += (run.ids.empty() ? "" : ",") + std::to_string(id);
+    return true;
+  });
+  if (!stats.isOk()) {
+    ADD_FAILURE() << stats.status().message();
+    return run;
+  }
+  run.ok = true;
+  run.stats = *stats;
+  run.promptLogits = generator.promptLogits();
+  run.context = config.context;
+  return run;
+}
+
 TEST(Cli, PrintIdsMatchesTheLibraryAndDumpsLogits) {
   TinyModel model = buildTinyModel(TinyModelSpec());
   const std::string path = model.maker.write("cli_gen.nplan");
@@ -127,22 +169,9 @@ TEST(Cli, PrintIdsMatchesTheLibraryAndDumpsLogits) {
                        logitsPath);
   ASSERT_EQ(r.exitCode, 0) << r.err;
 
-  auto file = PlanFile::open(path);
-  ASSERT_TRUE(file.isOk());
-  auto executor = createCpuExecutor(*file.value(), 1);
-  ASSERT_TRUE(executor.isOk());
-  GenerationConfig config = GenerationConfig::fromPlan(*file.value());
-  config.maxNewTokens = 7;
-  config.ignoreEos = true;
-  Generator generator(*executor.value(), config);
-  Sampler greedy(SamplingParams{});
-  std::string expected;
-  auto stats = generator.generate({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, greedy, [&](int32_t id) {
-    expected += (expected.empty() ? "" : ",") + std::to_string(id);
-    return true;
-  });
-  ASSERT_TRUE(stats.isOk());
-  EXPECT_EQ(r.out, expected + "\n");
+  const LibraryRun expected = generateWithLibrary(path, {3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, 7);
+  ASSERT_TRUE(expected.ok);
+  EXPECT_EQ(r.out, expected.ids + "\n");
   EXPECT_NE(r.err.find("prompt 10 tokens, generated 7 tokens"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("executor cpu (2 threads)"), std::string::npos) << r.err;
 
@@ -150,31 +179,23 @@ TEST(Cli, PrintIdsMatchesTheLibraryAndDumpsLogits) {
   ASSERT_EQ(bytes.size(), 4u * model.spec.vocab);
   std::vector<float> logits(model.spec.vocab);
   std::memcpy(logits.data(), bytes.data(), bytes.size()); // the test machine is little-endian
-  EXPECT_EQ(logits, generator.promptLogits());
+  EXPECT_EQ(logits, expected.promptLogits);
 }
 
 // A generation that reaches the plan's context before -n says so, with the library's count.
 TEST(Cli, SaysWhenTheContextEndsAGeneration) {
   TinyModel model = buildTinyModel(TinyModelSpec());
   const std::string path = model.maker.write("cli_context_end.nplan");
-  auto file = PlanFile::open(path);
-  ASSERT_TRUE(file.isOk());
-  auto executor = createCpuExecutor(*file.value(), 1);
-  ASSERT_TRUE(executor.isOk());
-  GenerationConfig config = GenerationConfig::fromPlan(*file.value());
-  config.maxNewTokens = 1000;
-  config.ignoreEos = true;
-  Generator generator(*executor.value(), config);
-  Sampler greedy(SamplingParams{});
-  auto stats = generator.generate({3, 1, 4}, greedy, [](int32_t) { return true; });
-  ASSERT_TRUE(stats.isOk());
-  ASSERT_TRUE(stats->stoppedAtContext);
-  const std::string cut = "generated " + std::to_string(stats->generatedTokens) +
+  const LibraryRun expected = generateWithLibrary(path, {3, 1, 4}, 1000);
+  ASSERT_TRUE(expected.ok);
+  ASSERT_TRUE(expected.stats.stoppedAtContext);
+  const std::string cut = "generated " + std::to_string(expected.stats.generatedTokens) +
                           " tokens (stopped at the plan's context of " +
-                          std::to_string(config.context) + " positions; ninferc --ctx sets it)";
+                          std::to_string(expected.context) + " positions; ninferc --ctx sets it)";
   CliResult r = runCli(path + " --prompt-ids 3,1,4 -n 1000 --ignore-eos --device cpu --print-ids");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(r.err.find(cut), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, expected.ids + "\n");
   // Where -n ends it first, nothing is said.
   r = runCli(path + " --prompt-ids 3,1,4 -n 5 --ignore-eos --device cpu --print-ids");
   ASSERT_EQ(r.exitCode, 0) << r.err;
