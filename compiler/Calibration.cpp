@@ -301,7 +301,7 @@ CalibrationRunner::create(mlir::ModuleOp module, const WeightStore& weights,
   LowerOptions lower;
   lower.context = options.chunkTokens;
   lower.maxStepTokens = options.chunkTokens;
-  lower.modelDir = options.modelDir;
+  lower.tokenizer = options.tokenizer;
   auto plan = lowerToPlan(*clone, config, weights, lower);
   if (!plan)
     return plan.takeError();

@@ -24,6 +24,7 @@
 
 #include "ModelConfig.h"
 #include "WeightStore.h"
+#include "plan_generated.h"
 #include "passes/Quantize.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -37,7 +38,7 @@ namespace ninfer {
 
 struct CalibrationOptions {
   std::string textPath;          // calibration text (UTF-8)
-  std::string modelDir;          // for the tokenizer
+  const plan::TokenizerT* tokenizer = nullptr; // tokenizes the calibration text
   int64_t maxTokens = 16384;     // tokens used for H (whole chunks)
   int chunkTokens = 512;         // tokens per chunk (the executor's context)
   int64_t sensitivityTokens = 512; // tokens scored per sensitivity measurement (a chunk

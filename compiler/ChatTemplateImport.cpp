@@ -107,14 +107,19 @@ llvm::Error importChatTemplate(const std::string& modelDir, plan::TokenizerT& ta
   if (source.empty())
     return llvm::Error::success(); // no chat template: nothing to do
 
-  Result<ChatTemplate> parsed = ChatTemplate::parse(source);
-  if (!parsed)
-    return fail(sourceName + ": " + parsed.status().message());
-
   std::optional<std::string> bos =
       tokConfig ? specialTokenText(*tokConfig, "bos_token") : std::nullopt;
   std::optional<std::string> eos =
       tokConfig ? specialTokenText(*tokConfig, "eos_token") : std::nullopt;
+  return setChatTemplate(source, sourceName, bos, eos, table);
+}
+
+llvm::Error setChatTemplate(const std::string& source, const std::string& sourceName,
+                            const std::optional<std::string>& bos,
+                            const std::optional<std::string>& eos, plan::TokenizerT& table) {
+  Result<ChatTemplate> parsed = ChatTemplate::parse(source);
+  if (!parsed)
+    return fail(sourceName + ": " + parsed.status().message());
 
   // A trial render catches what only shows when the template runs (an error
   // the template raises on purpose, raise_exception, is its own business).

@@ -8,6 +8,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 
 namespace ninfer {
@@ -26,5 +27,11 @@ namespace ninfer {
 // an assistant turn, even when generation_config.json lists only the base
 // model's EOS.
 llvm::Error importChatTemplate(const std::string& modelDir, plan::TokenizerT& table);
+
+// The same for a template from elsewhere (a GGUF file's tokenizer.chat_template):
+// `sourceName` names it in errors; bos/eos are the token texts the template sees.
+llvm::Error setChatTemplate(const std::string& source, const std::string& sourceName,
+                            const std::optional<std::string>& bos,
+                            const std::optional<std::string>& eos, plan::TokenizerT& table);
 
 } // namespace ninfer

@@ -35,23 +35,62 @@ std::string modelDirectory(const std::string& input) {
   return parent.empty() ? "." : parent;
 }
 
-llvm::Expected<std::unique_ptr<WeightStore>> openWeights(const CompileOptions& options,
-                                                         const std::string& modelDir) {
+// What the compile starts from: the architecture, the weights and the tokenizer table
+// (with the chat template), from a Hugging Face folder, a GGUF file, or a config.json
+// alone (--dummy-weights).
+struct ModelSource {
+  ModelConfig config;
+  std::unique_ptr<WeightStore> weights;
+  std::unique_ptr<plan::TokenizerT> tokenizer;
+};
+
+llvm::Expected<ModelSource> openHuggingFace(const CompileOptions& options) {
+  ModelSource source;
+  auto config = loadModelConfig(options.input);
+  if (!config)
+    return config.takeError();
+  source.config = std::move(*config);
+  const std::string modelDir = modelDirectory(options.input);
+  if (options.dummyWeights) {
+    source.weights = WeightStore::createDummy();
+  } else {
+    if (!llvm::sys::fs::is_directory(options.input))
+      return compileError("'" + options.input +
+                          "' is a file: give the checkpoint directory or a GGUF file, or add "
+                          "--dummy-weights to compile the shape alone");
+    auto weights = WeightStore::openCheckpoint(modelDir);
+    if (!weights)
+      return weights.takeError();
+    llvm::Expected<BitNetImport> bitnet = importBitNetWeights(modelDir, **weights);
+    if (!bitnet)
+      return bitnet.takeError();
+    if (bitnet->bitnet && options.bitnetImported)
+      options.bitnetImported(*bitnet);
+    source.weights = std::move(*weights);
+  }
+  auto tokenizer = importTokenizer(modelDir, source.config);
+  if (!tokenizer)
+    return tokenizer.takeError();
+  if (llvm::Error error = importChatTemplate(modelDir, **tokenizer))
+    return error;
+  source.tokenizer = std::move(*tokenizer);
+  return source;
+}
+
+llvm::Expected<ModelSource> openSource(const CompileOptions& options) {
+  if (!isGgufFile(options.input))
+    return openHuggingFace(options);
   if (options.dummyWeights)
-    return WeightStore::createDummy();
-  if (!llvm::sys::fs::is_directory(options.input))
-    return compileError("'" + options.input +
-                        "' is a file: give the checkpoint directory, or add --dummy-weights to "
-                        "compile the shape alone");
-  auto weights = WeightStore::openCheckpoint(modelDir);
-  if (!weights)
-    return weights.takeError();
-  llvm::Expected<BitNetImport> bitnet = importBitNetWeights(modelDir, **weights);
-  if (!bitnet)
-    return bitnet.takeError();
-  if (bitnet->bitnet && options.bitnetImported)
-    options.bitnetImported(*bitnet);
-  return weights;
+    return compileError("--dummy-weights takes a config.json, not a GGUF file");
+  GgufReadOptions read;
+  read.keepExactFormats = !options.quant.enabled();
+  read.progress = options.ggufProgress;
+  auto gguf = importGguf(options.input, read);
+  if (!gguf)
+    return gguf.takeError();
+  if (options.ggufImported)
+    options.ggufImported(*gguf);
+  return ModelSource{std::move(gguf->config), std::move(gguf->weights), std::move(gguf->tokenizer)};
 }
 
 } // namespace
@@ -85,10 +124,8 @@ llvm::Expected<std::unique_ptr<plan::PlanT>> lowerToPlan(mlir::ModuleOp module,
   if (!plan)
     return plan.takeError();
 
-  auto tokenizer = importTokenizer(options.modelDir, config);
-  if (!tokenizer)
-    return tokenizer.takeError();
-  (*plan)->tokenizer = std::move(*tokenizer);
+  (*plan)->tokenizer = options.tokenizer ? std::make_unique<plan::TokenizerT>(*options.tokenizer)
+                                         : std::make_unique<plan::TokenizerT>();
   return plan;
 }
 
@@ -104,19 +141,17 @@ llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
   if (!options.output.empty())
     if (llvm::Error error = toError(checkPlanPath(options.output)))
       return error;
-  auto config = loadModelConfig(options.input);
-  if (!config)
-    return config.takeError();
-  const std::string modelDir = modelDirectory(options.input);
-  auto weights = openWeights(options, modelDir);
-  if (!weights)
-    return weights.takeError();
+  auto source = openSource(options);
+  if (!source)
+    return source.takeError();
+  const ModelConfig& config = source->config;
+  WeightStore& weights = *source->weights;
 
   mlir::DialectRegistry registry;
   registry.insert<ninfer::NinferDialect, mlir::func::FuncDialect>();
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
-  auto module = importModel(context, *config, **weights);
+  auto module = importModel(context, config, weights);
   if (!module)
     return module.takeError();
 
@@ -129,15 +164,15 @@ llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
       return mode.takeError();
     ternaryMode = *mode;
   }
-  if (llvm::Error error = applyTernary(**weights, **module, ternaryMode, options.ternaryFormat,
+  if (llvm::Error error = applyTernary(weights, **module, ternaryMode, options.ternaryFormat,
                                        &compiled.ternary))
     return error;
   if (options.ternaryPacked)
     options.ternaryPacked(compiled.ternary);
   QuantOptions quant = options.quant;
-  quant.modelDir = modelDir;
+  quant.tokenizer = source->tokenizer.get();
   if (llvm::Error error =
-          runQuantization(**module, **weights, *config, quant, &compiled.quantization))
+          runQuantization(**module, weights, config, quant, &compiled.quantization))
     return error;
 
   LowerOptions lower;
@@ -146,14 +181,12 @@ llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
   lower.fuse = options.fuse;
   lower.kvDType = options.kvDType;
   lower.maxBatch = options.maxBatch;
-  lower.modelDir = modelDir;
+  lower.tokenizer = source->tokenizer.get();
   lower.emitMlir = options.emitMlir;
-  auto plan = lowerToPlan(**module, *config, **weights, lower);
+  auto plan = lowerToPlan(**module, config, weights, lower);
   if (!plan)
     return plan.takeError();
   plan::PlanT& planT = **plan;
-  if (llvm::Error error = importChatTemplate(modelDir, *planT.tokenizer))
-    return error;
   planT.compiler = options.compiler;
   planT.target = options.target;
   planT.dummy_weights = options.dummyWeights;
@@ -177,7 +210,7 @@ llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
       return error;
   }
   if (!options.output.empty())
-    if (llvm::Error error = toError(writePlanWithWeights(options.output, planT, **weights)))
+    if (llvm::Error error = toError(writePlanWithWeights(options.output, planT, weights)))
       return error;
   compiled.plan = std::move(*plan);
   return compiled;

@@ -1,7 +1,7 @@
 // The compiler's steps as a library, so ninferc, calibration and the tests run
 // the same sequence:
 //
-//   config.json + weights (checkpoint with BitNet import, or dummy) -> importer
+//   config.json + weights (checkpoint with BitNet import, or dummy), or a GGUF file -> importer
 //   -> weight transforms (lossless ternary packing, then q8..q2 / --bpw
 //   quantization) -> pass pipeline -> PlanBuilder -> tokenizer -> chat template
 //   -> [check] -> kernel emission (NVRTC) -> plan writer (temp file, rename)
@@ -11,6 +11,7 @@
 #pragma once
 
 #include "BitNetImport.h"
+#include "GgufImport.h"
 #include "ModelConfig.h"
 #include "QuantizeDriver.h"
 #include "TernaryPacking.h"
@@ -35,7 +36,7 @@ struct LowerOptions {
   bool fuse = true;         // PlanOptions::fuse
   plan::DType kvDType = plan::DType::F16; // PlanOptions::kvDType: F16 or Q8_KV
   int maxBatch = 1;                       // PlanOptions::maxBatch: sequences (KV-cache slots)
-  std::string modelDir;     // tokenizer files
+  const plan::TokenizerT* tokenizer = nullptr; // copied into the plan (none: kind None)
   std::string emitMlir;     // when set, the module after the pipeline is written there
 };
 
@@ -50,9 +51,9 @@ llvm::Expected<std::unique_ptr<plan::PlanT>> lowerToPlan(mlir::ModuleOp module,
 Status writePlanWithWeights(const std::string& path, plan::PlanT& plan, const WeightStore& weights);
 
 struct CompileOptions {
-  std::string input;         // checkpoint directory, or config.json with dummyWeights
+  std::string input;         // checkpoint directory or GGUF file, or config.json with dummyWeights
   bool dummyWeights = false; // compile the shape alone (the runtime fills the weights)
-  QuantOptions quant;        // --quant and friends (quant.modelDir is set from input)
+  QuantOptions quant;        // --quant and friends (quant.tokenizer is set from input)
   TernaryFormat ternaryFormat = TernaryFormat::TQ1; // for --quant auto/ternary
   int context = 4096;
   int maxStepTokens = 512;
@@ -69,6 +70,9 @@ struct CompileOptions {
   // and once the kernels' launches and workspace are final, before NVRTC compiles them and
   // before the plan is written (an error refuses it).
   std::function<void(const BitNetImport&)> bitnetImported;
+  // For a GGUF input: while its tensors are read (bytes done, total), and after.
+  std::function<void(uint64_t, uint64_t)> ggufProgress;
+  std::function<void(const GgufModel&)> ggufImported;
   std::function<void(const TernaryReport&)> ternaryPacked;
   std::function<llvm::Error(const plan::PlanT&)> checkPlan;
 };

@@ -89,11 +89,18 @@ llvm::Expected<mlir::Value> ModelImporter::weight(const std::string& name,
   llvm::Expected<const TensorRef*> ref = weights_.get(name, shape);
   if (!ref)
     return ref.takeError();
-  llvm::Expected<mlir::Type> element = elementType(**ref);
+  // A weight the store already holds packed (a GGUF file's Q8_0 as q8_g32) is f16 to the IR,
+  // and its storage attribute names the packed dtype, as after the quantization pass.
+  const bool packed = quantFormatOf((*ref)->dtype) >= 0;
+  llvm::Expected<mlir::Type> element =
+      packed ? llvm::Expected<mlir::Type>(builder_.getF16Type()) : elementType(**ref);
   if (!element)
     return element.takeError();
   auto type = mlir::RankedTensorType::get(shape, *element);
-  mlir::Value value = builder_.create<WeightOp>(loc(name), type, name).getResult();
+  auto op = builder_.create<WeightOp>(loc(name), type, name);
+  if (packed)
+    op->setAttr(kStorageAttr, builder_.getStringAttr(dtypeName((*ref)->dtype)));
+  mlir::Value value = op.getResult();
   weightOps_.emplace(name, value);
   return value;
 }

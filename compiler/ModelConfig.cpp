@@ -484,6 +484,9 @@ RopeTables computeRopeTables(const ModelConfig& config) {
   }
   }
 
+  if (config.ropeFreqFactors.size() == invFreq.size())
+    for (int i = 0; i < half; ++i)
+      invFreq[i] /= config.ropeFreqFactors[i];
   tables.invFreq.assign(invFreq.begin(), invFreq.end());
   return tables;
 }

@@ -37,6 +37,9 @@ struct ModelConfig {
   double rmsEps = 1e-6;
   double ropeTheta = 10000.0;
   RopeScaling rope;
+  // Per-frequency divisors of inv_freq (head_dim/2 of them), as a GGUF file stores
+  // llama3-style scaling (its rope_freqs tensor); empty: none.
+  std::vector<float> ropeFreqFactors;
   bool tieWordEmbeddings = false;
   bool qkvBias = false;   // qwen2 (always), llama attention_bias
   bool outputBias = false; // llama attention_bias also biases o_proj

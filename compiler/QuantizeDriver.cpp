@@ -319,7 +319,7 @@ llvm::Error runQuantization(mlir::ModuleOp module, WeightStore& weights, const M
     return calib.takeError();
   CalibrationOptions calibOptions;
   calibOptions.textPath = *calib;
-  calibOptions.modelDir = options.modelDir;
+  calibOptions.tokenizer = options.tokenizer;
   calibOptions.maxTokens = options.calibTokens;
   calibOptions.sensitivityTokens = options.sensitivityTokens;
   calibOptions.threads = options.threads;

@@ -7,6 +7,7 @@
 
 #include "ModelConfig.h"
 #include "WeightStore.h"
+#include "plan_generated.h"
 #include "passes/Quantize.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -34,7 +35,7 @@ struct QuantOptions {
   int64_t sensitivityTokens = 512; // --sensitivity-tokens N (mixed precision only)
   std::string sensitivityFormat = "q3_g64"; // --sensitivity-format F (a mixed candidate)
   double hessianShrink = 0.25; // --hessian-shrink X (GPTQ's H toward its diagonal)
-  std::string modelDir;        // the checkpoint (tokenizer for calibration)
+  const plan::TokenizerT* tokenizer = nullptr; // the model's (calibration tokenizes with it)
   // QuantizeSettings::keepCandidateBytes (no flag; tests set 0 to check that
   // quantizing the chosen formats again gives the kept bytes).
   uint64_t keepCandidateBytes = uint64_t(1) << 30;

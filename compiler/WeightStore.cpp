@@ -3,6 +3,7 @@
 // tensors the compiler creates itself.
 #include "WeightStore.h"
 
+#include "MappedFile.h"
 #include "Safetensors.h"
 
 #include "ninfer/QuantFormats.h"
@@ -13,13 +14,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
+#include <algorithm>
 #include <set>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace ninfer {
 namespace {
@@ -42,41 +38,6 @@ std::string shapeString(const std::vector<int64_t>& shape) {
 }
 
 } // namespace
-
-// A read-only mapping of one checkpoint file; unmapped when the store dies.
-struct WeightStore::Mapping {
-  const uint8_t* data = nullptr;
-  uint64_t size = 0;
-  ~Mapping() {
-    if (data && size)
-      munmap(const_cast<uint8_t*>(data), size);
-  }
-
-  static llvm::Expected<std::unique_ptr<Mapping>> open(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      return makeError("cannot open " + path + ": " + std::strerror(errno));
-    struct stat info;
-    if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-      ::close(fd);
-      return makeError("cannot read " + path + ": not a regular file");
-    }
-    auto mapping = std::make_unique<Mapping>();
-    mapping->size = static_cast<uint64_t>(info.st_size);
-    if (mapping->size > 0) {
-      void* address = mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (address == MAP_FAILED) {
-        int error = errno;
-        ::close(fd);
-        mapping->size = 0;
-        return makeError("cannot map " + path + ": " + std::strerror(error));
-      }
-      mapping->data = static_cast<const uint8_t*>(address);
-    }
-    ::close(fd); // the mapping stays valid without the descriptor
-    return mapping;
-  }
-};
 
 size_t dtypeSize(WeightDType dtype) {
   switch (dtype) {
@@ -169,6 +130,10 @@ uint64_t TensorRef::elements() const {
 
 WeightStore::~WeightStore() = default;
 
+std::unique_ptr<WeightStore> WeightStore::createEmpty() {
+  return std::unique_ptr<WeightStore>(new WeightStore());
+}
+
 std::unique_ptr<WeightStore> WeightStore::createDummy() {
   std::unique_ptr<WeightStore> store(new WeightStore());
   store->dummy_ = true;
@@ -182,11 +147,11 @@ llvm::Expected<std::unique_ptr<WeightStore>> WeightStore::openCheckpoint(const s
 
   // Maps one safetensors file and adds its tensors; returns their names.
   auto addFile = [&](const std::string& path) -> llvm::Expected<std::set<std::string>> {
-    llvm::Expected<std::unique_ptr<Mapping>> mapping = Mapping::open(path);
+    llvm::Expected<std::shared_ptr<const MappedFile>> mapping = MappedFile::open(path);
     if (!mapping)
       return mapping.takeError();
     llvm::Expected<std::vector<TensorRef>> tensors =
-        parseSafetensors(path, (*mapping)->data, (*mapping)->size);
+        parseSafetensors(path, (*mapping)->data(), (*mapping)->size());
     if (!tensors)
       return tensors.takeError();
     std::set<std::string> names;
@@ -284,6 +249,14 @@ const TensorRef& WeightStore::addOwned(const std::string& name, WeightDType dtyp
   owned_.push_back(std::move(bytes));
   ref.data = owned_.back().data();
   TensorRef& slot = tensors_[name];
+  slot = std::move(ref);
+  return slot;
+}
+
+const TensorRef& WeightStore::addMapped(TensorRef ref, std::shared_ptr<const MappedFile> file) {
+  if (std::find(mappings_.begin(), mappings_.end(), file) == mappings_.end())
+    mappings_.push_back(std::move(file));
+  TensorRef& slot = tensors_[ref.name];
   slot = std::move(ref);
   return slot;
 }

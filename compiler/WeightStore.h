@@ -13,6 +13,8 @@
 
 namespace ninfer {
 
+class MappedFile;
+
 // TQ2, TQ1: packed ternary weights (ninfer/TernaryDType.h); not element-sized,
 // so dtypeSize() is 0 and tensorBytes() gives their size.
 enum class WeightDType { F32, F16, BF16, I32, TQ2,
@@ -47,6 +49,8 @@ public:
   static llvm::Expected<std::unique_ptr<WeightStore>> openCheckpoint(const std::string& dir);
   // A store without bytes: tensors are declared with addDummy (--dummy-weights).
   static std::unique_ptr<WeightStore> createDummy();
+  // A store to fill with addMapped/addOwned (other checkpoint formats: GGUF).
+  static std::unique_ptr<WeightStore> createEmpty();
   ~WeightStore();
 
   bool isDummy() const { return dummy_; }
@@ -57,15 +61,17 @@ public:
                                        const std::vector<int64_t>& shape) const;
   const TensorRef& addOwned(const std::string& name, WeightDType dtype,
                             std::vector<int64_t> shape, std::vector<uint8_t> bytes);
+  // A tensor whose bytes lie in `file` (ref.data points into it); the store keeps the
+  // mapping alive.
+  const TensorRef& addMapped(TensorRef ref, std::shared_ptr<const MappedFile> file);
   const TensorRef& addDummy(const std::string& name, WeightDType dtype, std::vector<int64_t> shape);
   const std::map<std::string, TensorRef>& tensors() const { return tensors_; }
 
 private:
   WeightStore() = default;
-  struct Mapping;
   bool dummy_ = false;
   std::map<std::string, TensorRef> tensors_;
-  std::vector<std::unique_ptr<Mapping>> mappings_;
+  std::vector<std::shared_ptr<const MappedFile>> mappings_;
   std::vector<std::vector<uint8_t>> owned_;
 };
 

@@ -1,4 +1,4 @@
-// ninferc: compiles a Hugging Face checkpoint (or a config.json with
+// ninferc: compiles a Hugging Face checkpoint or a GGUF file (or a config.json with
 // --dummy-weights) into one .nplan file for a GPU target and context length.
 // The steps are compileModel() (CompileDriver.h); this file holds the options,
 // the messages (memory report and refusal, ternary and final lines) and the
@@ -47,10 +47,13 @@ struct Options {
 void printHelp() {
   std::printf(R"(ninferc %s - ahead-of-time compiler for LLM inference plans
 
-usage: ninferc <model-dir | config.json> --target T -o OUT.nplan [options]
+usage: ninferc <model-dir | model.gguf | config.json> --target T -o OUT.nplan [options]
 
   <model-dir>            Hugging Face checkpoint: config.json + model.safetensors (or a sharded
                          model.safetensors.index.json); tokenizer.json when present
+  model.gguf             llama.cpp GGUF file (llama, qwen2, qwen3): F32/F16/BF16 weights read
+                         as they are; Q4_0..Q8_0 and Q2_K..Q6_K decoded to f16 (pack them
+                         again with --quant); its tokenizer and chat template
   config.json            with --dummy-weights: compile the shape alone
   -o, --output FILE      the plan to write (written to a temporary name, renamed when complete)
   --target T             card or architecture; repeat or comma-separate for several (a cubin each)
@@ -282,6 +285,26 @@ int main(int argc, char** argv) {
                  "to int8 per token, ninfer keeps them in f32, so logits are close to, not "
                  "equal to, transformers'\n",
                  bitnet.unpacked, bitnet.divideScale ? "/" : "*");
+  };
+  std::optional<Progress> ggufProgress;
+  compile.ggufProgress = [&](uint64_t done, uint64_t total) {
+    if (!ggufProgress)
+      ggufProgress.emplace("reading GGUF", total, !options.quiet);
+    ggufProgress->update(done);
+    if (done == total)
+      ggufProgress->finish();
+  };
+  compile.ggufImported = [&](const GgufModel& gguf) {
+    if (!options.quiet && gguf.exactTensors > 0)
+      std::fprintf(stderr,
+                   "GGUF: %zu Q8_0/Q4_0/Q5_0 tensors kept as q8_g32/q4_g32/q5_g32 (the same "
+                   "values)\n",
+                   gguf.exactTensors);
+    if (!options.quiet && gguf.decodedTensors > 0 && !compile.quant.enabled())
+      std::fprintf(stderr,
+                   "note: %zu quantized GGUF tensors were decoded to f16 and stay so; add "
+                   "--quant q4 (or q8, q6, q5, q3, q2, --bpw X) to pack them again\n",
+                   gguf.decodedTensors);
   };
   compile.ternaryPacked = [&](const TernaryReport& ternary) {
     if (!options.quiet && ternary.packed > 0)

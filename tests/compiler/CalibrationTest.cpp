@@ -14,6 +14,7 @@
 #include "Calibration.h"
 #include "Importer.h"
 #include "ModelConfig.h"
+#include "TokenizerImport.h"
 #include "WeightStore.h"
 #include "ir/NinferDialect.h"
 
@@ -59,6 +60,8 @@ TEST(Calibration, SensitivityRunsResumeExactly) {
   context.loadAllAvailableDialects();
   auto module = importModel(context, *config, **weights);
   ASSERT_TRUE(bool(module)) << llvm::toString(module.takeError());
+  auto tokenizer = importTokenizer(kModel, *config);
+  ASSERT_TRUE(bool(tokenizer)) << llvm::toString(tokenizer.takeError());
 
   // Whole chunks (512), the first chunk cut short (300: a reference run of its
   // own over the scored tokens), a whole chunk and a cut one (768). The
@@ -68,7 +71,7 @@ TEST(Calibration, SensitivityRunsResumeExactly) {
     SCOPED_TRACE("sensitivity tokens " + std::to_string(scored));
     CalibrationOptions options;
     options.textPath = kCalib;
-    options.modelDir = kModel;
+    options.tokenizer = tokenizer->get();
     options.maxTokens = 1024;
     options.sensitivityTokens = scored;
     options.threads = 2;
@@ -117,6 +120,7 @@ struct Loaded {
   std::unique_ptr<ModelConfig> config;
   std::unique_ptr<WeightStore> weights;
   mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::unique_ptr<plan::TokenizerT> tokenizer;
 };
 
 std::unique_ptr<Loaded> load() {
@@ -138,6 +142,11 @@ std::unique_ptr<Loaded> load() {
   if (!module)
     return nullptr;
   out->module = std::move(*module);
+  auto tokenizer = importTokenizer(kModel, *out->config);
+  EXPECT_TRUE(bool(tokenizer)) << llvm::toString(tokenizer.takeError());
+  if (!tokenizer)
+    return nullptr;
+  out->tokenizer = std::move(*tokenizer);
   return out;
 }
 
@@ -145,7 +154,7 @@ std::unique_ptr<CalibrationRunner> makeRunner(const Loaded& m, const WeightStore
                                               CalibrationData& data) {
   CalibrationOptions options;
   options.textPath = kCalib;
-  options.modelDir = kModel;
+  options.tokenizer = m.tokenizer.get();
   options.maxTokens = 1024;
   options.threads = 2;
   options.progress = false;

@@ -103,7 +103,6 @@ protected:
     o.group = group;
     o.calibPath = kCalib;
     o.calibTokens = 1024;
-    o.modelDir = kModel;
     o.quiet = true;
     o.threads = 2;
     return o;

@@ -3,6 +3,7 @@
 
 For every tests/golden/data/<model>.json (made by make_goldens.py):
   1. ninferc <model_dir> --target sm_90 --ctx 128 -o WORK/<model>.nplan
+     (--gguf [SUBDIR]: ninferc gguf/<model>.gguf, llama.cpp's conversion of the checkpoint)
   2. for each prompt:
        ninfer WORK/<model>.nplan --device DEV --prompt-ids 1,2,3 -n 40 --print-ids
               --ignore-eos --no-bos --dump-logits WORK/<model>.<prompt>.logits.bin
@@ -137,6 +138,10 @@ def main():
                     help="shared folder holding models/pycode-*")
     ap.add_argument("--work", required=True, help="scratch folder for plans and logit dumps")
     ap.add_argument("--models", default="", help="comma-separated subset (default: all goldens)")
+    ap.add_argument("--gguf", nargs="?", const="gguf", default=None, metavar="SUBDIR",
+                    help="compile GOLDEN_DIR/SUBDIR/<model>.gguf (default SUBDIR gguf: "
+                         "llama.cpp's conversion of the checkpoint, make_gguf_models.py) "
+                         "instead of the checkpoint; models without one are left out")
     ap.add_argument("--target", default="sm_90")
     ap.add_argument("--ctx", type=int, default=128,
                     help="context for ninferc (prompts + 40 tokens need <= 80; 128 stays within every "
@@ -180,6 +185,9 @@ def main():
             log("0 passed, 1 failed")
             return 1
         goldens = [g for g in goldens if g["model"] in wanted]
+    if args.gguf:
+        goldens = [g for g in goldens
+                   if os.path.isfile(os.path.join(args.golden_dir, args.gguf, g["model"] + ".gguf"))]
     if not goldens:
         log(f"FAIL: no goldens found under {os.path.join(args.golden_dir, 'data')}")
         log("0 passed, 1 failed")
@@ -231,7 +239,9 @@ def main():
             plan = os.path.join(args.work, f"{name}.nplan")
             if os.path.exists(plan):
                 os.remove(plan)
-            cmd = [args.ninferc, model_dir, "--target", args.target, "--ctx", str(args.ctx),
+            source = (os.path.join(args.golden_dir, args.gguf, name + ".gguf") if args.gguf
+                      else model_dir)
+            cmd = [args.ninferc, source, "--target", args.target, "--ctx", str(args.ctx),
                    "-o", plan]
             cmd += shlex.split(args.extra_ninferc_args)
             rc, out, err, dt = run(cmd, args.compile_timeout)
