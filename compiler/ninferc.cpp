@@ -51,9 +51,10 @@ usage: ninferc <model-dir | model.gguf | config.json> --target T -o OUT.nplan [o
 
   <model-dir>            Hugging Face checkpoint: config.json + model.safetensors (or a sharded
                          model.safetensors.index.json); tokenizer.json when present
-  model.gguf             llama.cpp GGUF file (llama, qwen2, qwen3): F32/F16/BF16 weights read
-                         as they are; Q4_0..Q8_0 and Q2_K..Q6_K decoded to f16 (pack them
-                         again with --quant); its tokenizer and chat template
+  model.gguf             llama.cpp GGUF file (llama, qwen2, qwen3) with its tokenizer and chat
+                         template: F32/F16/BF16 weights as they are, Q8_0/Q4_0/Q5_0 as
+                         q8/q4/q5_g32 (the same values), Q4_1, Q5_1, Q2_K..Q6_K decoded to
+                         f16 (pack them again with --quant, which decodes all of them)
   config.json            with --dummy-weights: compile the shape alone
   -o, --output FILE      the plan to write (written to a temporary name, renamed when complete)
   --target T             card or architecture; repeat or comma-separate for several (a cubin each)
