@@ -296,16 +296,16 @@ int main(int argc, char** argv) {
       ggufProgress->finish();
   };
   compile.ggufImported = [&](const GgufModel& gguf) {
+    auto tensors = [](size_t n) { return std::to_string(n) + (n == 1 ? " tensor" : " tensors"); };
     if (!options.quiet && gguf.exactTensors > 0)
       std::fprintf(stderr,
-                   "GGUF: %zu Q8_0/Q4_0/Q5_0 tensors kept as q8_g32/q4_g32/q5_g32 (the same "
-                   "values)\n",
-                   gguf.exactTensors);
+                   "GGUF: %s of Q8_0/Q4_0/Q5_0 kept as q8_g32/q4_g32/q5_g32 (the same values)\n",
+                   tensors(gguf.exactTensors).c_str());
     if (!options.quiet && gguf.decodedTensors > 0 && !compile.quant.enabled())
       std::fprintf(stderr,
-                   "note: %zu quantized GGUF tensors were decoded to f16 and stay so; add "
-                   "--quant q4 (or q8, q6, q5, q3, q2, --bpw X) to pack them again\n",
-                   gguf.decodedTensors);
+                   "note: %s of other GGUF quantized types decoded to f16, and f16 in the plan; "
+                   "add --quant q4 (or q8, q6, q5, q3, q2, --bpw X) to pack them again\n",
+                   tensors(gguf.decodedTensors).c_str());
   };
   compile.ternaryPacked = [&](const TernaryReport& ternary) {
     if (!options.quiet && ternary.packed > 0)
