@@ -78,7 +78,8 @@ llvm::Expected<ModelSource> openHuggingFace(const CompileOptions& options) {
 }
 
 llvm::Expected<ModelSource> openSource(const CompileOptions& options) {
-  if (!isGgufFile(options.input))
+  // A .gguf name is taken at its word, so a file that is not one is refused as such.
+  if (!isGgufFile(options.input) && !llvm::StringRef(options.input).ends_with_insensitive(".gguf"))
     return openHuggingFace(options);
   if (options.dummyWeights)
     return compileError("--dummy-weights takes a config.json, not a GGUF file");

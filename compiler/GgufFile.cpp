@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <limits>
+#include <set>
 
 namespace ninfer {
 namespace {
@@ -338,6 +339,7 @@ llvm::Expected<GgufFile> parseGguf(llvm::StringRef file, const uint8_t* data, ui
   struct Info {
     uint64_t offset;
   };
+  std::set<std::string> names;
   std::vector<Info> infos;
   gguf.tensors.reserve(*tensorCount);
   for (uint64_t i = 0; i < *tensorCount; ++i) {
@@ -349,6 +351,8 @@ llvm::Expected<GgufFile> parseGguf(llvm::StringRef file, const uint8_t* data, ui
     auto bad = [&](const llvm::Twine& what) {
       return in.error("tensor '" + tensor.name + "': " + what);
     };
+    if (!names.insert(tensor.name).second)
+      return bad("appears twice");
     auto dimCount = in.read<uint32_t>("dimensions of '" + tensor.name + "'");
     if (!dimCount)
       return dimCount.takeError();

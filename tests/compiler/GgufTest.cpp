@@ -271,6 +271,12 @@ TEST(GgufImport, NamesWhatIsNotSupported) {
   EXPECT_NE(importError(split).find("one part of a GGUF split in 3 files; join them first"),
             std::string::npos);
 
+  GgufBuilder twice;
+  twice.llama();
+  twice.tensor("token_embd.weight", {32, 8});
+  EXPECT_NE(importError(twice).find("tensor 'token_embd.weight': appears twice"),
+            std::string::npos);
+
   GgufBuilder wrongType;
   wrongType.llama();
   wrongType.string("llama.attention.head_count_kv", "two");
@@ -426,6 +432,11 @@ TEST(GgufImport, ACutFileWritesNoPlan) {
   options.output = dir.file("out.nplan");
   auto compiled = compileModel(options);
   EXPECT_NE(errorText(compiled).find("runs past the end of the file"), std::string::npos);
+  EXPECT_FALSE(llvm::sys::fs::exists(options.output));
+
+  options.input = dir.write("text.gguf", "not a model");
+  auto text = compileModel(options);
+  EXPECT_NE(errorText(text).find("not a GGUF file"), std::string::npos);
   EXPECT_FALSE(llvm::sys::fs::exists(options.output));
 
   options.input = goldenGguf("tiny-qwen2.gguf");
