@@ -165,8 +165,8 @@ llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
       return mode.takeError();
     ternaryMode = *mode;
   }
-  if (llvm::Error error = applyTernary(weights, **module, ternaryMode, options.ternaryFormat,
-                                       &compiled.ternary))
+  if (llvm::Error error =
+          applyTernary(weights, **module, ternaryMode, options.ternaryFormat, &compiled.ternary))
     return error;
   if (options.ternaryPacked)
     options.ternaryPacked(compiled.ternary);
