@@ -172,8 +172,7 @@ llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
     options.ternaryPacked(compiled.ternary);
   QuantOptions quant = options.quant;
   quant.tokenizer = source->tokenizer.get();
-  if (llvm::Error error =
-          runQuantization(**module, weights, config, quant, &compiled.quantization))
+  if (llvm::Error error = runQuantization(**module, weights, config, quant, &compiled.quantization))
     return error;
 
   LowerOptions lower;
