@@ -158,6 +158,29 @@ public:
   // The longest added token at text[pos]: sets `length` and returns the id, or -1.
   int32_t match(std::string_view text, size_t pos, size_t& length) const;
 
+  // Cuts `text` at the added tokens in it, leftmost first: ordinary(start, piece) for each
+  // stretch between them (empty ones too; the whole text when there are none) and
+  // added(id) for each token, in order. Where no token starts, next(pos) gives the next
+  // byte offset to try (pos + 1, or the next character for SentencePiece's matcher).
+  template <typename Next, typename Ordinary, typename Added>
+  void split(std::string_view text, Next&& next, Ordinary&& ordinary, Added&& added) const {
+    size_t runStart = 0;
+    for (size_t pos = 0; !empty_ && pos < text.size();) {
+      size_t length = 0;
+      const int32_t id =
+          mayStartWith(static_cast<unsigned char>(text[pos])) ? match(text, pos, length) : -1;
+      if (id < 0) {
+        pos = next(pos);
+        continue;
+      }
+      ordinary(runStart, text.substr(runStart, pos - runStart));
+      added(id);
+      pos += length;
+      runStart = pos;
+    }
+    ordinary(runStart, text.substr(runStart));
+  }
+
 private:
   struct Token {
     std::string text;

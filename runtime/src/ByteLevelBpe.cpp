@@ -141,24 +141,10 @@ Result<std::vector<int32_t>> ByteLevelBpe::encode(std::string_view text, bool ad
 
   // Added tokens are found before normalization and pre-tokenization (leftmost,
   // then longest, as tokenizers' matcher does); the text between them is ordinary.
-  size_t segmentStart = 0;
-  if (!added_.empty()) {
-    for (size_t pos = 0; pos < text.size();) {
-      size_t length = 0;
-      int32_t id = added_.mayStartWith(static_cast<unsigned char>(text[pos]))
-                       ? added_.match(text, pos, length)
-                       : -1;
-      if (id < 0) {
-        ++pos;
-        continue;
-      }
-      encodeOrdinary(text.substr(segmentStart, pos - segmentStart), ids, scratch);
-      ids.push_back(id);
-      pos += length;
-      segmentStart = pos;
-    }
-  }
-  encodeOrdinary(text.substr(segmentStart), ids, scratch);
+  added_.split(
+      text, [](size_t pos) { return pos + 1; },
+      [&](size_t, std::string_view piece) { encodeOrdinary(piece, ids, scratch); },
+      [&](int32_t id) { ids.push_back(id); });
   return ids;
 }
 

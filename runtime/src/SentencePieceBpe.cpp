@@ -278,50 +278,20 @@ void SentencePieceBpe::encodeSentencePiece(std::string_view text, std::vector<in
 
 void SentencePieceBpe::encodeWithUserPieces(std::string_view text, std::vector<int32_t>& ids,
                                             Scratch& s) const {
-  if (added_.empty()) {
-    encodeWords(text, ids, s);
-    return;
-  }
   // The library's prefix matcher looks for user-defined pieces at the start of
   // every character; a match becomes one frozen symbol.
-  size_t runStart = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    size_t length = 0;
-    int32_t id = added_.mayStartWith(static_cast<unsigned char>(text[pos]))
-                     ? added_.match(text, pos, length)
-                     : -1;
-    if (id < 0) {
-      pos += charLength(static_cast<unsigned char>(text[pos]));
-      continue;
-    }
-    encodeWords(text.substr(runStart, pos - runStart), ids, s);
-    ids.push_back(id);
-    pos += length;
-    runStart = pos;
-  }
-  encodeWords(text.substr(runStart), ids, s);
+  added_.split(
+      text, [&](size_t pos) { return pos + charLength(static_cast<unsigned char>(text[pos])); },
+      [&](size_t, std::string_view piece) { encodeWords(piece, ids, s); },
+      [&](int32_t id) { ids.push_back(id); });
 }
 
 void SentencePieceBpe::encodeHuggingFace(std::string_view text, std::vector<int32_t>& ids,
                                          Scratch& s) const {
-  size_t segmentStart = 0;
-  if (!added_.empty()) {
-    for (size_t pos = 0; pos < text.size();) {
-      size_t length = 0;
-      int32_t id = added_.mayStartWith(static_cast<unsigned char>(text[pos]))
-                       ? added_.match(text, pos, length)
-                       : -1;
-      if (id < 0) {
-        ++pos;
-        continue;
-      }
-      encodeHfSegment(text.substr(segmentStart, pos - segmentStart), segmentStart == 0, ids, s);
-      ids.push_back(id);
-      pos += length;
-      segmentStart = pos;
-    }
-  }
-  encodeHfSegment(text.substr(segmentStart), segmentStart == 0, ids, s);
+  added_.split(
+      text, [](size_t pos) { return pos + 1; },
+      [&](size_t start, std::string_view piece) { encodeHfSegment(piece, start == 0, ids, s); },
+      [&](int32_t id) { ids.push_back(id); });
 }
 
 void SentencePieceBpe::encodeHfSegment(std::string_view text, bool atTextStart,
