@@ -1,85 +1,16 @@
 // Plan writer: packs the plan object into a size-prefixed flatbuffer ("NPLN"),
 // pads to kWeightAlignment, then streams every non-dummy weight segment to
-// weights_file_offset + buffer.offset. Writes "<path>.tmp-<pid>" and renames it
-// over `path` only when everything was written and flushed; on any failure the
-// temporary file is removed, so no half-written plan is ever left behind.
+// weights_file_offset + buffer.offset, through an AtomicFile: no half-written plan
+// is ever left behind.
 #include "PlanWriter.h"
 
+#include "ninfer/AtomicFile.h"
 #include "ninfer/Format.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <vector>
 
 namespace ninfer {
-namespace {
-
-Status ioError(const std::string &what, const std::string &path) {
-  return Status::error("cannot " + what + " '" + path + "': " + std::strerror(errno));
-}
-
-// Removes the temporary file unless released.
-class TempFile {
-public:
-  explicit TempFile(std::string path) : path_(std::move(path)) {}
-  ~TempFile() {
-    if (file_)
-      std::fclose(file_);
-    if (!path_.empty())
-      std::remove(path_.c_str());
-  }
-  Status open() {
-    file_ = std::fopen(path_.c_str(), "wb");
-    return file_ ? Status::ok() : ioError("create", path_);
-  }
-  Status write(const void *data, size_t size) {
-    if (size && std::fwrite(data, 1, size, file_) != size)
-      return ioError("write", path_);
-    return Status::ok();
-  }
-  Status zeros(uint64_t count) {
-    static const std::vector<uint8_t> block(1 << 16, 0);
-    while (count > 0) {
-      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(count, block.size()));
-      NINFER_RETURN_IF_ERROR(write(block.data(), chunk));
-      count -= chunk;
-    }
-    return Status::ok();
-  }
-  Status close() {
-    const bool flushed = std::fflush(file_) == 0 && fsync(fileno(file_)) == 0;
-    const bool closed = std::fclose(file_) == 0;
-    file_ = nullptr;
-    return flushed && closed ? Status::ok() : ioError("write", path_);
-  }
-  Status renameTo(const std::string &target) {
-    if (std::rename(path_.c_str(), target.c_str()) != 0)
-      return ioError("rename to '" + target + "'", path_);
-    path_.clear();
-    return Status::ok();
-  }
-
-private:
-  std::string path_;
-  FILE *file_ = nullptr;
-};
-
-// The name writePlan writes before it renames.
-std::string tempName(const std::string &path) { return path + ".tmp-" + std::to_string(getpid()); }
-
-} // namespace
-
-Status checkPlanPath(const std::string &path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    return Status::error("cannot write the plan to '" + path + "': it is a directory");
-  TempFile probe(tempName(path)); // removed again when it goes out of scope
-  return probe.open();
-}
 
 Status writePlan(const std::string &path, plan::PlanT &plan, const WeightSource &weights) {
   // Lay out the weight area: segments at their planned offsets, which must be
@@ -131,7 +62,7 @@ Status writePlan(const std::string &path, plan::PlanT &plan, const WeightSource 
   if (builder.GetSize() >= (1ull << 31) - 1)
     return Status::error("plan header exceeds the 2 GiB flatbuffer limit");
 
-  TempFile temp(tempName(path));
+  AtomicFile temp(path);
   NINFER_RETURN_IF_ERROR(temp.open());
   NINFER_RETURN_IF_ERROR(temp.write(builder.GetBufferPointer(), builder.GetSize()));
   NINFER_RETURN_IF_ERROR(temp.zeros(plan.weights_file_offset - builder.GetSize()));
@@ -145,8 +76,7 @@ Status writePlan(const std::string &path, plan::PlanT &plan, const WeightSource 
     written = segment.offset + segment.size;
   }
   NINFER_RETURN_IF_ERROR(temp.zeros(plan.weights_size - written));
-  NINFER_RETURN_IF_ERROR(temp.close());
-  return temp.renameTo(path);
+  return temp.commit();
 }
 
 } // namespace ninfer

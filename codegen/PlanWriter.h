@@ -16,11 +16,6 @@ namespace ninfer {
 // dummy weight. Lets the compiler's weight store and tests feed the writer.
 using WeightSource = std::function<const uint8_t*(const plan::BufferT& buffer)>;
 
-// Whether writePlan can write `path`: not a directory, and its temporary file can be created
-// (then removed again). The compiler asks before its work, so that an output it cannot write
-// is refused before minutes of import, quantization and NVRTC, not after them.
-Status checkPlanPath(const std::string& path);
-
 // Sets format_version (the oldest that describes the plan, ninfer/Format.h),
 // weights_file_offset and weights_size, then writes.
 Status writePlan(const std::string& path, plan::PlanT& plan, const WeightSource& weights);

@@ -7,6 +7,7 @@
 
 #include "PlanBuilder.h"
 #include "PlanWriter.h"
+#include "ninfer/AtomicFile.h"
 #include "ir/NinferDialect.h"
 #include "passes/Passes.h"
 
@@ -140,7 +141,8 @@ Status writePlanWithWeights(const std::string& path, plan::PlanT& plan,
 
 llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
   if (!options.output.empty())
-    if (llvm::Error error = toError(checkPlanPath(options.output)))
+    // Before minutes of import, quantization and NVRTC, not after them.
+    if (llvm::Error error = toError(AtomicFile::probe(options.output)))
       return error;
   auto source = openSource(options);
   if (!source)

@@ -16,9 +16,9 @@
 #include "BenchCommand.h"
 #include "BenchProfile.h"
 #include "BenchTimeline.h"
-#include "OutputFile.h"
 #include "SamplingOptions.h"
 
+#include "ninfer/AtomicFile.h"
 #include "ninfer/DecodeStep.h"
 #include "ninfer/Executor.h"
 #include "ninfer/Json.h"
@@ -642,7 +642,7 @@ int benchBatches(const BenchOptions &o, Executor &executor, const plan::Plan &p,
 
 int bench(const BenchOptions &o) {
   for (const std::string *output : {&o.plot, &o.timeline}) {
-    const Status writable = output->empty() ? Status::ok() : cli::checkWritable(*output);
+    const Status writable = output->empty() ? Status::ok() : AtomicFile::probe(*output);
     if (!writable.isOk()) {
       std::fprintf(stderr, "ninfer: error: %s\n", writable.message().c_str());
       return 1;
@@ -1020,7 +1020,7 @@ Status writeChartPng(const std::string &path, const ChartLabels &labels,
     }
   }
   const std::vector<uint8_t> png = encodePng(image);
-  return cli::writeWholeFile(path, std::string(png.begin(), png.end()));
+  return AtomicFile::writeWhole(path, png.data(), png.size());
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 #include "BenchTimeline.h"
 
 #include "BenchProfile.h"
-#include "OutputFile.h"
+#include "ninfer/AtomicFile.h"
 #include "ninfer/Json.h"
 
 #include "plan_generated.h"
@@ -207,7 +207,8 @@ Status traceAndReport(Executor& executor, const plan::Plan& p, int context, int 
                 (n > 1 ? "batch step, " + std::to_string(n) + " sequences, one token each"
                        : std::string("decode step, 1 token")) +
                     " at position " + std::to_string(context));
-  return cli::writeWholeFile(jsonPath, chromeTraceJson(spans.value()));
+  const std::string json = chromeTraceJson(spans.value());
+  return AtomicFile::writeWhole(jsonPath, json.data(), json.size());
 }
 
 } // namespace ninfer

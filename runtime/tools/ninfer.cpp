@@ -5,9 +5,9 @@
 #include "ChatCommand.h"
 #include "CliCommon.h"
 #include "EvalCommand.h"
-#include "OutputFile.h"
 #include "SamplingOptions.h"
 
+#include "ninfer/AtomicFile.h"
 #include "ninfer/Executor.h"
 #include "ninfer/Format.h"
 #include "ninfer/Generator.h"
@@ -264,7 +264,7 @@ void writeLogits(const std::string& path, const std::vector<float>& logits) {
     for (int b = 0; b < 4; ++b)
       bytes[4 * i + b] = static_cast<char>(bits >> (8 * b));
   }
-  const Status written = writeWholeFile(path, bytes);
+  const Status written = AtomicFile::writeWhole(path, bytes.data(), bytes.size());
   if (!written.isOk())
     failWith(written.message());
 }
@@ -279,7 +279,7 @@ std::string joinIds(const std::vector<int32_t>& ids) {
 int runGenerate(int argc, char** argv) {
   const GenerateOptions o = parseGenerate(argc, argv);
   if (!o.dumpLogits.empty()) {
-    const Status writable = checkWritable(o.dumpLogits);
+    const Status writable = AtomicFile::probe(o.dumpLogits);
     if (!writable.isOk())
       failWith(writable.message());
   }

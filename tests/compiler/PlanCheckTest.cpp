@@ -60,8 +60,9 @@ TEST(PlanCheck, UnwritableOutputIsRefusedFirst) {
   const struct {
     std::string output, expected;
   } cases[] = {
-      {dir + "/missing/plan.nplan", "cannot create '" + dir + "/missing/plan.nplan.tmp-"},
-      {dir, "cannot write the plan to '" + dir + "': it is a directory"},
+      {dir + "/missing/plan.nplan",
+       "cannot write " + dir + "/missing/plan.nplan: No such file or directory"},
+      {dir, "cannot write " + dir + ": it is a directory"},
   };
   for (const auto& c : cases) {
     CompileOptions options;
