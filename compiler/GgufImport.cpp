@@ -457,6 +457,10 @@ Importer::readTokenizer(const ModelConfig& config) {
   }
   table->bos_id = config.bosId;
   table->eos_ids = config.eosIds;
+  // It would append EOS to every prompt; the plan cannot say so (as tokenizer_config.json's).
+  NINFER_GGUF_VALUE(addEos, integer("tokenizer.ggml.add_eos_token"));
+  if (addEos->value_or(0) != 0)
+    return fail("tokenizer.ggml.add_eos_token is not supported yet");
   const int vocab = static_cast<int>(table->tokens.size());
   if (table->kind != plan::TokenizerKind::None) {
     if (table->bos_id >= vocab || (table->add_bos && table->bos_id < 0))

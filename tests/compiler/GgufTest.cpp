@@ -271,6 +271,12 @@ TEST(GgufImport, NamesWhatIsNotSupported) {
   EXPECT_NE(importError(split).find("one part of a GGUF split in 3 files; join them first"),
             std::string::npos);
 
+  GgufBuilder addEos;
+  addEos.llama();
+  addEos.u32("tokenizer.ggml.add_eos_token", 1);
+  EXPECT_NE(importError(addEos).find("tokenizer.ggml.add_eos_token is not supported yet"),
+            std::string::npos);
+
   GgufBuilder twice;
   twice.llama();
   twice.tensor("token_embd.weight", {32, 8});
