@@ -299,6 +299,8 @@ llvm::Expected<GgufFile> parseGguf(llvm::StringRef file, const uint8_t* data, ui
   auto version = in.read<uint32_t>("version");
   if (!version)
     return version.takeError();
+  if (*version == 0x02000000u || *version == 0x03000000u)
+    return in.error("a big-endian GGUF file; ninferc reads little-endian ones");
   if (*version != 2 && *version != 3)
     return in.error("GGUF version " + llvm::Twine(*version) +
                     " is not supported (versions 2 and 3 are)");

@@ -135,6 +135,11 @@ TEST(GgufFile, RefusesWrongMagicVersionAndCounts) {
   v1[4] = 1;
   auto old = parseBytes(v1);
   EXPECT_NE(errorText(old).find("GGUF version 1 is not supported"), std::string::npos);
+  std::string bigEndian = good;
+  bigEndian[4] = 0;
+  bigEndian[7] = 3;
+  auto swapped = parseBytes(bigEndian);
+  EXPECT_NE(errorText(swapped).find("a big-endian GGUF file"), std::string::npos);
   std::string huge = good;
   huge[8 + 7] = 0x7f; // tensor count ~ 2^63
   auto counted = parseBytes(huge);
