@@ -404,19 +404,30 @@ void expectSameTable(const plan::TokenizerT& got, const plan::TokenizerT& want) 
   EXPECT_EQ(got.eos_ids, want.eos_ids);
 }
 
-// llama.cpp's converter wrote the tokenizer of tiny-llama3.gguf from tiny-spm-384.model.
+// llama.cpp's converter wrote the tokenizer of tiny-llama3.gguf from tiny-spm-384.model, and
+// spm-bytes-tokenizer.gguf from tiny-spm-bytes-384.model (byte fallback, as Llama 2's).
 TEST(GgufImport, SentencePieceTokenizerEqualsTheModelFile) {
-  auto model = importGguf(goldenGguf("tiny-llama3.gguf"));
-  ASSERT_TRUE(bool(model)) << errorText(model);
-  auto sp = readSentencePieceModel(goldenGguf("tiny-spm-384.model"));
-  ASSERT_TRUE(bool(sp)) << errorText(sp);
-  auto direct = sentencePieceTokenizer(*sp);
-  ASSERT_TRUE(bool(direct)) << errorText(direct);
-  const plan::TokenizerT& got = *model->tokenizer;
-  EXPECT_EQ(got.kind, plan::TokenizerKind::SentencePieceBpe);
-  expectSameTable(got, **direct);
-  EXPECT_TRUE(got.add_bos); // tokenizer_config.json's add_bos_token, as the converter saw it
-  EXPECT_EQ(model->decodedTensors, 0u); // bf16 matrices, f32 vectors: read in place
+  const struct {
+    const char* gguf;
+    const char* model;
+    bool byteFallback;
+  } cases[] = {{"tiny-llama3.gguf", "tiny-spm-384.model", false},
+               {"spm-bytes-tokenizer.gguf", "tiny-spm-bytes-384.model", true}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.gguf);
+    auto model = importGguf(goldenGguf(c.gguf));
+    ASSERT_TRUE(bool(model)) << errorText(model);
+    auto sp = readSentencePieceModel(goldenGguf(c.model));
+    ASSERT_TRUE(bool(sp)) << errorText(sp);
+    auto direct = sentencePieceTokenizer(*sp);
+    ASSERT_TRUE(bool(direct)) << errorText(direct);
+    const plan::TokenizerT& got = *model->tokenizer;
+    EXPECT_EQ(got.kind, plan::TokenizerKind::SentencePieceBpe);
+    EXPECT_EQ(got.byte_fallback, c.byteFallback);
+    expectSameTable(got, **direct);
+    EXPECT_TRUE(got.add_bos); // llama.cpp's default for SentencePiece, or the checkpoint's
+    EXPECT_EQ(model->decodedTensors, 0u);
+  }
 }
 
 // llama.cpp's converter wrote pycode-tokenizer.gguf from pycode-llama-3m's tokenizer.json.

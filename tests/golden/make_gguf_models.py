@@ -17,7 +17,9 @@ gguf/pycode-tokenizer.gguf carries the byte-level BPE tokenizer of the shared
 pycode-llama-3m (the converter's --vocab-only output; its pre-tokenizer, plain GPT-2
 ByteLevel, is named "gpt-2" for the converter, which does not know its hash) in a
 stub model of hidden size 2, so the file stays small: GgufTest compares its table
-with the one ninferc reads from tokenizer.json.
+with the one ninferc reads from tokenizer.json. gguf/spm-bytes-tokenizer.gguf does
+the same for a SentencePiece model with byte fallback (gguf/tiny-spm-bytes-384.model,
+as Llama 2's tokenizer is), compared with the table read from that file.
 
 Needs: torch, transformers, numpy, sentencepiece, and an unpacked llama.cpp source
 tree (the converter and its gguf-py; llama-cpp-python's sdist carries one under
@@ -80,21 +82,24 @@ def convert(llama_cpp, name, outtype, out_dir, spm_dir):
     print(f"{name}: {out} ({os.path.getsize(out)} bytes)")
 
 
-def convert_pycode_tokenizer(llama_cpp, shared, out_dir):
+def tokenizer_gguf(llama_cpp, model_dir, out, pre=None):
+    """The converter's --vocab-only output for model_dir, in a stub model of hidden size 2.
+
+    pre: a tokenizer.ggml.pre name for byte-level tokenizers whose pre-tokenizer hash the
+    converter does not know."""
     import numpy as np
     sys.path.insert(0, os.path.join(llama_cpp, "gguf-py"))
     import gguf
     with tempfile.TemporaryDirectory() as work:
         vocab_only = os.path.join(work, "vocab.gguf")
-        patch = ("import sys; sys.path[:0] = [%r, %r]; import conversion.base as b; "
-                 "b.TextModel.get_vocab_base_pre = lambda self, tokenizer: 'gpt-2'; "
-                 "sys.argv = ['convert_hf_to_gguf.py'] + sys.argv[1:]; "
-                 "import convert_hf_to_gguf as c; c.main()") % (llama_cpp, os.path.join(llama_cpp, "gguf-py"))
-        subprocess.run([sys.executable, "-c", patch,
-                        os.path.join(shared, "models", "pycode-llama-3m"), "--vocab-only",
+        patch = ("b.TextModel.get_vocab_base_pre = lambda self, tokenizer: %r; " % pre) if pre else ""
+        script = ("import sys; sys.path[:0] = [%r, %r]; import conversion.base as b; %s"
+                  "sys.argv = ['convert_hf_to_gguf.py'] + sys.argv[1:]; "
+                  "import convert_hf_to_gguf as c; c.main()") % (
+                      llama_cpp, os.path.join(llama_cpp, "gguf-py"), patch)
+        subprocess.run([sys.executable, "-c", script, model_dir, "--vocab-only",
                         "--outfile", vocab_only], check=True, cwd=llama_cpp)
         reader = gguf.GGUFReader(vocab_only)
-        out = os.path.join(out_dir, "pycode-tokenizer.gguf")
         writer = gguf.GGUFWriter(out, arch="llama")
         stub = {"llama.embedding_length": 2, "llama.attention.head_count": 1,
                 "llama.attention.head_count_kv": 1}
@@ -114,7 +119,28 @@ def convert_pycode_tokenizer(llama_cpp, shared, out_dir):
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
-    print(f"pycode tokenizer: {out} ({os.path.getsize(out)} bytes)")
+    print(f"tokenizer: {out} ({os.path.getsize(out)} bytes)")
+
+
+def convert_tokenizers(llama_cpp, shared, out_dir):
+    tokenizer_gguf(llama_cpp, os.path.join(shared, "models", "pycode-llama-3m"),
+                   os.path.join(out_dir, "pycode-tokenizer.gguf"), pre="gpt-2")
+    # SentencePiece with byte fallback (as Llama 2's): 384 pieces, rare characters as bytes.
+    spm_model = os.path.join(out_dir, "tiny-spm-bytes-384.model")
+    with tempfile.TemporaryDirectory() as work:
+        if not os.path.exists(spm_model):
+            spm.SentencePieceTrainer.train(
+                input=CALIB, model_prefix=os.path.join(work, "spm"), vocab_size=384,
+                model_type="bpe", character_coverage=0.995, bos_id=0, eos_id=1, unk_id=2,
+                pad_id=-1, byte_fallback=True, add_dummy_prefix=True,
+                remove_extra_whitespaces=False, normalization_rule_name="identity",
+                num_threads=1, minloglevel=2, input_sentence_size=0,
+                shuffle_input_sentence=False)
+            shutil.copy(os.path.join(work, "spm.model"), spm_model)
+        model_dir = os.path.join(work, "model")
+        shutil.copytree(os.path.join(HERE, "models", "tiny-llama3"), model_dir)
+        shutil.copy(spm_model, os.path.join(model_dir, "tokenizer.model"))
+        tokenizer_gguf(llama_cpp, model_dir, os.path.join(out_dir, "spm-bytes-tokenizer.gguf"))
 
 
 def main():
@@ -134,7 +160,7 @@ def main():
             os.makedirs(os.path.join(out_dir, "q8_0"), exist_ok=True)
             convert(llama_cpp, name, "q8_0", os.path.join(out_dir, "q8_0"), out_dir)
     if not args.only:
-        convert_pycode_tokenizer(llama_cpp, os.path.abspath(args.shared), out_dir)
+        convert_tokenizers(llama_cpp, os.path.abspath(args.shared), out_dir)
 
 
 if __name__ == "__main__":
