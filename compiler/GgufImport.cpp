@@ -271,13 +271,15 @@ llvm::Error Importer::addTensor(const GgufTensor& t, const std::string& name, in
     return llvm::Error::success();
   }
 
-  // Units reordered by the permutation: rows of a matrix, elements of a vector (bias).
+  // Units reordered by the permutation: rows of a matrix, elements of a float vector (a
+  // bias); a vector of blocks is one row.
   const bool vector = t.dims.size() == 1;
+  const bool elementUnits = vector && isFloat;
   const int64_t units =
-      vector ? t.dims[0] : t.bytes / (t.dims[0] / traits.blockValues * traits.blockBytes);
+      elementUnits ? t.dims[0] : t.bytes / (t.dims[0] / traits.blockValues * traits.blockBytes);
   const uint64_t unitBytes = t.bytes / units;
-  const int64_t unitValues = vector ? 1 : t.dims[0];
-  if (permuteHeads > 0 && (units % (2 * permuteHeads) != 0 || (vector && !isFloat)))
+  const int64_t unitValues = elementUnits ? 1 : t.dims[0];
+  if (permuteHeads > 0 && units % (2 * permuteHeads) != 0)
     return fail("tensor '" + t.name + "': " + llvm::Twine(units) + " rows cannot be " +
                 llvm::Twine(permuteHeads) + " heads of RoPE pairs");
   // Hugging Face row (head h, half s, i) was llama.cpp's row (h, i, s).
@@ -310,7 +312,8 @@ llvm::Error Importer::addTensor(const GgufTensor& t, const std::string& name, in
     for (int64_t r = 0; r < units; ++r) {
       dequantizeGgmlRow(t.type, t.data + sourceUnit(r) * unitBytes, row.data(), unitValues);
       if (vector) {
-        std::memcpy(bytes.data() + r * 4, row.data(), 4);
+        std::memcpy(bytes.data() + static_cast<uint64_t>(r) * unitValues * 4, row.data(),
+                    static_cast<size_t>(unitValues) * 4);
         continue;
       }
       uint8_t* out = bytes.data() + static_cast<uint64_t>(r) * unitValues * 2;

@@ -386,6 +386,26 @@ TEST(GgufImport, ExactFormatsKeepEveryValue) {
   }
 }
 
+// A 1-D tensor of blocks (a norm weight in Q8_0) is decoded whole, to F32.
+TEST(GgufImport, AQuantizedVectorIsDecodedWhole) {
+  const std::string data = randomBlocks(GgmlType::Q8_0, 1, 64, 7);
+  GgufBuilder builder;
+  builder.llama();
+  builder.tensor("blk.0.attn_norm.weight", {64}, static_cast<uint32_t>(GgmlType::Q8_0), 0, data);
+  ScratchDir dir;
+  auto model = importGguf(dir.write("model.gguf", builder.bytes()));
+  ASSERT_TRUE(bool(model)) << errorText(model);
+  const TensorRef* ref = model->weights->find("model.layers.0.input_layernorm.weight");
+  ASSERT_TRUE(ref);
+  ASSERT_EQ(ref->dtype, WeightDType::F32);
+  ASSERT_EQ(ref->bytes, 64u * 4);
+  std::vector<float> expected(64), got(64);
+  dequantizeGgmlRow(static_cast<uint32_t>(GgmlType::Q8_0),
+                    reinterpret_cast<const uint8_t*>(data.data()), expected.data(), 64);
+  std::memcpy(got.data(), ref->data, ref->bytes);
+  EXPECT_EQ(got, expected);
+}
+
 // Everything the runtime's tokenizers read from a table, but add_bos (whose default the
 // callers set from other files).
 void expectSameTable(const plan::TokenizerT& got, const plan::TokenizerT& want) {
