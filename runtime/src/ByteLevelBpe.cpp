@@ -152,11 +152,7 @@ void ByteLevelBpe::encodeOrdinary(std::string_view text, std::vector<int32_t>& i
                                   Scratch& scratch) const {
   if (text.empty())
     return;
-  if (normalizer_ == NormalizerKind::Nfc) {
-    scratch.normalized.clear();
-    unicode::appendNfc(text, scratch.normalized);
-    text = scratch.normalized;
-  }
+  text = normalize(normalizer_, text, scratch.normalized);
   scratch.pieces.clear();
   scratch.pieces.reserve(text.size() / 4 + 8);
   preTokenize(preTokenizer_, text, scratch.pieces);

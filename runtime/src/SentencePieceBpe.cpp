@@ -263,11 +263,7 @@ void SentencePieceBpe::encodeSentencePiece(std::string_view text, std::vector<in
   // An empty text stays empty: no dummy prefix (the library's normalizer).
   if (text.empty())
     return;
-  if (normalizer_ == NormalizerKind::Nfc) {
-    s.nfc.clear();
-    unicode::appendNfc(text, s.nfc);
-    text = s.nfc;
-  }
+  text = normalize(normalizer_, text, s.nfc);
   s.normalized.clear();
   s.normalized.reserve(text.size() + text.size() / 2 + 3);
   if (addDummyPrefix_)
@@ -298,11 +294,7 @@ void SentencePieceBpe::encodeHfSegment(std::string_view text, bool atTextStart,
                                        std::vector<int32_t>& ids, Scratch& s) const {
   if (text.empty())
     return;
-  if (normalizer_ == NormalizerKind::Nfc) {
-    s.nfc.clear();
-    unicode::appendNfc(text, s.nfc);
-    text = s.nfc;
-  }
+  text = normalize(normalizer_, text, s.nfc);
   std::string& norm = s.normalized;
   norm.clear();
   norm.reserve(text.size() + text.size() / 2 + 6);
