@@ -53,8 +53,7 @@ enum class NormalizerKind { None, Nfc };
 std::optional<NormalizerKind> normalizerFromName(std::string_view name);
 
 // `text` as the normalizer leaves it: `text` itself, or its NFC form written into `buffer`.
-inline std::string_view normalize(NormalizerKind kind, std::string_view text,
-                                  std::string& buffer) {
+inline std::string_view normalize(NormalizerKind kind, std::string_view text, std::string& buffer) {
   if (kind != NormalizerKind::Nfc)
     return text;
   buffer.clear();
