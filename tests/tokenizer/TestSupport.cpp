@@ -4,6 +4,7 @@
 #include "Utf8.h"
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 namespace ninfer {
@@ -49,8 +50,14 @@ std::string sharedPath(const std::string& relative) {
   return std::string(NINFER_SHARED_DIR) + "/" + relative;
 }
 
-bool loadGoldens(Goldens& goldens, std::string& error) {
-  std::string path = std::string(NINFER_TOKENIZER_TEST_DIR) + "/tokenizer_goldens.txt";
+namespace {
+
+// Calls handle(tag, fields, line) for every line of `path` that is not blank or a comment
+// (fields: the rest of the line); it returns "" or what is wrong, which ends the reading.
+bool readGoldenLines(const std::string& path,
+                     const std::function<std::string(const std::string&, std::istringstream&,
+                                                     const std::string&)>& handle,
+                     std::string& error) {
   std::ifstream in(path);
   if (!in) {
     error = "cannot read " + path;
@@ -63,19 +70,41 @@ bool loadGoldens(Goldens& goldens, std::string& error) {
     fields >> tag;
     if (tag.empty() || tag[0] == '#')
       continue;
+    error = handle(tag, fields, line);
+    if (!error.empty())
+      return false;
+  }
+  return true;
+}
+
+// "case NAME HEX": the name and the text of a case.
+std::string readCase(std::istringstream& fields, const std::string& line, std::string& name,
+                     std::string& text) {
+  std::string hex;
+  fields >> name >> hex;
+  return fromHex(hex, text) ? "" : "bad hex in " + line.substr(0, 60);
+}
+
+void readIds(std::istringstream& fields, std::vector<int32_t>& ids) {
+  int32_t id;
+  while (fields >> id)
+    ids.push_back(id);
+}
+
+} // namespace
+
+bool loadGoldens(Goldens& goldens, std::string& error) {
+  const std::string path = std::string(NINFER_TOKENIZER_TEST_DIR) + "/tokenizer_goldens.txt";
+  auto handle = [&](const std::string& tag, std::istringstream& fields,
+                    const std::string& line) -> std::string {
     if (tag == "case") {
       GoldenCase c;
-      std::string hex;
-      fields >> c.name >> hex;
-      if (!fromHex(hex, c.text)) {
-        error = "bad hex in " + line;
-        return false;
-      }
+      const std::string bad = readCase(fields, line, c.name, c.text);
       goldens.cases.push_back(std::move(c));
-    } else if (tag == "ids" && !goldens.cases.empty()) {
-      int32_t id;
-      while (fields >> id)
-        goldens.cases.back().ids.push_back(id);
+      return bad;
+    }
+    if (tag == "ids" && !goldens.cases.empty()) {
+      readIds(fields, goldens.cases.back().ids);
     } else if (tag == "pieces" && !goldens.cases.empty()) {
       std::string kind;
       fields >> kind;
@@ -96,10 +125,12 @@ bool loadGoldens(Goldens& goldens, std::string& error) {
       fields >> kind >> count >> hash;
       goldens.sweepPieces[kind] = {count, hash};
     } else {
-      error = "unexpected line in " + path + ": " + line.substr(0, 40);
-      return false;
+      return "unexpected line in " + path + ": " + line.substr(0, 40);
     }
-  }
+    return "";
+  };
+  if (!readGoldenLines(path, handle, error))
+    return false;
   if (goldens.cases.empty() || goldens.chunks.empty() || goldens.sweepHash.empty()) {
     error = path + " is incomplete";
     return false;
@@ -120,41 +151,23 @@ std::string testDataPath(const std::string& relative) {
 }
 
 bool loadParityGoldens(const std::string& name, ParityGoldens& goldens, std::string& error) {
-  std::string path = testDataPath("goldens/" + name + ".txt");
-  std::ifstream in(path);
-  if (!in) {
-    error = "cannot read " + path;
-    return false;
-  }
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string tag;
-    fields >> tag;
-    if (tag.empty() || tag[0] == '#')
-      continue;
+  const std::string path = testDataPath("goldens/" + name + ".txt");
+  auto handle = [&](const std::string& tag, std::istringstream& fields,
+                    const std::string& line) -> std::string {
     if (tag == "reference") {
       std::getline(fields, goldens.reference);
     } else if (tag == "case") {
       ParityGoldens::Case c;
-      std::string hex;
-      fields >> c.name >> hex;
-      if (!fromHex(hex, c.text)) {
-        error = "bad hex in " + line.substr(0, 60);
-        return false;
-      }
+      const std::string bad = readCase(fields, line, c.name, c.text);
       goldens.cases.push_back(std::move(c));
+      return bad;
     } else if (tag == "ids" && !goldens.cases.empty()) {
-      int32_t id;
-      while (fields >> id)
-        goldens.cases.back().ids.push_back(id);
+      readIds(fields, goldens.cases.back().ids);
     } else if (tag == "decoded" && !goldens.cases.empty()) {
       std::string hex;
       fields >> hex;
-      if (hex != "-" && !fromHex(hex, goldens.cases.back().decoded)) {
-        error = "bad hex in " + line.substr(0, 60);
-        return false;
-      }
+      if (hex != "-" && !fromHex(hex, goldens.cases.back().decoded))
+        return "bad hex in " + line.substr(0, 60);
     } else if (tag == "chunk") {
       ParityGoldens::Span span;
       fields >> span.offset >> span.length >> span.count >> span.hash >> span.decodedLength >>
@@ -165,14 +178,14 @@ bool loadParityGoldens(const std::string& name, ParityGoldens& goldens, std::str
       fields >> span.name >> span.count >> span.hash >> span.decodedLength >> span.decodedHash;
       goldens.texts.push_back(span);
     } else {
-      error = "unexpected line in " + path + ": " + line.substr(0, 40);
-      return false;
+      return "unexpected line in " + path + ": " + line.substr(0, 40);
     }
-    if ((tag == "chunk" || tag == "text") && fields.fail()) {
-      error = "malformed line in " + path + ": " + line.substr(0, 40);
-      return false;
-    }
-  }
+    if ((tag == "chunk" || tag == "text") && fields.fail())
+      return "malformed line in " + path + ": " + line.substr(0, 40);
+    return "";
+  };
+  if (!readGoldenLines(path, handle, error))
+    return false;
   if (goldens.cases.empty() || goldens.chunks.empty() || goldens.texts.empty()) {
     error = path + " is incomplete";
     return false;
