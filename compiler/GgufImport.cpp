@@ -7,6 +7,7 @@
 #include "GgufFile.h"
 #include "GgufRepack.h"
 #include "MappedFile.h"
+#include "QuantCommon.h"
 #include "SentencePieceModel.h"
 
 #include "ninfer/HalfFloat.h"
@@ -308,20 +309,20 @@ llvm::Error Importer::addTensor(const GgufTensor& t, const std::string& name, in
     // Decoded: matrices to F16 (the quantizer reads them), vectors to F32.
     ref.dtype = vector ? WeightDType::F32 : WeightDType::F16;
     bytes.resize(static_cast<uint64_t>(units) * unitValues * (vector ? 4 : 2));
-    std::vector<float> row(unitValues);
-    for (int64_t r = 0; r < units; ++r) {
+    quant::parallelFor(units, 0, [&](int64_t r) {
+      std::vector<float> row(unitValues);
       dequantizeGgmlRow(t.type, t.data + sourceUnit(r) * unitBytes, row.data(), unitValues);
       if (vector) {
         std::memcpy(bytes.data() + static_cast<uint64_t>(r) * unitValues * 4, row.data(),
                     static_cast<size_t>(unitValues) * 4);
-        continue;
+        return;
       }
       uint8_t* out = bytes.data() + static_cast<uint64_t>(r) * unitValues * 2;
       for (int64_t i = 0; i < unitValues; ++i) {
         const uint16_t h = floatToHalfBits(row[i]);
         std::memcpy(out + 2 * i, &h, 2);
       }
-    }
+    });
     ++model.decodedTensors;
   }
   model.weights->addOwned(name, ref.dtype, ref.shape, std::move(bytes));

@@ -3,6 +3,7 @@
 #include "GgufDequant.h"
 #include "GgufFile.h"
 
+#include "QuantCommon.h"
 #include "ninfer/QuantFormats.h"
 
 #include <cstring>
@@ -18,7 +19,7 @@ void packRows(uint32_t type, int64_t rows, int64_t cols,
   const int64_t rowWeightBytes = quant::quantRowWeightBytes(Bits, cols);
   const int64_t scalePlane = quant::quantScalePlaneOffset(Bits, rows, cols);
   const int64_t groups = cols / 32;
-  for (int64_t r = 0; r < rows; ++r) {
+  quant::parallelFor(rows, 0, [&](int64_t r) {
     const uint8_t* blocks = rowData(r);
     uint8_t* weights = out.data() + r * rowWeightBytes;
     uint8_t* scales = out.data() + scalePlane + r * groups * 2;
@@ -34,7 +35,7 @@ void packRows(uint32_t type, int64_t rows, int64_t cols,
       Packing::packUnit(codes, words);
       std::memcpy(weights + unit * Packing::kUnitBytes, words, Packing::kUnitBytes);
     }
-  }
+  });
 }
 
 } // namespace
