@@ -17,6 +17,7 @@
 #include "llvm/Support/FileSystem.h"
 
 #include <cstring>
+#include <map>
 #include <optional>
 
 namespace ninfer {
@@ -501,6 +502,12 @@ llvm::Expected<GgufModel> Importer::run() {
   NINFER_GGUF_VALUE(tokenizer, readTokenizer(model.config));
   model.tokenizer = std::move(*tokenizer);
   NINFER_GGUF_TRY(addWeights(model.config, model));
+  std::map<std::string, size_t> byType;
+  for (const GgufTensor& t : gguf_.tensors)
+    ++byType[ggmlTypeTraits(t.type).name];
+  model.summary = "GGUF v" + std::to_string(gguf_.version) + ", " + arch_;
+  for (const auto& [type, count] : byType)
+    model.summary += ", " + type + " x" + std::to_string(count);
   return model;
 }
 

@@ -32,6 +32,8 @@ struct GgufModel {
   std::unique_ptr<plan::TokenizerT> tokenizer;
   size_t decodedTensors = 0; // quantized tensors decoded to F16/F32
   size_t exactTensors = 0;   // Q8_0/Q4_0/Q5_0 tensors kept as q8_g32/q4_g32/q5_g32
+  // What the file is: "GGUF v3, llama, Q4_K x193, Q6_K x33, F32 x65" (tensors by ggml type).
+  std::string summary;
 };
 
 struct GgufReadOptions {

@@ -297,6 +297,8 @@ int main(int argc, char** argv) {
   };
   compile.ggufImported = [&](const GgufModel& gguf) {
     auto tensors = [](size_t n) { return std::to_string(n) + (n == 1 ? " tensor" : " tensors"); };
+    if (!options.quiet)
+      std::fprintf(stderr, "%s\n", gguf.summary.c_str());
     if (!options.quiet && gguf.exactTensors > 0)
       std::fprintf(stderr,
                    "GGUF: %s of Q8_0/Q4_0/Q5_0 kept as q8_g32/q4_g32/q5_g32 (the same values)\n",

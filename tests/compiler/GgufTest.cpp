@@ -314,6 +314,7 @@ TEST(GgufImport, ReadsTheShapeOfAHandMadeFile) {
   ASSERT_TRUE(embedding);
   EXPECT_EQ(embedding->shape, (std::vector<int64_t>{8, 32}));
   EXPECT_EQ(model->tokenizer->kind, plan::TokenizerKind::None);
+  EXPECT_EQ(model->summary, "GGUF v3, llama, F32 x1");
 }
 
 // Random ggml blocks of `type` for `rows` rows of `cols` values, their f16 scales finite.
