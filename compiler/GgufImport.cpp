@@ -139,8 +139,9 @@ llvm::Error Importer::readConfig(ModelConfig& config) {
   else if (config.hiddenSize % config.heads == 0)
     config.headDim = config.hiddenSize / config.heads;
   else
-    return fail("embedding_length is not a multiple of attention.head_count and "
-                "attention.key_length is missing");
+    return fail(archKey("embedding_length") + " is not a multiple of " +
+                archKey("attention.head_count") + " and " + archKey("attention.key_length") +
+                " is missing");
   if (config.headDim % 2 != 0)
     return fail("the head size " + llvm::Twine(config.headDim) + " is odd (RoPE rotates pairs)");
   if (const GgufValue* valueLength = gguf_.find(archKey("attention.value_length")))
@@ -153,6 +154,9 @@ llvm::Error Importer::readConfig(ModelConfig& config) {
   config.rmsEps = **eps;
   NINFER_GGUF_VALUE(window, integer(archKey("attention.sliding_window")));
   config.slidingWindow = static_cast<int>(window->value_or(0));
+  if (config.slidingWindow > 0 && gguf_.find(archKey("attention.sliding_window_pattern")))
+    return fail("a sliding window on some layers only (attention.sliding_window_pattern) is not "
+                "supported");
 
   const GgufTensor* embedding = tensor("token_embd.weight");
   if (!embedding || embedding->dims.size() != 2)

@@ -276,6 +276,12 @@ TEST(GgufImport, NamesWhatIsNotSupported) {
   EXPECT_NE(importError(split).find("one part of a GGUF split in 3 files; join them first"),
             std::string::npos);
 
+  GgufBuilder pattern;
+  pattern.llama();
+  pattern.u32("llama.attention.sliding_window", 4096);
+  pattern.u32("llama.attention.sliding_window_pattern", 4);
+  EXPECT_NE(importError(pattern).find("a sliding window on some layers only"), std::string::npos);
+
   GgufBuilder addEos;
   addEos.llama();
   addEos.u32("tokenizer.ggml.add_eos_token", 1);
