@@ -90,7 +90,11 @@ public:
   llvm::Error readValue(uint32_t type, const std::string& key, GgufValue& out, int depth = 0);
 
 private:
-  llvm::Expected<double> readNumber(uint32_t type, const std::string& key, bool& isFloat);
+  struct Number {
+    int64_t integer;
+    double number;
+  };
+  llvm::Expected<Number> readNumber(uint32_t type, const std::string& key);
 
   llvm::StringRef file_;
   const uint8_t* data_;
@@ -98,22 +102,21 @@ private:
   uint64_t pos_ = 0;
 };
 
-llvm::Expected<double> Reader::readNumber(uint32_t type, const std::string& key, bool& isFloat) {
+llvm::Expected<Reader::Number> Reader::readNumber(uint32_t type, const std::string& key) {
   const std::string what = "value of '" + key + "'";
-  isFloat = type == F32 || type == F64;
-  auto take = [&](auto tag) -> llvm::Expected<double> {
+  // Integers exactly (a u64 above INT64_MAX wraps), floats as double.
+  auto take = [&](auto tag) -> llvm::Expected<Number> {
     auto value = read<decltype(tag)>(what);
     if (!value)
       return value.takeError();
-    return static_cast<double>(*value);
+    return Number{static_cast<int64_t>(*value), static_cast<double>(*value)};
   };
   switch (type) {
   case U8:
+  case BOOL:
     return take(uint8_t{});
   case I8:
     return take(int8_t{});
-  case BOOL:
-    return take(uint8_t{});
   case U16:
     return take(uint16_t{});
   case I16:
@@ -186,26 +189,24 @@ llvm::Error Reader::readValue(uint32_t type, const std::string& key, GgufValue& 
     out.kind = floats ? GgufValue::Kind::FloatArray : GgufValue::Kind::IntegerArray;
     (floats ? out.numbers.reserve(*count) : out.integers.reserve(*count));
     for (uint64_t i = 0; i < *count; ++i) {
-      bool isFloat = false;
-      auto value = readNumber(*elementType, key, isFloat);
+      auto value = readNumber(*elementType, key);
       if (!value)
         return value.takeError();
       if (floats)
-        out.numbers.push_back(*value);
+        out.numbers.push_back(value->number);
       else
-        out.integers.push_back(static_cast<int64_t>(*value));
+        out.integers.push_back(value->integer);
     }
     return llvm::Error::success();
   }
-  bool isFloat = false;
-  auto value = readNumber(type, key, isFloat);
+  auto value = readNumber(type, key);
   if (!value)
     return value.takeError();
-  out.kind = type == BOOL ? GgufValue::Kind::Bool
-             : isFloat    ? GgufValue::Kind::Float
-                          : GgufValue::Kind::Integer;
-  out.number = *value;
-  out.integer = static_cast<int64_t>(*value);
+  out.kind = type == BOOL                 ? GgufValue::Kind::Bool
+             : type == F32 || type == F64 ? GgufValue::Kind::Float
+                                          : GgufValue::Kind::Integer;
+  out.integer = value->integer;
+  out.number = value->number;
   return llvm::Error::success();
 }
 

@@ -60,7 +60,7 @@ TEST(GgufFile, ReadsEveryValueTypeAsGgufPyWroteIt) {
   EXPECT_EQ(integer("test.i16"), -30000);
   EXPECT_EQ(integer("test.u32"), 4000000000ll);
   EXPECT_EQ(integer("test.i32"), -2000000000ll);
-  EXPECT_EQ(integer("test.u64"), (int64_t(1) << 40) + 3);
+  EXPECT_EQ(integer("test.u64"), (int64_t(1) << 60) + 3);
   EXPECT_EQ(integer("test.i64"), -(int64_t(1) << 40));
   ASSERT_TRUE(gguf->find("test.f32") && gguf->find("test.f64") && gguf->find("test.bool"));
   EXPECT_EQ(gguf->find("test.f32")->kind, GgufValue::Kind::Float);

@@ -45,7 +45,7 @@ def main():
     w.add_uint32("test.u32", 4000000000)
     w.add_int32("test.i32", -2000000000)
     w.add_float32("test.f32", 0.15625)
-    w.add_uint64("test.u64", 2**40 + 3)
+    w.add_uint64("test.u64", 2**60 + 3)  # not a double: read exactly
     w.add_int64("test.i64", -(2**40))
     w.add_float64("test.f64", 1e-300)
     w.add_bool("test.bool", True)
