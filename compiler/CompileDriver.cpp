@@ -36,15 +36,6 @@ std::string modelDirectory(const std::string& input) {
   return parent.empty() ? "." : parent;
 }
 
-// What the compile starts from: the architecture, the weights and the tokenizer table
-// (with the chat template), from a Hugging Face folder, a GGUF file, or a config.json
-// alone (--dummy-weights).
-struct ModelSource {
-  ModelConfig config;
-  std::unique_ptr<WeightStore> weights;
-  std::unique_ptr<plan::TokenizerT> tokenizer;
-};
-
 llvm::Expected<ModelSource> openHuggingFace(const CompileOptions& options) {
   ModelSource source;
   auto config = loadModelConfig(options.input);
@@ -92,7 +83,7 @@ llvm::Expected<ModelSource> openSource(const CompileOptions& options) {
     return gguf.takeError();
   if (options.ggufImported)
     options.ggufImported(*gguf);
-  return ModelSource{std::move(gguf->config), std::move(gguf->weights), std::move(gguf->tokenizer)};
+  return ModelSource(std::move(*gguf));
 }
 
 } // namespace

@@ -13,10 +13,7 @@
 //   BPE with a known tokenizer.ggml.pre), the BOS/EOS ids and the chat template.
 #pragma once
 
-#include "ModelConfig.h"
-#include "WeightStore.h"
-
-#include "plan_generated.h"
+#include "ModelSource.h"
 
 #include "llvm/Support/Error.h"
 
@@ -26,10 +23,8 @@
 
 namespace ninfer {
 
-struct GgufModel {
-  ModelConfig config;
-  std::unique_ptr<WeightStore> weights;
-  std::unique_ptr<plan::TokenizerT> tokenizer;
+// The model, and what became of its tensors.
+struct GgufModel : ModelSource {
   size_t decodedTensors = 0; // quantized tensors decoded to F16/F32
   size_t exactTensors = 0;   // Q8_0/Q4_0/Q5_0 tensors kept as q8_g32/q4_g32/q5_g32
   // What the file is: "GGUF v3, llama, Q4_K x193, Q6_K x33, F32 x65" (tensors by ggml type).
