@@ -7,8 +7,8 @@
 
 #include "PlanBuilder.h"
 #include "PlanWriter.h"
-#include "ninfer/AtomicFile.h"
 #include "ir/NinferDialect.h"
+#include "ninfer/AtomicFile.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

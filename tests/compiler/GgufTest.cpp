@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 namespace ninfer {
@@ -239,67 +240,56 @@ std::string importError(const GgufBuilder& builder) {
   return errorText(model);
 }
 
+// Each case edits the llama-shaped file (or starts from nothing) and names the error.
 TEST(GgufImport, NamesWhatIsNotSupported) {
-  GgufBuilder neox;
-  neox.string("general.architecture", "gptneox");
-  EXPECT_NE(importError(neox).find("architecture 'gptneox' is not supported (supported: llama, "
-                                   "qwen2, qwen3)"),
-            std::string::npos);
-
-  GgufBuilder noLayers;
-  noLayers.string("general.architecture", "llama");
-  noLayers.u32("llama.embedding_length", 32);
-  EXPECT_NE(importError(noLayers).find("metadata 'llama.block_count' is missing"),
-            std::string::npos);
-
-  GgufBuilder iq;
-  iq.llama();
-  iq.tensor("blk.0.attn_q.weight", {256, 32}, /*IQ2_XXS*/ 16, 32 * 66);
-  EXPECT_NE(importError(iq).find("tensor 'blk.0.attn_q.weight' has ggml type IQ2_XXS, which "
-                                 "ninferc cannot read"),
-            std::string::npos);
-
-  GgufBuilder bert;
-  bert.llama();
-  bert.string("tokenizer.ggml.model", "bert");
-  EXPECT_NE(importError(bert).find("tokenizer.ggml.model 'bert' is not supported"),
-            std::string::npos);
-
-  GgufBuilder partialRope;
-  partialRope.llama();
-  partialRope.u32("llama.rope.dimension_count", 8);
-  EXPECT_NE(importError(partialRope).find("RoPE over 8 of 16 head dimensions"), std::string::npos);
-
-  GgufBuilder split;
-  split.llama();
-  split.u32("split.count", 3);
-  EXPECT_NE(importError(split).find("one part of a GGUF split in 3 files; join them first"),
-            std::string::npos);
-
-  GgufBuilder pattern;
-  pattern.llama();
-  pattern.u32("llama.attention.sliding_window", 4096);
-  pattern.u32("llama.attention.sliding_window_pattern", 4);
-  EXPECT_NE(importError(pattern).find("a sliding window on some layers only"), std::string::npos);
-
-  GgufBuilder addEos;
-  addEos.llama();
-  addEos.u32("tokenizer.ggml.add_eos_token", 1);
-  EXPECT_NE(importError(addEos).find("tokenizer.ggml.add_eos_token is not supported yet"),
-            std::string::npos);
-
-  GgufBuilder twice;
-  twice.llama();
-  twice.tensor("token_embd.weight", {32, 8});
-  EXPECT_NE(importError(twice).find("tensor 'token_embd.weight': appears twice"),
-            std::string::npos);
-
-  GgufBuilder wrongType;
-  wrongType.llama();
-  wrongType.string("llama.attention.head_count_kv", "two");
-  EXPECT_NE(importError(wrongType).find("metadata 'llama.attention.head_count_kv' must be an "
-                                        "integer"),
-            std::string::npos);
+  const struct {
+    bool llamaBase;
+    std::function<void(GgufBuilder&)> edit;
+    const char* expected;
+  } cases[] = {
+      {false, [](GgufBuilder& b) { b.string("general.architecture", "gptneox"); },
+       "architecture 'gptneox' is not supported (supported: llama, qwen2, qwen3)"},
+      {false,
+       [](GgufBuilder& b) {
+         b.string("general.architecture", "llama");
+         b.u32("llama.embedding_length", 32);
+       },
+       "metadata 'llama.block_count' is missing"},
+      {true,
+       [](GgufBuilder& b) {
+         b.tensor("blk.0.attn_q.weight", {256, 32}, /*IQ2_XXS*/ 16, 32 * 66);
+       },
+       "tensor 'blk.0.attn_q.weight' has ggml type IQ2_XXS, which ninferc cannot read"},
+      {true, [](GgufBuilder& b) { b.string("tokenizer.ggml.model", "bert"); },
+       "tokenizer.ggml.model 'bert' is not supported"},
+      {true, [](GgufBuilder& b) { b.u32("llama.rope.dimension_count", 8); },
+       "RoPE over 8 of 16 head dimensions"},
+      {true, [](GgufBuilder& b) { b.u32("split.count", 3); },
+       "one part of a GGUF split in 3 files; join them first"},
+      {true,
+       [](GgufBuilder& b) {
+         b.u32("llama.attention.sliding_window", 4096);
+         b.u32("llama.attention.sliding_window_pattern", 4);
+       },
+       "a sliding window on some layers only"},
+      {true, [](GgufBuilder& b) { b.u32("tokenizer.ggml.add_eos_token", 1); },
+       "tokenizer.ggml.add_eos_token is not supported yet"},
+      {true,
+       [](GgufBuilder& b) {
+         b.tensor("token_embd.weight", {32, 8});
+       },
+       "tensor 'token_embd.weight': appears twice"},
+      {true, [](GgufBuilder& b) { b.string("llama.attention.head_count_kv", "two"); },
+       "metadata 'llama.attention.head_count_kv' must be an integer"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.expected);
+    GgufBuilder builder;
+    if (c.llamaBase)
+      builder.llama();
+    c.edit(builder);
+    EXPECT_NE(importError(builder).find(c.expected), std::string::npos) << importError(builder);
+  }
 }
 
 TEST(GgufImport, ReadsTheShapeOfAHandMadeFile) {
