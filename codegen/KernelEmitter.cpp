@@ -86,6 +86,10 @@ struct LaunchShape {
   // The kernel waits for the previous one itself (gridDependencyWait), after work that
   // does not read its results (the bulk GEMV's weight copies); other wrappers wait first.
   bool waitsItself = false;
+  // The wrapper lets the next launch start early in batch steps too, not in one-token steps
+  // only (gridDependencyTrigger): the batch steps' RoPE and KV append, whose successor (the
+  // batch decode attention) copies cache tiles before its wait.
+  bool triggersInBatch = false;
   // The steps it runs in, in plans of several sequences (plans of one have
   // single-sequence steps only).
   plan::LaunchSteps steps = plan::LaunchSteps::Any;
@@ -262,7 +266,8 @@ private:
         std::to_string(threads) +
         (shape.minBlocksPerSm ? ", " + std::to_string(shape.minBlocksPerSm) : std::string());
     const std::string body =
-        bounds + "|" + suffix + "|" + (shape.waitsItself ? "w|" : "") + call;
+        bounds + "|" + suffix + "|" + (shape.waitsItself ? "w|" : "") +
+        (shape.triggersInBatch ? "b|" : "") + call;
     auto [it, added] = kernelByBody_.try_emplace(body, static_cast<uint32_t>(functions_.size()));
     if (added) {
       std::string name = "k" + std::to_string(functions_.size()) + "_" + suffix;
@@ -272,10 +277,11 @@ private:
               << (trace_
                       ? "  const ninfer::dev::TraceBlock traceBlock = ninfer::dev::traceBegin();\n"
                       : "")
-              << (shape.waitsItself ? "  "
-                                    : "  const bool oneToken = state->nTokens == 1;\n"
-                                      "  ninfer::dev::gridDependencyWait();\n"
-                                      "  ninfer::dev::gridDependencyTrigger(oneToken);\n  ")
+              << (shape.waitsItself ? std::string("  ")
+                                    : std::string("  const bool early = state->nTokens == 1") +
+                                          (shape.triggersInBatch ? " || state->batch > 0" : "") +
+                                          ";\n  ninfer::dev::gridDependencyWait();\n"
+                                          "  ninfer::dev::gridDependencyTrigger(early);\n  ")
               << call << ";\n"
               << (trace_ ? "  ninfer::dev::traceEnd(traceBlock);\n" : "") << "}\n\n";
       functions_.push_back(std::move(name));
@@ -1313,6 +1319,8 @@ private:
     args_ = first.launches.back()->args;
     shape.minTokens = 0;
     shape.steps = plan::LaunchSteps::Batch;
+    shape.triggersInBatch =
+        tensorCoreDecode(choices_, buf(attention.inputs[3]).dtype, a.head_dim);
     return addKernel(first, "rope_append", call.str(), shape);
   }
 
@@ -1453,7 +1461,9 @@ private:
       // Without the RoPE (the fused RoPE launch runs in batch steps): with it the 8B q4 batch
       // plan's 8-row step was no faster, 3.115-3.123 against 3.041-3.049 ms, or 3.032-3.042
       // against 3.029-3.030 with batch steps triggering early but for the attention (H200).
-      decodeShape.waitsItself = false;
+      // The tensor-core kernel waits itself, after copying its first tiles of earlier rows,
+      // and the RoPE launch before it triggers early (addRopeAppend).
+      decodeShape.waitsItself = mmaDecode;
       NINFER_RETURN_IF_ERROR(addKernel(op, "attention_decode", decode(true) + ")", decodeShape));
     }
 

@@ -664,8 +664,19 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
     }
     cpAsyncCommit();
   };
-  if (warp < tiles)
+  // Batch steps (RULE kSplitBatch) wait here themselves: the previous launch (the RoPE and
+  // KV append) writes q and the row of this step, the last key of the last split, so a warp
+  // whose first tile holds that row copies it after the wait, the others before.
+  constexpr bool kBatchWaits = RULE == attn::kSplitBatch;
+  static_assert(!(kBatchWaits && ROPE::kOn), "batch steps keep the RoPE launch");
+  const bool holdsOwnRow = slice.split + 1 == slice.splits && warp + 1 == tiles;
+  if (warp < tiles && !(kBatchWaits && holdsOwnRow))
     fetch(warp, 0);
+  if constexpr (kBatchWaits) {
+    gridDependencyWait(); // batch steps do not trigger early (common.cuh)
+    if (holdsOwnRow)
+      fetch(warp, 0);
+  }
   // With a DecodeRope the launch waits here, after its first copies (rows of earlier steps;
   // the row of this step is patched in below), and the block rotates its query heads.
   const float *qHeads = q + static_cast<long long>(slice.firstHead) * HD;

@@ -70,7 +70,9 @@ __device__ __forceinline__ float loadProducedScalar(const float *p) {
 // the load's latency delayed the trigger and the 8B q4 decode lost the gain (505.6 against
 // 519.6 tok/s on the H200). Longer steps do not trigger: it took the 23M plan's 512-token
 // prefill from 403k to 312k tok/s. Nor do batch steps: triggering there too, the 8B q4
-// batch plan's 8-row step took 3.046-3.054 against 3.029-3.030 ms.
+// batch plan's 8-row step took 3.046-3.054 against 3.029-3.030 ms. One launch does: the
+// batch steps' RoPE and KV append, so that the tensor-core decode attention after it copies
+// its first cache tiles while the RoPE runs (KernelEmitter.cpp LaunchShape::triggersInBatch).
 __device__ __forceinline__ void gridDependencyTrigger(bool oneToken) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (oneToken)

@@ -176,6 +176,9 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
             std::string::npos);
   EXPECT_NE(callOf(attention[0].function).find("attentionDecodeMma<"), std::string::npos);
   EXPECT_EQ(callOf(attention[0].function).find("kSplitBatch"), std::string::npos);
+  // The batch launch waits itself (after copying cache tiles of earlier steps), so its
+  // wrapper does not wait first.
+  EXPECT_EQ(callOf(attention[1].function).find("gridDependencyWait"), std::string::npos);
   // Multi-row GEMV steps stage x in shared memory in plans of several sequences only.
   EXPECT_NE(many.plan.kernels->source.find("#define NINFER_GEMV_STAGE_X 1"), std::string::npos);
   EXPECT_EQ(one.plan.kernels->source.find("NINFER_GEMV_STAGE_X"), std::string::npos);
@@ -197,9 +200,15 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
   EXPECT_EQ(ropeQ[0].steps, S::Sequence);
   EXPECT_EQ(ropeQ[0].minTokens, 2u);
   EXPECT_EQ(ropeQ[0].maxTokens, 0u);
-  EXPECT_EQ(ropeQ[1].function, ropeQ[0].function);
+  EXPECT_EQ(ropeQ[1].kernel, "rope_append");
   EXPECT_EQ(ropeQ[1].steps, S::Batch);
   EXPECT_EQ(ropeQ[1].minTokens, 0u);
+  // The batch launch is a kernel of its own that lets the decode attention after it start
+  // early in batch steps too; the single-sequence one triggers in one-token steps only.
+  EXPECT_NE(ropeQ[1].function, ropeQ[0].function);
+  EXPECT_NE(callOf(ropeQ[1].function).find("early = state->nTokens == 1 || state->batch > 0;"),
+            std::string::npos);
+  EXPECT_NE(callOf(ropeQ[0].function).find("early = state->nTokens == 1;"), std::string::npos);
   EXPECT_TRUE(launchesOf(many.plan, "l0.rope_k").empty());
   const std::vector<LaunchRow> q = launchesOf(many.plan, "l0.q");
   ASSERT_EQ(q.size(), 2u);
@@ -208,8 +217,8 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
 
   // Every other launch runs in both kinds of step (but those above); in the plan of one
   // sequence every launch is single-sequence, with one launch less per attention op, RoPE
-  // and for the lm_head, and otherwise the same launches; the kernels are those and the
-  // decode attention without the RoPE.
+  // and for the lm_head, and otherwise the same launches; the kernels are those, the
+  // decode attention without the RoPE and the RoPE launch of batch steps.
   size_t manyLaunches = 0, oneLaunches = 0;
   for (const auto &op : many.plan.ops)
     for (const auto &l : op->launches) {
@@ -225,7 +234,7 @@ TEST(BatchEmit, LaunchLayoutOfAPlanOfSeveralSequences) {
       EXPECT_EQ(l->steps, S::Sequence) << op->name;
     }
   EXPECT_EQ(manyLaunches, oneLaunches + 5); // two attention ops, two RoPE, the lm_head
-  EXPECT_EQ(many.plan.kernels->functions.size(), one.plan.kernels->functions.size() + 2);
+  EXPECT_EQ(many.plan.kernels->functions.size(), one.plan.kernels->functions.size() + 3);
 }
 
 // f16 or q4 linears (the quantized GEMV for the lm_head's rows, and the q/k/v group's

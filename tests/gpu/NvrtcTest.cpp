@@ -1319,9 +1319,9 @@ TEST(Nvrtc, OneTokenQuantGemvTakesBulkCopiesOnSm90) {
     // Other wrappers read the step's token count, wait, then let the next kernel launch
     // in one-token steps (common.cuh, gridDependencyTrigger).
     const size_t gemvBody = kernels.source.find(kernels.functions[first[1]->function] + "(");
-    const size_t read = kernels.source.find("oneToken = state->nTokens == 1;", gemvBody);
+    const size_t read = kernels.source.find("early = state->nTokens == 1;", gemvBody);
     const size_t wait = kernels.source.find("gridDependencyWait();", gemvBody);
-    const size_t trigger = kernels.source.find("gridDependencyTrigger(oneToken);", gemvBody);
+    const size_t trigger = kernels.source.find("gridDependencyTrigger(early);", gemvBody);
     EXPECT_TRUE(read < wait && wait < trigger && trigger != std::string::npos) << what;
     // The lm_head's last row, in steps of any length.
     EXPECT_EQ(head[0]->block[0], uint32_t(gemv::kBulkThreads)) << what;
