@@ -19,21 +19,14 @@
 // block of that launch has finished, and every reader of its counter has passed its wait).
 // Prints the step's p50 over 50 graph replays and the hand-over per launch: (step - launches
 // x work) / launches. Figures: docs/performance.md, forty-third session.
+#include "cuda_check.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
 #include <string>
 #include <vector>
-
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e = (x);                                                                           \
-    if (e != cudaSuccess) {                                                                        \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e));              \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
 
 enum Mode { kPlain = 0, kPdl = 1, kFlag = 2, kFlagWarps = 3 };
 constexpr int kThreads = 288;

@@ -20,6 +20,7 @@
 // replays, and for scale one kernel's plain 16-byte loads over the same bytes.
 // Figures: docs/performance.md, thirty-fourth session.
 #include "bulk_copy.cuh" // the tree's mbarriers and bulk copies
+#include "cuda_check.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -28,15 +29,6 @@
 #include <cuda_runtime.h>
 #include <string>
 #include <vector>
-
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e = (x);                                                                           \
-    if (e != cudaSuccess) {                                                                        \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e));              \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
 
 constexpr int kSlots = 4, kChunk = 1024, kTileRows = 16, kStage = kTileRows * kChunk;
 constexpr int kConsumers = 8, kThreads = (kConsumers + 1) * 32;
