@@ -140,6 +140,10 @@ public:
     // (gemv_quant_mma.cuh); one-sequence plans keep the GEMV without it.
     if (maxBatch() > 1)
       source_ << "#define NINFER_GEMV_STAGE_X 1\n";
+    // The wide one-token GEMVs' ring for cards of H200-class bandwidth (GemvShapes.h
+    // bulkLayout): the kernels and the launches' shared memory take the same layouts.
+    if (choices_.deepBulkRing)
+      source_ << "#define NINFER_DEEP_BULK_RING 1\n";
     source_ << "#include \"common.cuh\"\n#include \"embedding.cuh\"\n#include \"rmsnorm.cuh\"\n"
             << "#include \"linear.cuh\"\n#include \"rope.cuh\"\n#include \"attention.cuh\"\n"
             << "#include \"swiglu.cuh\"\n#include \"add.cuh\"\n#include \"fill.cuh\"\n"
@@ -788,7 +792,8 @@ private:
           quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
       if (oneToken) {
         const gemv::BulkLayout layout =
-            gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features, a.out_features, true);
+            gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features, a.out_features, true,
+                             choices_.deepBulkRing);
         if (!layout.fits)
           return "";
         *shared = static_cast<uint32_t>(layout.sharedBytes);
@@ -1159,8 +1164,8 @@ private:
     k.blocks =
         static_cast<uint32_t>(ceilDiv(a.out_features, gemv::mmaRowsPerBlock(a.out_features)));
     k.gemvBlocksPerSm = 3;
-    const gemv::BulkLayout layout =
-        gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features, a.out_features, false);
+    const gemv::BulkLayout layout = gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features,
+                                                     a.out_features, false, choices_.deepBulkRing);
     if (choices_.bulkGemv && layout.fits) {
       k.oneTokenCall =
           linearCall(op, a, "ninfer::dev::linearQuantOneToken<" + args.str(), "", true);
@@ -1607,6 +1612,7 @@ Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {
   choices.bulkGemv = bulkGemv;
   choices.wgmmaGemm = wgmmaGemm;
   choices.fuseNorms = fuseNorms;
+  choices.deepBulkRing = bulkGemv && options.deepBulkRing;
   Emitter emitter(plan, choices, options.trace);
   NINFER_RETURN_IF_ERROR(emitter.emitAll());
   if (options.beforeCompile)

@@ -25,6 +25,10 @@ struct KernelOptions {
   // kernel returns and when its warps end (ninfer/TraceAbi.h), for `ninfer bench
   // --timeline`. ninferc --trace turns it on; the events slow a decode step by 2-12% (H200).
   bool trace = false;
+  // Every target card streams at least gemv::kDeepRingBandwidth (an H200): the wide
+  // one-token GEMVs keep more bytes in flight (GemvShapes.h bulkLayout's deepRing).
+  // ninferc sets it from --target with NINFER_DEEP_RING=1; sm_90+ targets only.
+  bool deepBulkRing = false;
   // Called with (done, total) while compiling, for progress display.
   std::function<void(int, int)> progress;
   // Called once every launch and the memory plan are final (emission may grow the workspace:

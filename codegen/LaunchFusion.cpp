@@ -142,7 +142,8 @@ private:
         quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
     const plan::LinearAttrsT &a = *gate.attrs.AsLinearAttrs();
     const int k = int(a.in_features), n = int(a.out_features);
-    return gemv::bulkLayout(traits.bits, traits.groupSize, k, n, false).fits &&
+    return gemv::bulkLayout(traits.bits, traits.groupSize, k, n, false, choices_.deepBulkRing)
+               .fits &&
            gemv::bulkRowsLayout(traits.bits, traits.groupSize, k, n).fits &&
            gemv::rowsPays(traits.bits, k, 2 * n / gemv::kBulkTileRows);
   }
@@ -344,7 +345,8 @@ private:
         quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
     const bool swiGlu = out_.swiGluOfGroup[out_.linearGroups[index].head] >= 0;
     for (bool layout : {false, swiGlu}) // the member's own layout, and the pair's
-      if (!gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features, a.out_features, layout)
+      if (!gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features, a.out_features, layout,
+                            choices_.deepBulkRing)
                .fits)
         return 0;
     if (a.last_row_only) // a plan of several sequences has a multi-row lm_head launch

@@ -45,6 +45,7 @@ struct FusionChoices {
   bool bulkGemv = false;      // every target is sm_90+ (gemv_quant_bulk.cuh)
   bool wgmmaGemm = false;     // every target is sm_90a: prefill GEMMs on gemm_wgmma.cuh
   bool fuseNorms = true;      // RMSNorms into their readers (NINFER_NO_NORM_FUSION unset)
+  bool deepBulkRing = false;  // KernelOptions::deepBulkRing, with bulkGemv (GemvShapes.h)
 };
 
 // Whether decode attention runs on tensor cores (attentionDecodeMma): sm_80+ targets, f16

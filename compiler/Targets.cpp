@@ -1,5 +1,6 @@
 // The table of known cards. Memory sizes are what the driver reports as total
-// memory (the marketing figure in GiB), architectures are compute capabilities.
+// memory (the marketing figure in GiB), architectures are compute capabilities, memory
+// bandwidths the spec sheets' (GB/s).
 #include "Targets.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -13,19 +14,20 @@ struct KnownCard {
   const char* name;
   const char* arch;
   double gib;
+  double gbPerSecond;
 };
 
 constexpr uint64_t kGiB = 1ull << 30;
 
 const KnownCard kCards[] = {
-    {"h200", "sm_90a", 140.4},        {"h100", "sm_90a", 79.6},
-    {"a100-80g", "sm_80", 79.2},      {"a100-40g", "sm_80", 39.4},
-    {"l40s", "sm_89", 44.4},          {"l4", "sm_89", 22.0},
-    {"rtx5090", "sm_120", 31.4},      {"rtx4090", "sm_89", 23.6},
-    {"rtx4080-16g", "sm_89", 15.6},   {"rtx4070-12g", "sm_89", 11.6},
-    {"rtx4060-8g", "sm_89", 7.6},     {"rtx3090", "sm_86", 23.6},
-    {"rtx3080-10g", "sm_86", 9.8},    {"rtx3060-12g", "sm_86", 11.6},
-    {"rtx3060-laptop", "sm_86", 5.8}, {"t4", "sm_75", 14.6},
+    {"h200", "sm_90a", 140.4, 4800},       {"h100", "sm_90a", 79.6, 3350},
+    {"a100-80g", "sm_80", 79.2, 2039},     {"a100-40g", "sm_80", 39.4, 1555},
+    {"l40s", "sm_89", 44.4, 864},          {"l4", "sm_89", 22.0, 300},
+    {"rtx5090", "sm_120", 31.4, 1792},     {"rtx4090", "sm_89", 23.6, 1008},
+    {"rtx4080-16g", "sm_89", 15.6, 717},   {"rtx4070-12g", "sm_89", 11.6, 504},
+    {"rtx4060-8g", "sm_89", 7.6, 272},     {"rtx3090", "sm_86", 23.6, 936},
+    {"rtx3080-10g", "sm_86", 9.8, 760},    {"rtx3060-12g", "sm_86", 11.6, 360},
+    {"rtx3060-laptop", "sm_86", 5.8, 336}, {"t4", "sm_75", 14.6, 320},
 };
 
 // Architectures NVRTC 13 can target (TOOLCHAIN.md).
@@ -39,7 +41,8 @@ llvm::Expected<Target> parseOne(llvm::StringRef spec) {
   std::string lower = spec.trim().lower();
   for (const KnownCard& card : kCards)
     if (lower == card.name)
-      return Target{lower, card.arch, static_cast<uint64_t>(card.gib * kGiB)};
+      return Target{lower, card.arch, static_cast<uint64_t>(card.gib * kGiB),
+                    card.gbPerSecond * 1e9};
   for (const char* arch : kArchs)
     if (lower == arch)
       return Target{lower, arch, 0};
@@ -73,10 +76,19 @@ llvm::Expected<std::vector<Target>> parseTargets(const std::string& spec) {
   return targets;
 }
 
+bool everyTargetStreams(const std::vector<Target>& targets, double bytesPerSecond) {
+  for (const Target& target : targets)
+    if (target.bandwidth < bytesPerSecond)
+      return false;
+  return !targets.empty();
+}
+
 std::string knownTargetsHelp() {
   std::string text;
   for (const KnownCard& card : kCards)
-    text += llvm::formatv("    {0,-16} {1,-7} {2:F1} GiB\n", card.name, card.arch, card.gib).str();
+    text += llvm::formatv("    {0,-16} {1,-7} {2,5:F1} GiB  {3,4:F0} GB/s\n", card.name, card.arch,
+                          card.gib, card.gbPerSecond)
+                .str();
   text += "    sm_XX            any architecture NVRTC supports (sm_75 ... sm_121), "
           "no memory check\n";
   text += "    sm_90a           sm_90 plus Hopper's wgmma (faster prefill); "

@@ -7,6 +7,7 @@
 #include "MemoryFit.h"
 #include "Targets.h"
 
+#include "ninfer/GemvShapes.h"
 #include "ninfer/Progress.h"
 #include "ninfer/StepAbi.h"
 
@@ -15,6 +16,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -326,6 +328,12 @@ int main(int argc, char** argv) {
     if (std::find(compile.kernels.archs.begin(), compile.kernels.archs.end(), target.arch) ==
         compile.kernels.archs.end())
       compile.kernels.archs.push_back(target.arch);
+  // Cards that stream at H200 rates keep more bytes in flight in the wide one-token GEMVs
+  // (GemvShapes.h bulkLayout's deepRing). Opt-in (NINFER_DEEP_RING=1) until the deep ring's
+  // GPU tests have run on an H200: it was measured for speed only (docs/performance.md).
+  const char* deepRing = std::getenv("NINFER_DEEP_RING");
+  compile.kernels.deepBulkRing = deepRing && std::string(deepRing) != "0" &&
+                                 everyTargetStreams(*targets, gemv::kDeepRingBandwidth);
   compile.kernels.embedPtx = options.embedPtx;
   compile.kernels.fuseLaunches = options.fuse;
   compile.kernels.trace = options.trace;

@@ -14,11 +14,11 @@
 //
 // Layout (ninfer/GemvShapes.h, bulkLayout): a tile is 16 weight rows (SWIGLU: gate rows
 // 8t..8t+7 then up rows 8t..8t+7), K is cut into chunks of bulkChunkUnits units (twice
-// that in wide launches: kBulkWideTiles), and a
+// that in wide launches: kBulkWideTiles, but in the deep ring), and a
 // stage is one chunk of one tile's 16 rows (one copy per row, rows padded apart so the
 // math warps' reads of two rows hit different banks). The tile's scale rows are
-// contiguous in the scale plane and come as one copy (two for SWIGLU) into one of two or
-// three scale buffers (BulkLayout::scaleBuffers). Barriers: full/empty per ring slot,
+// contiguous in the scale plane and come as one copy (two for SWIGLU) into one of two to
+// four scale buffers (BulkLayout::scaleBuffers). Barriers: full/empty per ring slot,
 // full/empty per scale buffer.
 //
 // Math: OneToken of gemv_quant_mma.cuh, unchanged (the same B fragments, corrections,
@@ -42,12 +42,19 @@
 namespace ninfer {
 namespace dev {
 
+// Plans whose every target card streams at least gemv::kDeepRingBandwidth define it to 1:
+// the wide launches take the deep ring (GemvShapes.h bulkLayout).
+#ifndef NINFER_DEEP_BULK_RING
+#define NINFER_DEEP_BULK_RING 0
+#endif
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
   using Packing = quant::QuantPacking<BITS>;
   using T = OneToken<BITS, GROUP>;
   using Scales = OneTokenScales<BITS, GROUP>;
-  static constexpr gemv::BulkLayout kLayout = gemv::bulkLayout(BITS, GROUP, K, N, SWIGLU);
+  static constexpr gemv::BulkLayout kLayout =
+      gemv::bulkLayout(BITS, GROUP, K, N, SWIGLU, NINFER_DEEP_BULK_RING);
   static_assert(kLayout.fits, "the emitter checks bulkLayout(...).fits");
   static_assert(gemv::kBulkUnitStageBytes == sizeof(OneTokenUnitStage), "GemvShapes.h's size");
   static_assert(Packing::kUnitBytes == gemv::bulkUnitBytes(BITS), "GemvShapes.h's unit bytes");
@@ -64,13 +71,13 @@ template <int BITS, int GROUP, int K, int N, bool SWIGLU> struct BulkGemv {
   // Barriers: full[slot], empty[slot], then full and empty of each scale buffer.
   __device__ __forceinline__ unsigned int full(int slot) const { return base + 8 * slot; }
   __device__ __forceinline__ unsigned int empty(int slot) const {
-    return base + 8 * (gemv::kBulkMaxSlots + slot);
+    return base + 8 * (kLayout.barrierSlots + slot);
   }
   __device__ __forceinline__ unsigned int scalesFull(int b) const {
-    return base + 8 * (2 * gemv::kBulkMaxSlots + b);
+    return base + 8 * (2 * kLayout.barrierSlots + b);
   }
   __device__ __forceinline__ unsigned int scalesEmpty(int b) const {
-    return base + 8 * (2 * gemv::kBulkMaxSlots + gemv::kBulkMaxScaleBuffers + b);
+    return base + 8 * (2 * kLayout.barrierSlots + kLayout.barrierScaleBuffers + b);
   }
   __device__ __forceinline__ static int chunkUnits(int j) {
     return min(kLayout.chunkUnits, kUnits - j * kLayout.chunkUnits);

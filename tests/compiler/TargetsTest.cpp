@@ -24,6 +24,23 @@ TEST(Targets, CardsFixArchitectureAndMemory) {
   EXPECT_EQ((*hopper)[0].arch, "sm_90a");
 }
 
+// Cards carry their spec-sheet memory bandwidth (bare architectures none): the kernel
+// emitter's deep ring is for plans whose every card streams 4 TB/s or more (the H200).
+TEST(Targets, CardsCarryTheirBandwidth) {
+  auto targets = parseTargets("h200,h100,sm_90a");
+  ASSERT_TRUE(bool(targets)) << llvm::toString(targets.takeError());
+  EXPECT_DOUBLE_EQ((*targets)[0].bandwidth, 4.8e12);
+  EXPECT_DOUBLE_EQ((*targets)[1].bandwidth, 3.35e12);
+  EXPECT_DOUBLE_EQ((*targets)[2].bandwidth, 0.0);
+  auto h200 = parseTargets("h200");
+  ASSERT_TRUE(bool(h200));
+  EXPECT_TRUE(everyTargetStreams(*h200, 4.0e12));
+  EXPECT_FALSE(everyTargetStreams(*targets, 4.0e12)); // the H100 and sm_90a do not
+  EXPECT_TRUE(everyTargetStreams(*targets, 0.0));
+  EXPECT_FALSE(everyTargetStreams({}, 0.0));
+  EXPECT_NE(knownTargetsHelp().find("4800 GB/s"), std::string::npos);
+}
+
 TEST(Targets, UnknownNamesAreRefusedWithTheKnownOnes) {
   auto targets = parseTargets("sm_91");
   ASSERT_FALSE(bool(targets));

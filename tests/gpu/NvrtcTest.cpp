@@ -1190,6 +1190,67 @@ TEST(GemvShapes, WideBulkLaunchesTakeDoubleChunks) {
   EXPECT_EQ(gemv::bulkLayout(4, 64, 14336, 4096, false).scaleBuffers, 2);
 }
 
+// Plans for cards of H200-class bandwidth (bulkLayout's deepRing): wide launches take
+// bulkChunkUnits chunks in up to kBulkDeepMaxSlots slots beside kBulkDeepScaleBuffers scale
+// buffers where that holds at least a quarter more bytes in flight than the double chunks,
+// with room for their barriers before the scale buffers; every other launch keeps the
+// layout it has without the deep ring.
+TEST(GemvShapes, DeepRingHoldsMoreBytesInWideLaunches) {
+  const int wideN = gemv::kBulkWideTiles * gemv::kBulkTileRows;
+  int taken = 0;
+  for (const BulkFormat f : kBulkFormats)
+    for (int k : {1152, 4096, 8192, 14336})
+      for (int n : {wideN - 16, wideN})
+        for (bool swiGlu : {false, true}) {
+          const std::string what = "q" + std::to_string(f.bits) + " g" + std::to_string(f.group) +
+                                   " K " + std::to_string(k) + " N " + std::to_string(n) +
+                                   (swiGlu ? " SwiGLU" : "");
+          const gemv::BulkLayout plain = gemv::bulkLayout(f.bits, f.group, k, n, swiGlu);
+          const gemv::BulkLayout deep = gemv::bulkLayout(f.bits, f.group, k, n, swiGlu, true);
+          ASSERT_TRUE(deep.fits) << what;
+          if (deep.scaleBuffers != gemv::kBulkDeepScaleBuffers) { // not taken
+            EXPECT_EQ(deep.chunkUnits, plain.chunkUnits) << what;
+            EXPECT_EQ(deep.slots, plain.slots) << what;
+            EXPECT_EQ(deep.scaleBuffers, plain.scaleBuffers) << what;
+            EXPECT_EQ(deep.offScales, plain.offScales) << what;
+            EXPECT_EQ(deep.sharedBytes, plain.sharedBytes) << what;
+            continue;
+          }
+          ++taken;
+          const int chunk = gemv::bulkChunkUnits(f.bits);
+          EXPECT_TRUE(f.bits <= 4 && (k / 128) % (2 * chunk) == 0 &&
+                      gemv::bulkTiles(n, swiGlu) >= gemv::kBulkWideTiles)
+              << what;
+          const gemv::BulkLayout doubled =
+              gemv::bulkLayoutOf(f.bits, f.group, k, n, swiGlu, 2 * chunk);
+          if (doubled.fits) {
+            EXPECT_GE(4 * deep.slots * deep.slotBytes, 5 * doubled.slots * doubled.slotBytes)
+                << what;
+          }
+          EXPECT_EQ(deep.chunkUnits, chunk) << what;
+          EXPECT_EQ(deep.unitsPerWarp * gemv::kBulkConsumerWarps, deep.chunkUnits) << what;
+          EXPECT_GE(deep.slots, 2) << what;
+          EXPECT_LE(deep.slots, gemv::kBulkDeepMaxSlots) << what;
+          EXPECT_EQ(deep.barrierSlots, gemv::kBulkDeepMaxSlots) << what;
+          EXPECT_EQ(deep.barrierScaleBuffers, gemv::kBulkDeepScaleBuffers) << what;
+          EXPECT_GE(deep.offScales, 8 * 2 * (deep.barrierSlots + deep.barrierScaleBuffers)) << what;
+          EXPECT_GE(deep.offX, deep.offScales + deep.scaleBuffers * deep.scaleBytes) << what;
+          EXPECT_EQ(deep.offSlots % 128, 0) << what;
+          EXPECT_EQ(deep.sharedBytes, deep.offSlots + deep.slots * deep.slotBytes) << what;
+          EXPECT_LE(deep.sharedBytes, gemv::kBulkSharedLimit) << what;
+        }
+  EXPECT_GT(taken, 0);
+  // The 8B q4_g64 gate/up pair and lm_head: five slots of 16 units; q/k/v, o and down as
+  // without the deep ring.
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 4096, 14336, true, true).slots, 5);
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 4096, 14336, true, true).chunkUnits, 16);
+  EXPECT_EQ(gemv::bulkLayout(4, 64, 4096, 128256, false, true).slots, 5);
+  for (int k : {4096, 14336})
+    for (int n : {4096, 6144})
+      EXPECT_EQ(gemv::bulkLayout(4, 64, k, n, false, true).sharedBytes,
+                gemv::bulkLayout(4, 64, k, n, false).sharedBytes);
+}
+
 // gemv_quant_rows.cuh's shared-memory layout: the part of K a block takes (all of K up to
 // 32 units where its code rows fit a box, one block per SM; else parts of 16 units, two
 // blocks per SM), 128-byte aligned stages (TMA boxes) within the SM's share, a code row's
@@ -1332,6 +1393,45 @@ TEST(Nvrtc, OneTokenQuantGemvTakesBulkCopiesOnSm90) {
               std::string::npos)
         << what;
   }
+}
+
+// KernelOptions::deepBulkRing (ninferc: every target card streams at least
+// gemv::kDeepRingBandwidth) gives a wide one-token launch the deep ring's layout: the module
+// defines NINFER_DEEP_BULK_RING, so the kernel takes the layout whose shared memory the
+// launch has; where a target is below sm_90 (no bulk GEMV) or the option is off, neither.
+TEST(Nvrtc, DeepBulkRingReachesKernelAndLaunch) {
+  const int in = 4096, out = gemv::kBulkWideTiles * gemv::kBulkTileRows;
+  for (bool deep : {false, true})
+    for (const std::vector<std::string>& archs :
+         {std::vector<std::string>{"sm_90a"}, std::vector<std::string>{"sm_89", "sm_90a"}}) {
+      const std::string what = std::string(deep ? "deep ring" : "no deep ring") + " on " +
+                               archs[0] + (archs.size() > 1 ? " and " + archs[1] : "");
+      TestPlan t(16, 64);
+      const uint32_t x = t.addActivation("x", in);
+      const uint32_t w = t.addDummyWeight("w", DType::Q4_G64, {out, in}, 3, 0.05f, 0.0f);
+      t.addLogits(16, out);
+      plan::LinearAttrsT a;
+      a.in_features = in;
+      a.out_features = out;
+      t.addOp("linear", a, {x, w}, {t.logits});
+      KernelOptions options;
+      options.archs = archs;
+      options.embedPtx = false;
+      options.deepBulkRing = deep;
+      Status status = emitKernels(t.plan, options);
+      ASSERT_TRUE(status.isOk()) << what << ": " << status.message();
+      const plan::KernelModuleT& kernels = *t.plan.kernels;
+      const bool takes = deep && archs.size() == 1;
+      EXPECT_EQ(kernels.source.find("#define NINFER_DEEP_BULK_RING 1") != std::string::npos, takes)
+          << what;
+      if (archs.size() > 1)
+        continue;
+      const plan::LaunchT& one = *t.plan.ops[0]->launches[0];
+      EXPECT_EQ(one.max_tokens, 1u) << what;
+      const gemv::BulkLayout layout = gemv::bulkLayout(4, 64, in, out, false, deep);
+      EXPECT_EQ(one.shared_bytes, uint32_t(layout.sharedBytes)) << what;
+      EXPECT_EQ(layout.chunkUnits, deep ? 16 : 32) << what;
+    }
 }
 
 // Steps of 2..8 rows of a quantized linear take gemv_quant_rows.cuh when every target is

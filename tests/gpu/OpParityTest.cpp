@@ -167,14 +167,17 @@ TEST(OpParity, GroupedLinears) {
     DType type;
     int in, out;
     double bound;
+    bool deepRing = false;
   };
   // Q4_G64 with 1000 outputs keeps the register-fed one-token GEMV; Q4_K16 with 1024 (whole
   // tiles of 16) takes the bulk one on sm_90+ (gemv_quant_bulk.cuh), with 9 units of K (a
   // partial chunk); Q4_G64 4096 -> 8448 as a gate/up pair is a wide launch (1,056 tiles:
-  // chunks of 32 units, GemvShapes.h kBulkWideTiles).
+  // chunks of 32 units, GemvShapes.h kBulkWideTiles), and again in the deep ring's layout
+  // (plans for cards of H200-class bandwidth: five slots of 16 units).
   for (Case c : {Case{DType::F16, 256, 384, 1e-6}, Case{DType::BF16, 1024, 200, 2e-5},
                  Case{DType::Q4_G64, 512, 1000, 1e-5}, Case{DType::Q4_K16, 1152, 1024, 1e-5},
-                 Case{DType::Q4_G64, 4096, 8448, 1e-5}, Case{DType::TQ1, 400, 96, 1e-6}})
+                 Case{DType::Q4_G64, 4096, 8448, 1e-5}, Case{DType::Q4_G64, 4096, 8448, 1e-5, true},
+                 Case{DType::TQ1, 400, 96, 1e-6}})
     for (int members : {2, 3}) {
       std::mt19937 rng(c.in + members);
       TestPlan t(64, 128);
@@ -213,10 +216,13 @@ TEST(OpParity, GroupedLinears) {
       last.in_features = c.out;
       last.out_features = width;
       t.addOp("head", last, {z, head}, {t.logits});
+      KernelOptions options;
+      options.deepBulkRing = c.deepRing;
       expectParity(t, kSteps, c.bound,
                    std::string("grouped Linear x") + std::to_string(members) + " " +
                        typeName(c.type) + " " + std::to_string(c.in) + "->" +
-                       std::to_string(c.out));
+                       std::to_string(c.out) + (c.deepRing ? ", deep ring" : ""),
+                   options);
     }
 }
 

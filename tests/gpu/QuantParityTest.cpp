@@ -39,6 +39,7 @@
 // Skips (GTEST_SKIP) when libcuda.so.1 cannot be loaded or there is no GPU.
 #include "GpuParity.h"
 #include "Packing.h"
+#include "ninfer/GemvShapes.h"
 
 #include <gtest/gtest.h>
 
@@ -268,6 +269,18 @@ TEST_P(QuantParity, LinearWide) {
     const std::string what = caseName(typeName(), c);
     const std::vector<int> steps = {1, 2, 3, 5, 8, 1};
     family.check(test::stepErrors(t, steps, what), what, steps);
+  }
+  // The last case's one-token launch in the deep ring's layout (plans for cards of
+  // H200-class bandwidth: GemvShapes.h bulkLayout), in the formats that take it.
+  const LinearCase c{4096, 16896, false, DType::F16, true};
+  if (gemv::bulkLayout(spec().bits, spec().groupSize, c.k, c.n, false, true).scaleBuffers ==
+      gemv::kBulkDeepScaleBuffers) {
+    TestPlan t = linearPlan(spec(), dtype(), c);
+    const std::string what = caseName(typeName(), c) + ", deep ring";
+    const std::vector<int> steps = {1, 2, 1};
+    KernelOptions options;
+    options.deepBulkRing = true;
+    family.check(test::stepErrors(t, steps, what, options), what, steps);
   }
   family.print();
 }

@@ -83,8 +83,14 @@ constexpr int kBulkThreads = (kBulkConsumerWarps + 1) * 32;
 constexpr int kBulkTileRows = 16;
 constexpr int kBulkMaxSlots = 4;
 constexpr int kBulkMaxScaleBuffers = 3;
-// The barriers (full and empty per ring slot and per scale buffer) fill the first 128 bytes.
+// The deep ring's (bulkLayout with deepRing): more slots of bulkChunkUnits and a scale
+// buffer more.
+constexpr int kBulkDeepMaxSlots = 6;
+constexpr int kBulkDeepScaleBuffers = 4;
+// The barriers (full and empty per ring slot and per scale buffer) fill the first 128 bytes,
+// or 256 in the deep ring's layout (BulkLayout::barrierBytes).
 static_assert(8 * 2 * (kBulkMaxSlots + kBulkMaxScaleBuffers) <= 128, "the barriers' bytes");
+static_assert(8 * 2 * (kBulkDeepMaxSlots + kBulkDeepScaleBuffers) <= 256, "the barriers' bytes");
 constexpr int kBulkBlocksPerSm = 2;
 constexpr int kBulkSharedLimit = 113 * 1024; // two blocks in an sm_90 SM's 227 KB
 // Launch grid: two blocks on each of an H100/H200's 132 SMs (the kernel strides over
@@ -112,7 +118,9 @@ struct BulkLayout {
   int scaleBytes = 0;                 // one tile's scale rows
   int scaleBuffers = 0;               // of a tile's scale rows each (2 or 3)
   int xWarpBytes = 0;                 // a math warp's zero fragments and staged units
-  int offSlots = 0, offScales = 0, offX = 0, offPartial = 0; // from the 128 bytes of barriers
+  // The barrier block: room for the barriers of this many slots and scale buffers.
+  int barrierSlots = kBulkMaxSlots, barrierScaleBuffers = kBulkMaxScaleBuffers;
+  int offSlots = 0, offScales = 0, offX = 0, offPartial = 0; // offScales: the barriers' bytes
   int sharedBytes = 0;
   bool fits = false;
 };
@@ -126,15 +134,23 @@ struct BulkLayout {
 // traced lm_head 77.8 -> 70.4 us and gate/up 20.9 -> 20.6 us after its wait. q/k/v (1.5
 // tiles per block) and o (1) lost with it (6.8 -> 7.8 us and 3.4 -> 3.5 us after the wait).
 constexpr int kBulkWideTiles = 4 * kBulkGridBlocks;
+// Cards whose memory streams this many bytes per second or more (spec sheet) take the deep
+// ring in wide launches (bulkLayout's deepRing): the H200 (4.8e12), not the H100 (3.35e12).
+constexpr double kDeepRingBandwidth = 4.0e12;
 
 // The shared-memory layout of the one-token bulk GEMV of an n x k weight (n outputs,
 // or a SwiGLU's n outputs from its gate and up rows) in chunks of chunkUnits units, and
 // whether the kernel takes the shape: whole tiles, and at least two ring slots within
-// kBulkSharedLimit.
+// kBulkSharedLimit. deep: up to kBulkDeepMaxSlots slots (else kBulkMaxSlots).
 NINFER_HD constexpr BulkLayout bulkLayoutOf(int bits, int group, int k, int n, bool swiGlu,
-                                            int chunkUnits, int scaleBuffers = 2) {
+                                            int chunkUnits, int scaleBuffers = 2,
+                                            bool deep = false) {
   BulkLayout l;
   l.scaleBuffers = scaleBuffers;
+  if (deep) {
+    l.barrierSlots = kBulkDeepMaxSlots;
+    l.barrierScaleBuffers = kBulkDeepScaleBuffers;
+  }
   const int units = k / 128;
   l.chunkUnits = chunkUnits;
   l.chunks = (units + l.chunkUnits - 1) / l.chunkUnits;
@@ -146,14 +162,15 @@ NINFER_HD constexpr BulkLayout bulkLayoutOf(int bits, int group, int k, int n, b
   l.slotBytes = kBulkTileRows * l.slotRowBytes;
   l.scaleBytes = kBulkTileRows * bulkRowScaleBytes(group, k);
   l.xWarpBytes = kBulkZeroBytes + l.chunks * l.unitsPerWarp * kBulkUnitStageBytes;
-  l.offScales = 128;
+  l.offScales = (8 * 2 * (l.barrierSlots + l.barrierScaleBuffers) + 127) / 128 * 128;
   l.offX = l.offScales + l.scaleBuffers * l.scaleBytes;
   l.offPartial = l.offX + kBulkConsumerWarps * l.xWarpBytes;
   l.offSlots = (l.offPartial + 2 * kBulkConsumerWarps * kBulkTileRows * 4 + 127) / 128 * 128;
   const int room = (kBulkSharedLimit - l.offSlots) / l.slotBytes;
-  l.slots = room < kBulkMaxSlots ? room : kBulkMaxSlots;
+  l.slots = room < l.barrierSlots ? room : l.barrierSlots;
   l.sharedBytes = l.offSlots + l.slots * l.slotBytes;
-  l.fits = units >= 1 && k % 128 == 0 && n % (swiGlu ? 8 : kBulkTileRows) == 0 && l.slots >= 2;
+  l.fits = units >= 1 && k % 128 == 0 && n % (swiGlu ? 8 : kBulkTileRows) == 0 && l.slots >= 2 &&
+           scaleBuffers <= l.barrierScaleBuffers;
   return l;
 }
 
@@ -167,10 +184,26 @@ NINFER_HD constexpr BulkLayout bulkLayoutOf(int bits, int group, int k, int n, b
 // 617.7 / 618.5 / 617.8 -> 621.5 / 621.4 / 622.3 tok/s in alternating rounds; with three
 // buffers in every launch 620.0 / 620.1 / 619.9, gate/up 20.3 -> 19.1 us after its wait
 // (traced) but down 10.7 -> 11.2 (one tile per block: nothing to gain, 7 KB of room lost).
-NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, bool swiGlu) {
+//
+// deepRing (plans whose every target card streams at least kDeepRingBandwidth): the wide
+// launches take bulkChunkUnits chunks in up to kBulkDeepMaxSlots slots and
+// kBulkDeepScaleBuffers scale buffers instead, where that holds at least a quarter more
+// bytes in flight per block than the double chunks: the 8B q4_g64 gate/up pair and lm_head
+// in five slots of 16 units (85 KB, against two slots of 32 units: 66 KB). The H200 needs
+// the bytes: 8B q4_g64 decode 631.4 / 632.1 / 631.3 -> 638.5 / 641.2 / 641.0 tok/s in
+// alternating rounds; on an H100 the same plans lost (532.8 / 535.0 / 535.4 -> 530.8 /
+// 530.3 / 531.5): four units per math warp and stage pay more there than the depth, as
+// they did on the H200 at equal bytes in flight (thirty-fifth session).
+NINFER_HD constexpr BulkLayout bulkLayout(int bits, int group, int k, int n, bool swiGlu,
+                                          bool deepRing = false) {
   const int chunk = bulkChunkUnits(bits);
   if (bits <= 4 && bulkTiles(n, swiGlu) >= kBulkWideTiles && (k / 128) % (2 * chunk) == 0) {
     const BulkLayout wide = bulkLayoutOf(bits, group, k, n, swiGlu, 2 * chunk);
+    const BulkLayout deep =
+        bulkLayoutOf(bits, group, k, n, swiGlu, chunk, kBulkDeepScaleBuffers, true);
+    if (deepRing && deep.fits &&
+        (!wide.fits || 4 * deep.slots * deep.slotBytes >= 5 * wide.slots * wide.slotBytes))
+      return deep;
     if (wide.fits) {
       const BulkLayout deeper = bulkLayoutOf(bits, group, k, n, swiGlu, 2 * chunk, 3);
       return deeper.slots == wide.slots ? deeper : wide;
