@@ -14,6 +14,7 @@
 // written by a minimal encoder at the end of this file (stored deflate blocks,
 // CRC-32, Adler-32; no compression library).
 #include "BenchCommand.h"
+#include "BenchBandwidth.h"
 #include "BenchProfile.h"
 #include "BenchTimeline.h"
 #include "SamplingOptions.h"
@@ -188,28 +189,6 @@ BenchOptions parseOptions(int argc, char **argv) {
     throw BadUsage{"--batch steps pick greedy tokens: sampling (--temp above 0) is for "
                    "single-sequence decode"};
   return o;
-}
-
-// Assumed memory bandwidth by device name, bytes/s. H200 and H100 80GB HBM3 (SXM): measured
-// device-to-device copy bandwidth, bytes read + written (docs/performance.md, Method); the
-// others are spec-sheet figures.
-double bandwidthFor(const std::string &executorName) {
-  struct Entry {
-    const char *needle;
-    double bytesPerSecond;
-  };
-  static const Entry table[] = {
-      {"H200", 4.29e12},          {"H100 80GB HBM3", 3.01e12},
-      {"H100 PCIe", 2.0e12},      {"H100", 3.35e12},
-      {"A100-SXM4-80GB", 2.04e12}, {"A100 80GB", 1.94e12}, {"A100", 1.555e12},
-      {"L40S", 0.864e12},         {"L4", 0.30e12},        {"RTX 5090", 1.792e12},
-      {"RTX 4090", 1.008e12},     {"RTX 4080", 0.717e12}, {"RTX 3090", 0.936e12},
-      {"RTX 3060 Laptop", 0.336e12}, {"RTX 3060", 0.360e12}, {"T4", 0.32e12},
-  };
-  for (const Entry &e : table)
-    if (executorName.find(e.needle) != std::string::npos)
-      return e.bytesPerSecond;
-  return 0.0;
 }
 
 // Bytes a decode step reads besides the KV cache: every Linear weight (and bias),
