@@ -354,11 +354,11 @@ int main(int argc, char** argv) {
     const plan::PlanT& planT = *compiled->plan;
     uint64_t size = 0;
     llvm::sys::fs::file_size(options.output, size);
-    std::fprintf(stderr, "wrote %s: %.1f MiB, %zu ops, %zu kernels, archs %s%s, %.2f s\n",
+    std::fprintf(stderr, "wrote %s: %.1f MiB, %zu ops, %zu kernels, archs %s%s%s, %.2f s\n",
                  options.output.c_str(), size / 1048576.0, planT.ops.size(),
                  planT.kernels ? planT.kernels->functions.size() : 0,
                  llvm::join(compile.kernels.archs, ",").c_str(), options.embedPtx ? " + PTX" : "",
-                 total.seconds());
+                 compile.kernels.deepBulkRing ? " (deep ring)" : "", total.seconds());
   }
   return 0;
 }
