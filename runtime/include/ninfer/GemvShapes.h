@@ -88,7 +88,7 @@ constexpr int kBulkMaxScaleBuffers = 3;
 constexpr int kBulkDeepMaxSlots = 6;
 constexpr int kBulkDeepScaleBuffers = 4;
 // The barriers (full and empty per ring slot and per scale buffer) fill the first 128 bytes,
-// or 256 in the deep ring's layout (BulkLayout::barrierBytes).
+// or 256 in the deep ring's layout (BulkLayout::offScales).
 static_assert(8 * 2 * (kBulkMaxSlots + kBulkMaxScaleBuffers) <= 128, "the barriers' bytes");
 static_assert(8 * 2 * (kBulkDeepMaxSlots + kBulkDeepScaleBuffers) <= 256, "the barriers' bytes");
 constexpr int kBulkBlocksPerSm = 2;
@@ -116,7 +116,7 @@ struct BulkLayout {
   int unitsPerWarp = 0;               // of each chunk, per math warp
   int slotRowBytes = 0, slotBytes = 0, slots = 0;
   int scaleBytes = 0;                 // one tile's scale rows
-  int scaleBuffers = 0;               // of a tile's scale rows each (2 or 3)
+  int scaleBuffers = 0;               // of a tile's scale rows each (2 to 4)
   int xWarpBytes = 0;                 // a math warp's zero fragments and staged units
   // The barrier block: room for the barriers of this many slots and scale buffers.
   int barrierSlots = kBulkMaxSlots, barrierScaleBuffers = kBulkMaxScaleBuffers;
