@@ -2,7 +2,7 @@
 // PERFORMANCE.md defines it for MBU, bytes read + bytes written per second. Copies 2 GiB
 // with cudaMemcpy 23 times and prints the median and best of the last 20. The figures in
 // `ninfer bench`'s bandwidth table that say "measured" come from it (runtime/tools/
-// BenchCommand.cpp; H100 80GB HBM3: docs/performance.md, forty-fifth session).
+// BenchBandwidth.cpp; H100 80GB HBM3: docs/performance.md, forty-fifth session).
 //
 //   nvcc -O3 -o copy_bandwidth scripts/probes/copy_bandwidth.cu && ./copy_bandwidth
 #include "cuda_check.h"

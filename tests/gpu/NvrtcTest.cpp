@@ -1416,7 +1416,7 @@ TEST(Nvrtc, DeepBulkRingReachesKernelAndLaunch) {
       t.addOp("linear", a, {x, w}, {t.logits});
       KernelOptions options;
       options.archs = archs;
-      options.embedPtx = false;
+      options.embedPtx = archs.size() == 1; // compute_90a PTX: the kernel's barriers below
       options.deepBulkRing = deep;
       Status status = emitKernels(t.plan, options);
       ASSERT_TRUE(status.isOk()) << what << ": " << status.message();
@@ -1431,6 +1431,18 @@ TEST(Nvrtc, DeepBulkRingReachesKernelAndLaunch) {
       const gemv::BulkLayout layout = gemv::bulkLayout(4, 64, in, out, false, deep);
       EXPECT_EQ(one.shared_bytes, uint32_t(layout.sharedBytes)) << what;
       EXPECT_EQ(layout.chunkUnits, deep ? 16 : 32) << what;
+      // The kernel itself takes that layout: it sets up a full and an empty barrier per ring
+      // slot and per scale buffer (five and four with the deep ring, two and three without).
+      const std::string name = kernels.functions[one.function];
+      const size_t entry = kernels.ptx.find(".entry " + name + "(");
+      ASSERT_NE(entry, std::string::npos) << what;
+      const std::string body = kernels.ptx.substr(entry, kernels.ptx.find("\n}", entry) - entry);
+      size_t inits = 0;
+      for (size_t at = body.find("mbarrier.init"); at != std::string::npos;
+           at = body.find("mbarrier.init", at + 1))
+        ++inits;
+      EXPECT_EQ(inits, size_t(2 * (layout.slots + layout.scaleBuffers))) << what;
+      EXPECT_EQ(inits, deep ? 18u : 10u) << what;
     }
 }
 
