@@ -1,7 +1,8 @@
-// The table of known cards. Memory sizes are what the driver reports as total
-// memory (the marketing figure in GiB), architectures are compute capabilities, memory
-// bandwidths the spec sheets' (GB/s).
+// --target parsing over the card table (ninfer/Cards.h: the rows with a target name) and the
+// architectures NVRTC can compile for.
 #include "Targets.h"
+
+#include "ninfer/Cards.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -10,25 +11,7 @@
 namespace ninfer {
 namespace {
 
-struct KnownCard {
-  const char* name;
-  const char* arch;
-  double gib;
-  double gbPerSecond;
-};
-
 constexpr uint64_t kGiB = 1ull << 30;
-
-const KnownCard kCards[] = {
-    {"h200", "sm_90a", 140.4, 4800},       {"h100", "sm_90a", 79.6, 3350},
-    {"a100-80g", "sm_80", 79.2, 2039},     {"a100-40g", "sm_80", 39.4, 1555},
-    {"l40s", "sm_89", 44.4, 864},          {"l4", "sm_89", 22.0, 300},
-    {"rtx5090", "sm_120", 31.4, 1792},     {"rtx4090", "sm_89", 23.6, 1008},
-    {"rtx4080-16g", "sm_89", 15.6, 717},   {"rtx4070-12g", "sm_89", 11.6, 504},
-    {"rtx4060-8g", "sm_89", 7.6, 272},     {"rtx3090", "sm_86", 23.6, 936},
-    {"rtx3080-10g", "sm_86", 9.8, 760},    {"rtx3060-12g", "sm_86", 11.6, 360},
-    {"rtx3060-laptop", "sm_86", 5.8, 336}, {"t4", "sm_75", 14.6, 320},
-};
 
 // Architectures NVRTC 13 can target (TOOLCHAIN.md).
 // sm_90a: sm_90 plus Hopper's architecture-specific instructions (wgmma); its code runs on
@@ -39,10 +22,10 @@ const char* const kArchs[] = {"sm_75",  "sm_80",  "sm_86",  "sm_87",  "sm_88",
 
 llvm::Expected<Target> parseOne(llvm::StringRef spec) {
   std::string lower = spec.trim().lower();
-  for (const KnownCard& card : kCards)
-    if (lower == card.name)
+  for (const Card& card : kCards)
+    if (card.target && lower == card.target)
       return Target{lower, card.arch, static_cast<uint64_t>(card.gib * kGiB),
-                    card.gbPerSecond * 1e9};
+                    card.specBytesPerSecond};
   for (const char* arch : kArchs)
     if (lower == arch)
       return Target{lower, arch, 0};
@@ -51,8 +34,9 @@ llvm::Expected<Target> parseOne(llvm::StringRef spec) {
       llvm::formatv("unknown target '{0}' (known: {1}, or an architecture {2})", spec.trim(),
                     [] {
                       std::string names;
-                      for (const KnownCard& card : kCards)
-                        names += (names.empty() ? "" : ", ") + std::string(card.name);
+                      for (const Card& card : kCards)
+                        if (card.target)
+                          names += (names.empty() ? "" : ", ") + std::string(card.target);
                       return names;
                     }(),
                     "sm_75 ... sm_121")
@@ -85,10 +69,11 @@ bool everyTargetStreams(const std::vector<Target>& targets, double bytesPerSecon
 
 std::string knownTargetsHelp() {
   std::string text;
-  for (const KnownCard& card : kCards)
-    text += llvm::formatv("    {0,-16} {1,-7} {2,5:F1} GiB  {3,4:F0} GB/s\n", card.name, card.arch,
-                          card.gib, card.gbPerSecond)
-                .str();
+  for (const Card& card : kCards)
+    if (card.target)
+      text += llvm::formatv("    {0,-16} {1,-7} {2,5:F1} GiB  {3,4:F0} GB/s\n", card.target,
+                            card.arch, card.gib, card.specBytesPerSecond / 1e9)
+                  .str();
   text += "    sm_XX            any architecture NVRTC supports (sm_75 ... sm_121), "
           "no memory check\n";
   text += "    sm_90a           sm_90 plus Hopper's wgmma (faster prefill); "

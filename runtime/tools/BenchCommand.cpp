@@ -14,12 +14,12 @@
 // written by a minimal encoder at the end of this file (stored deflate blocks,
 // CRC-32, Adler-32; no compression library).
 #include "BenchCommand.h"
-#include "BenchBandwidth.h"
 #include "BenchProfile.h"
 #include "BenchTimeline.h"
 #include "SamplingOptions.h"
 
 #include "ninfer/AtomicFile.h"
+#include "ninfer/Cards.h"
 #include "ninfer/DecodeStep.h"
 #include "ninfer/Executor.h"
 #include "ninfer/Json.h"
@@ -60,7 +60,8 @@ const char* const kBenchHelp =
   --warmup N          unmeasured runs first (default 3)
   --device D          cuda, cpu or auto (default auto)
   --threads N         CPU executor threads (default: all)
-  --bandwidth B       memory bandwidth in bytes/s for MBU (default: a table by device name)
+  --bandwidth B       memory bandwidth in bytes/s for MBU (default: the card's measured
+                      copy bandwidth or its spec sheet's, by device name)
   --json              print the results as JSON on stdout
   --plot OUT.png      draw decode tok/s against context length (with --batch: against
                       batch size, a line per prompt length) into a PNG
@@ -665,9 +666,8 @@ int bench(const BenchOptions &o) {
                  o.profile ? "--profile times" : "--timeline traces", name.c_str());
     return 1;
   }
-  double bandwidth = o.bandwidth > 0 ? o.bandwidth : bandwidthFor(name);
-  const char *bandwidthSource =
-      o.bandwidth > 0 ? "--bandwidth" : bandwidth > 0 ? "table" : "unknown";
+  const char* bandwidthSource = "--bandwidth";
+  const double bandwidth = o.bandwidth > 0 ? o.bandwidth : benchBandwidth(name, &bandwidthSource);
   if (!o.batches.empty())
     return benchBatches(o, *executor, p, bandwidth, bandwidthSource);
   const double weightBytes = weightBytesPerToken(p);
