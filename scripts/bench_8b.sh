@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The speed table of docs/performance.md in two halves, because the compiler and
+# The speed tables of docs/performance-log.md in two halves, because the compiler and
 # the GPU live on different machines:
 #   scripts/bench_8b.sh compile OUT_DIR [NINFERC]   (here) compiles the plans, all from
 #       examples/configs/llama-3-8b.json with --dummy-weights for the H200, context 33,000:
@@ -20,7 +20,7 @@
 #       plans: where the step's time goes as the graph runs it). Writes <plan>.bench,
 #       <plan>.json, <plan>.<ctx>.txt, bench-8b-q4-b8.batch.{txt,json,png} and
 #       trace-*.timeline.{txt,json} to $OUT (or PLAN_DIR) and prints the summary lines.
-# Method and the table: docs/performance.md.
+# Method: docs/performance.md; the tables it fills: docs/performance-log.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}

@@ -8,7 +8,7 @@
 // one bulk copy per 128 x 64 tile brings it. Measured on the H200 at 512 tokens (8B shapes):
 // the mma.sync GEMM ran at 156-225 TFLOPS; wgmma with x read as f32 fragments into registers
 // at 173-247 (the scattered 8-byte loads of x bound it: without them 359-564); with the
-// 16-bit copy in row order by cp.async at 268-420 (docs/performance.md, tenth session); with
+// 16-bit copy in row order by cp.async at 268-420 (docs/performance-log.md, tenth session); with
 // the tiles by bulk copy (standalone, zero data) 355-505 against 299-417 by cp.async; with the
 // f16 weights by TMA too, 413-626 in the 8B fp16 plan (twelfth session).
 //  * 8 warps = 2 warpgroups; warpgroup g owns tokens 64 MT g .. of the tile (MT = 1, or 2 for
@@ -130,7 +130,7 @@ __device__ __forceinline__ void wgmma64x128(float (&d)[64], unsigned long long d
 // swizzle; rows past the weight's come as zeros), issued by thread 0 on the stage's barrier.
 // MATRICES 2: a SwiGLU's gate and up maps with boxes of 64 rows, the tile's two halves
 // (GateUpRows' order). Standalone on the H200 (512 tokens, x by bulk copy too) the f16 GEMMs
-// ran 1.7-2.0x faster than with cp.async (docs/performance.md, eleventh session); the 8B fp16
+// ran 1.7-2.0x faster than with cp.async (docs/performance-log.md, eleventh session); the 8B fp16
 // prefill went 27,213 -> 36,494-36,957 tok/s (twelfth session).
 template <int WDT, int MATRICES = 1> struct TmaTileStager {
   static_assert(MATRICES == 1 || MATRICES == 2, "one matrix, or gate and up");

@@ -2,7 +2,7 @@
 // PERFORMANCE.md defines it for MBU, bytes read + bytes written per second. Copies 2 GiB
 // with cudaMemcpy 23 times and prints the median and best of the last 20. The measured
 // bandwidths of the card table (runtime/include/ninfer/Cards.h), which `ninfer bench` takes
-// for MBU, come from it (H100 80GB HBM3: docs/performance.md, forty-fifth session).
+// for MBU, come from it (H100 80GB HBM3: docs/performance-log.md, forty-fifth session).
 //
 //   nvcc -O3 -o copy_bandwidth scripts/probes/copy_bandwidth.cu && ./copy_bandwidth
 #include "cuda_check.h"

@@ -18,7 +18,7 @@
 // A launch clears the counter of the launch two before it once its wait has returned (every
 // block of that launch has finished, and every reader of its counter has passed its wait).
 // Prints the step's p50 over 50 graph replays and the hand-over per launch: (step - launches
-// x work) / launches. Figures: docs/performance.md, forty-third session.
+// x work) / launches. Figures: docs/performance-log.md, forty-third session.
 #include "cuda_check.h"
 
 #include <algorithm>

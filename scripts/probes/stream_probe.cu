@@ -18,7 +18,7 @@
 // (x staging stand-in); --attn: a kernel of 256 blocks of 70 KB that spins this many ns after
 // each layer's first launch (attention stand-in). Prints the step's p50 and min over 30 graph
 // replays, and for scale one kernel's plain 16-byte loads over the same bytes.
-// Figures: docs/performance.md, thirty-fourth session.
+// Figures: docs/performance-log.md, thirty-fourth session.
 #include "bulk_copy.cuh" // the tree's mbarriers and bulk copies
 #include "cuda_check.h"
 
