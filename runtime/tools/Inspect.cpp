@@ -15,6 +15,19 @@ namespace ninfer {
 namespace cli {
 namespace {
 
+const char kInspectHelp[] = R"(ninfer inspect: describe what a plan holds, without running it
+
+usage:
+  ninfer inspect PLAN [--json]
+
+Prints the model (architecture and shapes), the plan's limits (context, step tokens, sequences),
+its memory plan and buffers, its ops, the kernel module (cubin architectures, PTX) and the
+tokenizer.
+
+options:
+  --json                print one JSON object instead of the text report
+)";
+
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
 std::string opKind(plan::OpAttrs kind) {
@@ -185,6 +198,10 @@ int runInspect(int argc, char** argv) {
   bool json = false;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kInspectHelp, stdout);
+      return 0;
+    }
     if (arg == "--json")
       json = true;
     else if (!arg.empty() && arg[0] == '-')

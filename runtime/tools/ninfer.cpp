@@ -56,8 +56,8 @@ usage:
   ninfer --help | --version
 
 prompt (one of):
-  -p TEXT               the prompt text ("-p -" reads it from stdin)
-  -f FILE               read the prompt text from FILE
+  -p, --prompt TEXT     the prompt text ("-p -" reads it from stdin)
+  -f, --file FILE       read the prompt text from FILE
   --prompt-ids 1,2,3    the prompt as token ids (plans without a tokenizer need this)
 
 options:
@@ -380,6 +380,8 @@ int run(int argc, char** argv) {
       return runPerplexityCommand(argc, argv);
     if (command == "kld")
       return runKldCommand(argc, argv);
+    if (command == "inspect")
+      return runInspect(argc, argv);
   }
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -400,8 +402,6 @@ int run(int argc, char** argv) {
   }
   if (argc < 2)
     usage("no plan given (see ninfer --help)");
-  if (std::string(argv[1]) == "inspect")
-    return runInspect(argc, argv);
   return runGenerate(argc, argv);
 }
 

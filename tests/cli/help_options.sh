@@ -43,5 +43,6 @@ page ninfer 12 "$ninfer" --help -- "$ninfer" "$missing.nplan"
 for sub in bench perplexity kld chat; do
   page "ninfer $sub" 5 "$ninfer" "$sub" --help -- "$ninfer" "$sub" "$missing.nplan"
 done
+page "ninfer inspect" 1 "$ninfer" inspect --help -- "$ninfer" inspect "$missing.nplan"
 page "ninfer tokenize" 2 "$ninfer" tokenize --help -- "$ninfer" tokenize "$missing.nplan" text
 exit $failed

@@ -52,10 +52,15 @@ void expectOneErrorLine(const CliResult& r, int exitCode, const std::string& fra
 TEST(Cli, HelpAndVersion) {
   CliResult help = runCli("--help");
   EXPECT_EQ(help.exitCode, 0);
-  for (const char* option :
-       {"-p TEXT", "-f FILE", "--prompt-ids", "--temp", "--top-k", "--top-p", "--seed", "--device",
-        "--threads", "--print-ids", "--dump-logits", "--ignore-eos", "--no-bos", "inspect"})
+  for (const char* option : {"-p, --prompt TEXT", "-f, --file FILE", "--prompt-ids", "--temp",
+                             "--top-k", "--top-p", "--seed", "--device", "--threads", "--print-ids",
+                             "--dump-logits", "--ignore-eos", "--no-bos", "inspect"})
     EXPECT_NE(help.out.find(option), std::string::npos) << option;
+  // Subcommands have their own pages.
+  CliResult inspect = runCli("inspect --help");
+  EXPECT_EQ(inspect.exitCode, 0);
+  EXPECT_NE(inspect.out.find("ninfer inspect PLAN [--json]"), std::string::npos) << inspect.out;
+  EXPECT_EQ(inspect.out.find("--top-k"), std::string::npos) << inspect.out;
   CliResult version = runCli("--version");
   EXPECT_EQ(version.exitCode, 0);
   EXPECT_EQ(version.out.rfind("ninfer ", 0), 0u);
