@@ -140,6 +140,10 @@ llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
     return source.takeError();
   const ModelConfig& config = source->config;
   WeightStore& weights = *source->weights;
+  // Dummy weights compile a shape for speed, whatever the context does to quality.
+  if (const std::string warning = contextWarning(config, options.context);
+      options.warn && !options.dummyWeights && !warning.empty())
+    options.warn(warning);
 
   mlir::DialectRegistry registry;
   registry.insert<ninfer::NinferDialect, mlir::func::FuncDialect>();

@@ -75,6 +75,9 @@ struct CompileOptions {
   std::function<void(const GgufModel&)> ggufImported;
   std::function<void(const TernaryReport&)> ternaryPacked;
   std::function<llvm::Error(const plan::PlanT&)> checkPlan;
+  // Optional: a line that warns of a choice that compiles but may not serve the user (a
+  // context longer than the model was trained for), once the input's config is read.
+  std::function<void(const std::string&)> warn;
 };
 
 struct CompiledModel {

@@ -491,4 +491,13 @@ RopeTables computeRopeTables(const ModelConfig& config) {
   return tables;
 }
 
+std::string contextWarning(const ModelConfig& config, int context) {
+  if (context <= config.maxPositions || config.rope.type == RopeScaling::Type::Dynamic)
+    return "";
+  return "--ctx " + std::to_string(context) + " is past the model's " +
+         std::to_string(config.maxPositions) +
+         " positions (its max_position_embeddings or GGUF context_length): output beyond them "
+         "is likely to degrade";
+}
+
 } // namespace ninfer

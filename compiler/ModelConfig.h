@@ -69,4 +69,9 @@ struct RopeTables {
 };
 RopeTables computeRopeTables(const ModelConfig& config);
 
+// A warning where a plan's context runs past the positions the model was trained for
+// (max_position_embeddings, or a GGUF file's context_length) and its RoPE does not stretch
+// itself to the position (dynamic NTK does); empty otherwise.
+std::string contextWarning(const ModelConfig& config, int context);
+
 } // namespace ninfer

@@ -60,7 +60,8 @@ usage: ninferc <model-dir | model.gguf | config.json> --target T -o OUT.nplan [o
   config.json            with --dummy-weights: compile the shape alone
   -o, --output FILE      the plan to write (written to a temporary name, renamed when complete)
   --target T             card or architecture; repeat or comma-separate for several (a cubin each)
-  --ctx N                context length the KV cache is sized for (default 4096)
+  --ctx N                context length the KV cache is sized for (default 4096; a warning
+                         where it is past the model's max_position_embeddings)
   --max-step-tokens N    tokens per prefill step (default 512)
   --kv-dtype T           KV cache element type: f16 (default) or int8 (one f32 scale per
                          position and KV head; about half the bytes)
@@ -281,6 +282,9 @@ int main(int argc, char** argv) {
   compile.compiler = std::string("ninferc ") + kVersion;
   compile.target = llvm::join(options.targetSpecs, ",");
   compile.output = options.output;
+  compile.warn = [](const std::string& warning) {
+    std::fprintf(stderr, "warning: %s\n", warning.c_str());
+  };
   compile.bitnetImported = [](const BitNetImport& bitnet) {
     std::fprintf(stderr,
                  "warning: Hugging Face BitNet checkpoint: %d packed linear weights imported "

@@ -371,3 +371,22 @@ TEST(ModelConfigErrors, UnsupportedActivationAndShapes) {
 }
 
 } // namespace
+
+// A context past max_position_embeddings is warned of, unless dynamic NTK stretches RoPE to
+// the position; llama3 and yarn configs give their extended length there, so it counts.
+TEST(ModelConfig, ContextPastTrainingIsWarnedOf) {
+  llvm::json::Object object = baseConfig("llama");
+  const ModelConfig plain = loadOk(object);
+  EXPECT_EQ(contextWarning(plain, 2048), "");
+  EXPECT_THAT(contextWarning(plain, 2049),
+              HasSubstr("--ctx 2049 is past the model's 2048 positions"));
+  object["rope_scaling"] = llvm::json::Object{{"rope_type", "dynamic"}, {"factor", 3.0}};
+  EXPECT_EQ(contextWarning(loadOk(object), 8192), "");
+  object["rope_scaling"] = llvm::json::Object{{"rope_type", "llama3"},
+                                              {"factor", 8.0},
+                                              {"low_freq_factor", 1.0},
+                                              {"high_freq_factor", 4.0},
+                                              {"original_max_position_embeddings", 256}};
+  EXPECT_EQ(contextWarning(loadOk(object), 2048), "");
+  EXPECT_NE(contextWarning(loadOk(object), 4096), "");
+}
