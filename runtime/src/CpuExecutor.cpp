@@ -1,12 +1,14 @@
 // The CPU executor: the reference implementation of a plan. Weights become f32
 // once at load (dummy weights are generated and rounded through their dtype, as
-// the GPU fill does); arenas, scratch and the thread pool are allocated once,
+// the GPU fill does; CpuMemory.h checks first that the host has the memory for
+// them); arenas, scratch and the thread pool are allocated once,
 // so a step allocates nothing. Ops run in plan order through cpu:: kernels.
 // A batch step runs every row-wise op (embedding, norms, linears, SwiGLU, adds)
 // on all its rows at once, and RoPE, the KV append and attention row by row at
 // that row's position in that row's sequence slot, with the same kernels a
 // one-token step uses: each row's logits equal a single-sequence step's bit for
 // bit (cpu::linear's result for a row does not depend on the other rows).
+#include "CpuMemory.h"
 #include "CpuOps.h"
 #include "CpuThreadPool.h"
 #include "Half.h"
@@ -500,6 +502,7 @@ Result<std::unique_ptr<Executor>> createCpuExecutor(const PlanFile& plan, int th
                                                     CpuObserver* observer) {
   if (threads <= 0)
     threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  NINFER_RETURN_IF_ERROR(checkCpuMemory(cpuExecutorMemory(plan), availableHostMemory()));
   try {
     auto executor = std::make_unique<CpuExecutor>(plan, threads, observer);
     NINFER_RETURN_IF_ERROR(executor->init());
