@@ -3,6 +3,7 @@
 
 #include "ChatTemplateImport.h"
 #include "Importer.h"
+#include "Phi3Import.h"
 #include "TokenizerImport.h"
 
 #include "PlanBuilder.h"
@@ -58,6 +59,9 @@ llvm::Expected<ModelSource> openHuggingFace(const CompileOptions& options) {
       return bitnet.takeError();
     if (bitnet->bitnet && options.bitnetImported)
       options.bitnetImported(*bitnet);
+    if (source.config.family == "phi3")
+      if (llvm::Error error = splitPhi3Projections(source.config, **weights))
+        return error;
     source.weights = std::move(*weights);
   }
   auto tokenizer = importTokenizer(modelDir, source.config);

@@ -1,8 +1,9 @@
 // The model importer: turns a ModelConfig and a weight store into the ninfer
 // dialect program of one step (func.func @forward(tokens) -> next token) for
-// the llama family of decoders (llama, mistral, qwen2, qwen3). Family
-// differences are all in the config (biases, q/k norms, windows), so one
-// builder covers every supported family.
+// the llama family of decoders (llama, mistral, qwen2, qwen3, and phi3, whose
+// fused projections Phi3Import.h splits first). Family differences are all in
+// the config (biases, q/k norms, windows), so one builder covers every
+// supported family.
 #include "Importer.h"
 
 #include "ir/NinferDialect.h"

@@ -179,6 +179,9 @@ llvm::Error parseRope(const Fields& fields, ModelConfig& config) {
   std::string typeName = "default";
   NINFER_TRY(rope.optionalString("type", typeName));
   NINFER_TRY(rope.optionalString("rope_type", typeName));
+  // Phi-3 configs call LongRoPE "su" or "yarn" (transformers' Phi3Config renames both).
+  if (config.family == "phi3" && (typeName == "su" || typeName == "yarn"))
+    typeName = "longrope";
 
   RopeScaling& scaling = config.rope;
   scaling = RopeScaling();
@@ -249,11 +252,11 @@ llvm::Error parseRope(const Fields& fields, ModelConfig& config) {
 llvm::Error parseWindows(const Fields& fields, ModelConfig& config) {
   config.slidingWindow = 0;
   config.layerWindows.assign(config.layers, 0);
-  if (config.family == "mistral") {
+  if (config.family == "mistral" || config.family == "phi3") {
     // Every layer uses sliding_window; null means full attention and an absent
-    // key means transformers' default of 4096.
+    // key means transformers' default: 4096 for mistral, none for phi3.
     if (!fields.isNull("sliding_window")) {
-      config.slidingWindow = 4096;
+      config.slidingWindow = config.family == "mistral" ? 4096 : 0;
       if (fields.has("sliding_window"))
         NINFER_TRY(fields.requirePositiveInt("sliding_window", config.slidingWindow));
     }
@@ -325,9 +328,9 @@ llvm::Expected<ModelConfig> loadModelConfig(const std::string& path) {
     return fields.missing("model_type");
   NINFER_TRY(fields.optionalString("model_type", config.family));
   if (config.family != "llama" && config.family != "mistral" && config.family != "qwen2" &&
-      config.family != "qwen3")
+      config.family != "qwen3" && config.family != "phi3")
     return makeError(configPath + ": unsupported architecture '" + config.family +
-                     "' (supported: llama, mistral, qwen2, qwen3)");
+                     "' (supported: llama, mistral, qwen2, qwen3, phi3)");
 
   NINFER_TRY(fields.requirePositiveInt("vocab_size", config.vocabSize));
   NINFER_TRY(fields.requirePositiveInt("hidden_size", config.hiddenSize));

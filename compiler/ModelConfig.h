@@ -25,7 +25,7 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string family; // model_type: llama, mistral, qwen2, qwen3
+  std::string family; // model_type: llama, mistral, qwen2, qwen3, phi3
   int vocabSize = 0;
   int hiddenSize = 0;
   int intermediateSize = 0;

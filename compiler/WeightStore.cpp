@@ -273,4 +273,19 @@ const TensorRef& WeightStore::addDummy(const std::string& name, WeightDType dtyp
   return slot;
 }
 
+const TensorRef& WeightStore::addRows(const std::string& name, const TensorRef& of, int64_t begin,
+                                      int64_t rows) {
+  TensorRef ref;
+  ref.name = name;
+  ref.dtype = of.dtype;
+  ref.shape = of.shape;
+  ref.shape[0] = rows;
+  const uint64_t rowBytes = tensorBytes(of.dtype, of.shape) / uint64_t(of.shape[0]);
+  ref.bytes = rowBytes * uint64_t(rows);
+  ref.data = of.data ? of.data + rowBytes * uint64_t(begin) : nullptr;
+  TensorRef& slot = tensors_[name];
+  slot = std::move(ref);
+  return slot;
+}
+
 } // namespace ninfer

@@ -125,6 +125,26 @@ TEST(ModelConfig, MistralSlidingWindow) {
   EXPECT_EQ(config.layerWindows, std::vector<int>(4, 0));
 }
 
+// Phi-3: a window only where sliding_window is given (Phi-3-mini-4k: 2047), no biases, and
+// its LongRoPE ("su", "yarn" and "longrope" in its configs) refused by that name.
+TEST(ModelConfig, Phi3WindowAndLongRope) {
+  llvm::json::Object object = baseConfig("phi3");
+  ModelConfig config = loadOk(object);
+  EXPECT_EQ(config.family, "phi3");
+  EXPECT_EQ(config.slidingWindow, 0);
+  EXPECT_FALSE(config.qkvBias || config.outputBias || config.mlpBias);
+  object["sliding_window"] = 2047;
+  config = loadOk(object);
+  EXPECT_EQ(config.slidingWindow, 2047);
+  EXPECT_EQ(config.layerWindows, std::vector<int>(4, 2047));
+  for (const char* type : {"su", "yarn", "longrope"}) {
+    object["rope_scaling"] = llvm::json::Object{{"type", type},
+                                                {"short_factor", llvm::json::Array{1.0}},
+                                                {"long_factor", llvm::json::Array{1.0}}};
+    EXPECT_THAT(loadError(object), HasSubstr("unsupported rope type 'longrope'")) << type;
+  }
+}
+
 TEST(ModelConfig, Qwen2BiasTieAndNoWindowByDefault) {
   llvm::json::Object object = baseConfig("qwen2");
   object["tie_word_embeddings"] = true;

@@ -61,7 +61,7 @@ MIN_DISTINCT = 8          # ... and at least this many distinct generated ids (n
 MARGIN_OVER_ERR = 20      # ... and at least this many times the emulated f16-KV logit error
 TINY_PROMPT_LENGTHS = [1, 10, 23, 40]
 TINY_MODELS = ["tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-llama3",
-               "tiny-llama-yarn", "tiny-llama-dynamic", "tiny-llama-linear"]
+               "tiny-llama-yarn", "tiny-llama-dynamic", "tiny-llama-linear", "tiny-phi3"]
 SHARED_MODELS = ["pycode-llama-23m", "pycode-llama-3m", "pycode-ternary-llama-23m"]
 
 PY_PROMPTS = [
@@ -128,7 +128,24 @@ def feature_off_config(config):
         config.rope_parameters = {"rope_type": "default", "rope_theta": rope["rope_theta"]}
 
 
+def swap_row_blocks(weight, begin, middle, end):
+    """Rows [begin, middle) and [middle, end) of weight trade places (sizes may differ)."""
+    with torch.no_grad():
+        rows = weight[begin:end].clone()
+        weight[begin:begin + end - middle] = rows[middle - begin:]
+        weight[begin + end - middle:end] = rows[:middle - begin]
+
+
 def feature_off_model(model):
+    cfg = model.config
+    if cfg.model_type == "phi3":
+        # The fused projections read in another order: v rows before k rows, up before gate.
+        head_dim = cfg.hidden_size // cfg.num_attention_heads
+        q, kv = cfg.num_attention_heads * head_dim, cfg.num_key_value_heads * head_dim
+        for layer in model.model.layers:
+            swap_row_blocks(layer.self_attn.qkv_proj.weight, q, q + kv, q + 2 * kv)
+            rows = layer.mlp.gate_up_proj.weight.shape[0]
+            swap_row_blocks(layer.mlp.gate_up_proj.weight, 0, rows // 2, rows)
     for m in model.modules():
         if hasattr(m, "q_norm") and hasattr(m, "k_norm"):  # qwen3
             m.q_norm = torch.nn.Identity()
@@ -149,6 +166,7 @@ FEATURE = {
     "tiny-llama-yarn": "yarn rope scaling (plain rope instead)",
     "tiny-llama-dynamic": "dynamic NTK rope (plain rope instead)",
     "tiny-llama-linear": "linear rope scaling (plain rope instead)",
+    "tiny-phi3": "fused projections' order (k/v rows and gate/up rows swapped)",
 }
 
 

@@ -13,6 +13,7 @@ ninfer are driven with --prompt-ids). They exercise one family feature each:
   tiny-llama-dynamic  rope_type dynamic NTK (factor 4, max_position_embeddings 32,
                       which transformers uses as the original length)
   tiny-llama-linear   rope_type linear (factor 4), attention_bias + mlp_bias
+  tiny-phi3           fused qkv_proj (4 heads / 2 KV) and gate_up_proj, sliding_window 12
 
 Weights: the default init (std 0.02) gives nearly flat next-token distributions,
 so greedy decoding would hinge on near-ties that any numeric noise flips. The
@@ -130,6 +131,15 @@ MODELS = {
             num_attention_heads=4, num_key_value_heads=4,
             tie_word_embeddings=False, attention_bias=True, mlp_bias=True,
             rope_parameters={"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0}),
+    ),
+    "tiny-phi3": (
+        808,
+        common(
+            model_type="phi3", architectures=["Phi3ForCausalLM"],
+            vocab_size=256, hidden_size=64, intermediate_size=96,
+            num_attention_heads=4, num_key_value_heads=2, original_max_position_embeddings=256,
+            tie_word_embeddings=False, sliding_window=12,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
     ),
 }
 
