@@ -7,6 +7,7 @@
 #include "GgufFile.h"
 #include "GgufRepack.h"
 #include "MappedFile.h"
+#include "Phi3Import.h"
 #include "QuantCommon.h"
 #include "SentencePieceModel.h"
 
@@ -118,10 +119,16 @@ const GgufTensor* Importer::tensor(const std::string& name) const {
 }
 
 llvm::Error Importer::readConfig(ModelConfig& config) {
-  if (arch_ == "llama" || arch_ == "qwen2" || arch_ == "qwen3")
+  if (arch_ == "llama" || arch_ == "qwen2" || arch_ == "qwen3" || arch_ == "phi3")
     config.family = arch_;
   else
-    return fail("architecture '" + arch_ + "' is not supported (supported: llama, qwen2, qwen3)");
+    return fail("architecture '" + arch_ +
+                "' is not supported (supported: llama, qwen2, qwen3, phi3)");
+  // Phi-3's 128K models (and Phi-3.5) carry LongRoPE's per-frequency factors.
+  for (const char* factors : {"rope_factors_long.weight", "rope_factors_short.weight"})
+    if (tensor(factors))
+      return fail("tensor '" + std::string(factors) +
+                  "': LongRoPE (the 128K Phi-3 models, Phi-3.5) is not supported");
   NINFER_GGUF_TRY(requirePositive(archKey("embedding_length"), config.hiddenSize));
   NINFER_GGUF_TRY(requirePositive(archKey("block_count"), config.layers));
   NINFER_GGUF_TRY(requirePositive(archKey("feed_forward_length"), config.intermediateSize));
@@ -234,11 +241,11 @@ std::string huggingFaceName(const std::string& gguf) {
       return to;
   static const std::pair<const char*, const char*> kBlock[] = {
       {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
-      {"attn_q", "self_attn.q_proj"},      {"attn_k", "self_attn.k_proj"},
-      {"attn_v", "self_attn.v_proj"},      {"attn_output", "self_attn.o_proj"},
-      {"attn_q_norm", "self_attn.q_norm"}, {"attn_k_norm", "self_attn.k_norm"},
-      {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
-      {"ffn_down", "mlp.down_proj"}};
+      {"attn_qkv", "self_attn.qkv_proj"},  {"attn_q", "self_attn.q_proj"},
+      {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
+      {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
+      {"attn_k_norm", "self_attn.k_norm"}, {"ffn_gate", "mlp.gate_proj"},
+      {"ffn_up", "mlp.up_proj"},           {"ffn_down", "mlp.down_proj"}};
   llvm::StringRef rest(gguf);
   if (!rest.consume_front("blk."))
     return "";
@@ -343,9 +350,12 @@ llvm::Error Importer::addWeights(const ModelConfig& config, GgufModel& model) {
     done += t.bytes;
     if (options_.progress)
       options_.progress(done, total);
-    const std::string name = huggingFaceName(t.name);
+    std::string name = huggingFaceName(t.name);
     if (name.empty())
       continue; // rope_freqs (read into the config) and tensors no supported model reads
+    // phi3's ffn_up holds the gate rows, then the up rows (transformers' gate_up_proj).
+    if (config.family == "phi3" && llvm::StringRef(name).ends_with(".mlp.up_proj.weight"))
+      name = name.substr(0, name.size() - std::strlen("up_proj.weight")) + "gate_up_proj.weight";
     // llama.cpp reorders llama's q and k rows for its interleaved RoPE (not qwen's).
     int permuteHeads = 0;
     if (config.family == "llama") {
@@ -506,6 +516,8 @@ llvm::Expected<GgufModel> Importer::run() {
   NINFER_GGUF_VALUE(tokenizer, readTokenizer(model.config));
   model.tokenizer = std::move(*tokenizer);
   NINFER_GGUF_TRY(addWeights(model.config, model));
+  if (model.config.family == "phi3")
+    NINFER_GGUF_TRY(splitPhi3Projections(model.config, *model.weights));
   std::map<std::string, size_t> byType;
   for (const GgufTensor& t : gguf_.tensors)
     ++byType[ggmlTypeTraits(t.type).name];

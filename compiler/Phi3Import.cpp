@@ -11,6 +11,13 @@ llvm::Error splitPhi3Projections(const ModelConfig& config, WeightStore& weights
   for (int layer = 0; layer < config.layers; ++layer) {
     const std::string prefix = "model.layers." + std::to_string(layer) + ".";
     // transformers' Phi3Attention: q, then k, then v rows; Phi3MLP: gate rows, then up rows.
+    for (const char* fused : {"self_attn.qkv_proj.weight", "mlp.gate_up_proj.weight"})
+      if (const TensorRef* t = weights.find(prefix + fused))
+        if (t->dtype != WeightDType::F32 && t->dtype != WeightDType::F16 &&
+            t->dtype != WeightDType::BF16 && quantFormatOf(t->dtype) < 0)
+          return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                         "tensor '" + t->name + "' is " + dtypeName(t->dtype) +
+                                             ", which a phi3 projection cannot be split from");
     llvm::Expected<const TensorRef*> qkv =
         weights.get(prefix + "self_attn.qkv_proj.weight", {q + 2 * kv, config.hiddenSize});
     if (!qkv)

@@ -15,6 +15,7 @@
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 namespace ninfer {
@@ -275,11 +276,27 @@ const TensorRef& WeightStore::addDummy(const std::string& name, WeightDType dtyp
 
 const TensorRef& WeightStore::addRows(const std::string& name, const TensorRef& of, int64_t begin,
                                       int64_t rows) {
+  std::vector<int64_t> shape = of.shape;
+  shape[0] = rows;
+  const int format = quantFormatOf(of.dtype);
+  if (format >= 0 && of.data) {
+    // Packed: the rows' codes, then their scales, each from its plane.
+    const quant::QuantFormatTraits traits =
+        quant::quantFormatTraits(static_cast<quant::QuantFormatId>(format));
+    const uint64_t codeBytes = uint64_t(quant::quantRowWeightBytes(traits.bits, of.shape[1]));
+    const uint64_t scaleBytes = uint64_t(quant::quantRowScaleBytes(traits.groupSize, of.shape[1]));
+    const uint8_t* scales =
+        of.data + quant::quantScalePlaneOffset(traits.bits, of.shape[0], of.shape[1]);
+    std::vector<uint8_t> bytes(uint64_t(rows) * (codeBytes + scaleBytes));
+    std::memcpy(bytes.data(), of.data + uint64_t(begin) * codeBytes, uint64_t(rows) * codeBytes);
+    std::memcpy(bytes.data() + uint64_t(rows) * codeBytes, scales + uint64_t(begin) * scaleBytes,
+                uint64_t(rows) * scaleBytes);
+    return addOwned(name, of.dtype, std::move(shape), std::move(bytes));
+  }
   TensorRef ref;
   ref.name = name;
   ref.dtype = of.dtype;
-  ref.shape = of.shape;
-  ref.shape[0] = rows;
+  ref.shape = std::move(shape);
   const uint64_t rowBytes = tensorBytes(of.dtype, of.shape) / uint64_t(of.shape[0]);
   ref.bytes = rowBytes * uint64_t(rows);
   ref.data = of.data ? of.data + rowBytes * uint64_t(begin) : nullptr;

@@ -65,9 +65,10 @@ public:
   // mapping alive.
   const TensorRef& addMapped(TensorRef ref, std::shared_ptr<const MappedFile> file);
   const TensorRef& addDummy(const std::string& name, WeightDType dtype, std::vector<int64_t> shape);
-  // Rows [begin, begin + rows) of the element-sized 2-D tensor `of` (or elements of a 1-D
-  // one) as a tensor of their own, `name`, sharing its bytes (fused projections split
-  // without a copy). The caller checked the range.
+  // Rows [begin, begin + rows) of the 2-D tensor `of` (or elements of a 1-D one) as a
+  // tensor of their own, `name`: element-sized dtypes share its bytes (fused projections
+  // split without a copy), group-quantized ones get a copy of the rows' codes and scales.
+  // The caller checked the range and that the dtype is one of those.
   const TensorRef& addRows(const std::string& name, const TensorRef& of, int64_t begin,
                            int64_t rows);
   const std::map<std::string, TensorRef>& tensors() const { return tensors_; }

@@ -248,7 +248,7 @@ TEST(GgufImport, NamesWhatIsNotSupported) {
     const char* expected;
   } cases[] = {
       {false, [](GgufBuilder& b) { b.string("general.architecture", "gptneox"); },
-       "architecture 'gptneox' is not supported (supported: llama, qwen2, qwen3)"},
+       "architecture 'gptneox' is not supported (supported: llama, qwen2, qwen3, phi3)"},
       {false,
        [](GgufBuilder& b) {
          b.string("general.architecture", "llama");
@@ -281,6 +281,13 @@ TEST(GgufImport, NamesWhatIsNotSupported) {
        "tensor 'token_embd.weight': appears twice"},
       {true, [](GgufBuilder& b) { b.string("llama.attention.head_count_kv", "two"); },
        "metadata 'llama.attention.head_count_kv' must be an integer"},
+      {false,
+       [](GgufBuilder& b) {
+         b.string("general.architecture", "phi3");
+         b.tensor("rope_factors_long.weight", {8});
+       },
+       "tensor 'rope_factors_long.weight': LongRoPE (the 128K Phi-3 models, Phi-3.5) is not "
+       "supported"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.expected);

@@ -332,7 +332,7 @@ TEST(ModelConfigErrors, CorruptGenerationConfig) {
 TEST(ModelConfigErrors, UnsupportedArchitecture) {
   std::string message = loadError(baseConfig("gpt_neox"));
   EXPECT_THAT(message, HasSubstr("unsupported architecture 'gpt_neox' (supported: llama, "
-                                 "mistral, qwen2, qwen3)"));
+                                 "mistral, qwen2, qwen3, phi3)"));
 }
 
 TEST(ModelConfigErrors, UnknownRopeType) {

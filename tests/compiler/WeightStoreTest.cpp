@@ -279,4 +279,38 @@ TEST(WeightStore, DummyAndOwned) {
   EXPECT_EQ(again->bytes, 8u);
 }
 
+// addRows: rows of a 16-bit tensor share its bytes; rows of a group-quantized one (q8_g32:
+// 128 code bytes and 8 scale bytes a row of 128 values, codes plane then scales plane) are
+// copied, the rows' codes and then their scales.
+TEST(WeightStore, RowsOfPlainAndPackedTensors) {
+  std::unique_ptr<WeightStore> store = WeightStore::createEmpty();
+  std::vector<uint8_t> plain(4 * 8 * 2);
+  for (size_t i = 0; i < plain.size(); ++i)
+    plain[i] = uint8_t(i);
+  const TensorRef& f16 = store->addOwned("f16", WeightDType::F16, {4, 8}, plain);
+  const TensorRef& middle = store->addRows("f16.rows", f16, 1, 2);
+  EXPECT_EQ(middle.shape, (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(middle.data, f16.data + 16);
+  EXPECT_EQ(middle.bytes, 32u);
+
+  const int rows = 4, codeBytes = 128, scaleBytes = 8;
+  std::vector<uint8_t> packed(rows * (codeBytes + scaleBytes));
+  for (int r = 0; r < rows; ++r) {
+    std::fill_n(packed.begin() + r * codeBytes, codeBytes, uint8_t(10 + r));
+    std::fill_n(packed.begin() + rows * codeBytes + r * scaleBytes, scaleBytes, uint8_t(50 + r));
+  }
+  ASSERT_EQ(tensorBytes(WeightDType::Q8G32, {rows, 128}), packed.size());
+  const TensorRef& q8 = store->addOwned("q8", WeightDType::Q8G32, {rows, 128}, packed);
+  const TensorRef& part = store->addRows("q8.rows", q8, 1, 2);
+  EXPECT_EQ(part.dtype, WeightDType::Q8G32);
+  EXPECT_EQ(part.shape, (std::vector<int64_t>{2, 128}));
+  ASSERT_EQ(part.bytes, uint64_t(2 * (codeBytes + scaleBytes)));
+  std::vector<uint8_t> expected;
+  expected.insert(expected.end(), codeBytes, 11);
+  expected.insert(expected.end(), codeBytes, 12);
+  expected.insert(expected.end(), scaleBytes, 51);
+  expected.insert(expected.end(), scaleBytes, 52);
+  EXPECT_EQ(std::vector<uint8_t>(part.data, part.data + part.bytes), expected);
+}
+
 } // namespace

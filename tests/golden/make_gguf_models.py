@@ -48,8 +48,10 @@ MODELS = {
     "tiny-qwen3": "qwen3: q/k norms, head_dim 32",
     "tiny-llama3": "llama: q/k rows reordered by the converter; llama3 RoPE as rope_freqs",
     "tiny-llama-linear": "llama: linear RoPE scaling, q/k/v/o and MLP biases, MHA",
+    "tiny-phi3": "phi3: fused attn_qkv and ffn_up (gate rows, then up rows), sliding window",
 }
-Q8_0 = ["tiny-llama3"]
+# Q8_0 is kept exact (q8_g32): tiny-phi3's fused matrices are then split as packed rows.
+Q8_0 = ["tiny-llama3", "tiny-phi3"]
 
 
 def train_tokenizer(vocab, out_prefix):
@@ -72,9 +74,12 @@ def convert(llama_cpp, name, outtype, out_dir, spm_dir):
         model_dir = os.path.join(work, name)
         shutil.copytree(src, model_dir)
         shutil.copy(spm_model, os.path.join(model_dir, "tokenizer.model"))
+        tokenizer_config = {"add_bos_token": True, "add_eos_token": False,
+                            "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+        if name == "tiny-phi3":  # the phi3 converter reads it (Phi-4's GPT2Tokenizer or not)
+            tokenizer_config["tokenizer_class"] = "LlamaTokenizer"
         with open(os.path.join(model_dir, "tokenizer_config.json"), "w") as f:
-            json.dump({"add_bos_token": True, "add_eos_token": False,
-                       "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}, f)
+            json.dump(tokenizer_config, f)
         out = os.path.join(out_dir, name + ".gguf")
         subprocess.run([sys.executable, os.path.join(llama_cpp, "convert_hf_to_gguf.py"),
                         model_dir, "--outtype", outtype, "--outfile", out],
