@@ -241,9 +241,32 @@ llvm::Error parseRope(const Fields& fields, ModelConfig& config) {
       scaling.betaFast = 32.0;
     if (scaling.betaSlow == 0.0)
       scaling.betaSlow = 1.0;
+  } else if (typeName == "longrope") {
+    scaling.type = RopeScaling::Type::LongRope;
+    NINFER_TRY(originalMax());
+    // Without a factor, transformers takes the two lengths' ratio (for the attention factor).
+    scaling.factor = static_cast<double>(config.maxPositions) / scaling.originalMaxPositions;
+    NINFER_TRY(rope.optionalDouble("factor", scaling.factor));
+    NINFER_TRY(rope.optionalDouble("attention_factor", scaling.attentionFactor));
+    for (const auto& [key, out] :
+         {std::pair<const char*, std::vector<double>*>{"short_factor", &scaling.shortFactor},
+          {"long_factor", &scaling.longFactor}}) {
+      const Value* value = rope.get(key);
+      const llvm::json::Array* array = value ? value->getAsArray() : nullptr;
+      if (!array || static_cast<int>(array->size()) != config.headDim / 2)
+        return rope.illTyped(key, "a list of head_dim / 2 (" + llvm::Twine(config.headDim / 2) +
+                                      ") positive numbers");
+      for (const Value& v : *array) {
+        std::optional<double> number = v.getAsNumber();
+        if (!number || !(*number > 0.0))
+          return rope.illTyped(key, "a list of head_dim / 2 (" + llvm::Twine(config.headDim / 2) +
+                                        ") positive numbers");
+        out->push_back(*number);
+      }
+    }
   } else {
     return makeError(fields.file() + ": unsupported rope type '" + typeName +
-                     "' (supported: default, linear, dynamic, llama3, yarn)");
+                     "' (supported: default, linear, dynamic, llama3, yarn, longrope)");
   }
   return llvm::Error::success();
 }
@@ -482,6 +505,21 @@ RopeTables computeRopeTables(const ModelConfig& config) {
       else
         attentionFactor = getMscale(rope.factor, 1.0);
     }
+    tables.attentionFactor = static_cast<float>(attentionFactor);
+    break;
+  }
+  case RopeScaling::Type::LongRope: {
+    // The short factors: transformers switches to the long ones once a sequence runs past the
+    // original length, and then recomputes the KV cache (Phi3ForCausalLM's generate), which
+    // ninfer does not do; the compiler keeps --ctx within that length (compileModel).
+    for (int i = 0; i < half; ++i)
+      invFreq[i] /= rope.shortFactor[i];
+    double attentionFactor = rope.attentionFactor;
+    if (attentionFactor == 0.0)
+      attentionFactor = rope.factor <= 1.0
+                            ? 1.0
+                            : std::sqrt(1.0 + std::log(rope.factor) /
+                                                  std::log(double(rope.originalMaxPositions)));
     tables.attentionFactor = static_cast<float>(attentionFactor);
     break;
   }

@@ -10,18 +10,21 @@
 namespace ninfer {
 
 struct RopeScaling {
-  enum class Type { Default, Linear, Dynamic, Llama3, Yarn };
+  enum class Type { Default, Linear, Dynamic, Llama3, Yarn, LongRope };
   Type type = Type::Default;
   double factor = 1.0;
-  int originalMaxPositions = 0; // llama3/yarn/dynamic: original_max_position_embeddings
+  int originalMaxPositions = 0; // llama3/yarn/dynamic/longrope: original_max_position_embeddings
   double lowFreqFactor = 1.0;   // llama3
   double highFreqFactor = 4.0;  // llama3
   double betaFast = 32.0;       // yarn
   double betaSlow = 1.0;        // yarn
   double mscale = 0.0;          // yarn (0: unset)
   double mscaleAllDim = 0.0;    // yarn (0: unset)
-  double attentionFactor = 0.0; // yarn (0: unset -> derived as transformers does)
+  double attentionFactor = 0.0; // yarn, longrope (0: unset -> derived as transformers does)
   bool truncate = true;         // yarn
+  // longrope: per-frequency divisors of inv_freq (head_dim/2 each), short up to the original
+  // length, long past it (read and checked, not used: plans stop at the original length).
+  std::vector<double> shortFactor, longFactor;
 };
 
 struct ModelConfig {
@@ -62,7 +65,7 @@ llvm::Expected<ModelConfig> loadModelConfig(const std::string& path);
 // RoPE as transformers computes it for the config: inv_freq (head_dim/2
 // values, scaling applied) and the factor cos/sin are multiplied by.
 struct RopeTables {
-  std::vector<float> invFreq;
+  std::vector<float> invFreq; // LongRoPE: its short table (plans stop at the original length)
   float attentionFactor = 1.0f;
   float dynamicFactor = 0.0f; // > 0: dynamic NTK, recomputed per step by the executor
   int originalMaxPositions = 0;

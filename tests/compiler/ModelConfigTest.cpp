@@ -126,7 +126,8 @@ TEST(ModelConfig, MistralSlidingWindow) {
 }
 
 // Phi-3: a window only where sliding_window is given (Phi-3-mini-4k: 2047), no biases, and
-// its LongRoPE ("su", "yarn" and "longrope" in its configs) refused by that name.
+// LongRoPE under each of its names ("su", "yarn" and "longrope" in phi3 configs), with a
+// factor per frequency (head_dim / 2 of them; baseConfig's head_dim is 32).
 TEST(ModelConfig, Phi3WindowAndLongRope) {
   llvm::json::Object object = baseConfig("phi3");
   ModelConfig config = loadOk(object);
@@ -137,12 +138,28 @@ TEST(ModelConfig, Phi3WindowAndLongRope) {
   config = loadOk(object);
   EXPECT_EQ(config.slidingWindow, 2047);
   EXPECT_EQ(config.layerWindows, std::vector<int>(4, 2047));
+  object["original_max_position_embeddings"] = 512;
+  const auto factors = [](double first) {
+    llvm::json::Array array;
+    for (int i = 0; i < 16; ++i)
+      array.push_back(first + i);
+    return array;
+  };
   for (const char* type : {"su", "yarn", "longrope"}) {
-    object["rope_scaling"] = llvm::json::Object{{"type", type},
-                                                {"short_factor", llvm::json::Array{1.0}},
-                                                {"long_factor", llvm::json::Array{1.0}}};
-    EXPECT_THAT(loadError(object), HasSubstr("unsupported rope type 'longrope'")) << type;
+    object["rope_scaling"] = llvm::json::Object{
+        {"type", type}, {"short_factor", factors(1.0)}, {"long_factor", factors(4.0)}};
+    config = loadOk(object);
+    EXPECT_EQ(config.rope.type, RopeScaling::Type::LongRope) << type;
+    EXPECT_EQ(config.rope.originalMaxPositions, 512) << type;
+    EXPECT_EQ(config.rope.longFactor.size(), 16u) << type;
+    EXPECT_DOUBLE_EQ(config.rope.factor, 2048.0 / 512.0) << type;
   }
+  object["rope_scaling"] = llvm::json::Object{{"type", "longrope"},
+                                              {"short_factor", llvm::json::Array{1.0}},
+                                              {"long_factor", factors(4.0)}};
+  EXPECT_THAT(loadError(object),
+              HasSubstr("'rope_scaling.short_factor' must be a list of head_dim / 2 (16) positive "
+                        "numbers"));
 }
 
 TEST(ModelConfig, Qwen2BiasTieAndNoWindowByDefault) {
@@ -337,9 +354,10 @@ TEST(ModelConfigErrors, UnsupportedArchitecture) {
 
 TEST(ModelConfigErrors, UnknownRopeType) {
   llvm::json::Object object = baseConfig("llama");
-  object["rope_scaling"] = llvm::json::Object{{"rope_type", "longrope"}, {"factor", 2.0}};
-  std::string message = loadError(object);
-  EXPECT_THAT(message, HasSubstr("unsupported rope type 'longrope'"));
+  object["rope_scaling"] = llvm::json::Object{{"rope_type", "su"}, {"factor", 2.0}};
+  std::string message = loadError(object); // "su" is LongRoPE only in phi3 configs
+  EXPECT_THAT(message, HasSubstr("unsupported rope type 'su' (supported: default, linear, "
+                                 "dynamic, llama3, yarn, longrope)"));
   EXPECT_THAT(message, HasSubstr("config.json"));
 }
 

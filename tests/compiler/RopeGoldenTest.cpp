@@ -83,7 +83,7 @@ TEST(RopeGolden, CoversEveryType) {
     ASSERT_TRUE(static_cast<bool>(config)) << errorText(config);
     seen.insert(config->rope.type);
   }
-  EXPECT_EQ(seen.size(), 5u);
+  EXPECT_EQ(seen.size(), 6u);
 }
 
 } // namespace

@@ -26,6 +26,8 @@ def rotary_class(model_type):
         from transformers.models.qwen2.modeling_qwen2 import Qwen2RotaryEmbedding as C
     elif model_type == "qwen3":
         from transformers.models.qwen3.modeling_qwen3 import Qwen3RotaryEmbedding as C
+    elif model_type == "phi3":
+        from transformers.models.phi3.modeling_phi3 import Phi3RotaryEmbedding as C
     else:
         raise ValueError(model_type)
     return C
@@ -90,6 +92,20 @@ CASES = {
     "mistral_headdim": base("mistral", hidden_size=5120, num_attention_heads=32,
                             num_key_value_heads=8, head_dim=128, rope_theta=1000000.0,
                             sliding_window=None),
+    # Phi-3.5-mini-like LongRoPE ("longrope"; Phi-3-mini-128k says "su"), head_dim 96, factors
+    # that differ per frequency; the attention factor from the two lengths.
+    "phi3_longrope": base(
+        "phi3", hidden_size=3072, num_attention_heads=32, num_key_value_heads=32, pad_token_id=None,
+        max_position_embeddings=131072, original_max_position_embeddings=4096,
+        rope_theta=10000.0,
+        rope_scaling={"type": "longrope",
+                      "short_factor": [1.0 + 0.01 * i for i in range(48)],
+                      "long_factor": [1.0 + 1.5 * i for i in range(48)]}),
+    "phi3_su_attention_factor": base(
+        "phi3", hidden_size=512, num_attention_heads=8, num_key_value_heads=8, pad_token_id=None,
+        max_position_embeddings=8192, original_max_position_embeddings=2048, rope_theta=10000.0,
+        rope_scaling={"type": "su", "attention_factor": 1.25,
+                      "short_factor": [1.0] * 32, "long_factor": [2.0 + 0.25 * i for i in range(32)]}),
     "qwen3_default": base(
         "qwen3", hidden_size=2048, num_attention_heads=16, num_key_value_heads=8, head_dim=128,
         rope_parameters={"rope_theta": 1000000.0, "rope_type": "default"}),
@@ -106,6 +122,8 @@ def main():
         # Deep-copy through JSON: transformers edits the rope dicts in place.
         cfg = AutoConfig.for_model(model_type, **json.loads(json.dumps(kwargs)))
         rotary = rotary_class(model_type)(cfg)
+        # LongRoPE's module holds its short table (within the original length, where plans
+        # stay).
         goldens.append({
             "name": name,
             "config": cfg_dict,

@@ -61,7 +61,8 @@ MIN_DISTINCT = 8          # ... and at least this many distinct generated ids (n
 MARGIN_OVER_ERR = 20      # ... and at least this many times the emulated f16-KV logit error
 TINY_PROMPT_LENGTHS = [1, 10, 23, 40]
 TINY_MODELS = ["tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-llama3",
-               "tiny-llama-yarn", "tiny-llama-dynamic", "tiny-llama-linear", "tiny-phi3"]
+               "tiny-llama-yarn", "tiny-llama-dynamic", "tiny-llama-linear", "tiny-phi3",
+               "tiny-phi3-longrope"]
 SHARED_MODELS = ["pycode-llama-23m", "pycode-llama-3m", "pycode-ternary-llama-23m"]
 
 PY_PROMPTS = [
@@ -107,7 +108,7 @@ def load(model_dir, mode="ref"):
                                                  **kwargs)
     model.eval()
     if mode == "off":
-        feature_off_model(model)
+        feature_off_model(model, os.path.basename(os.path.normpath(model_dir)))
     model.generation_config.eos_token_id = None
     if mode == "bf16act":
         for m in model.modules():
@@ -136,9 +137,9 @@ def swap_row_blocks(weight, begin, middle, end):
         weight[begin + end - middle:end] = rows[:middle - begin]
 
 
-def feature_off_model(model):
+def feature_off_model(model, name):
     cfg = model.config
-    if cfg.model_type == "phi3":
+    if name == "tiny-phi3":
         # The fused projections read in another order: v rows before k rows, up before gate.
         head_dim = cfg.hidden_size // cfg.num_attention_heads
         q, kv = cfg.num_attention_heads * head_dim, cfg.num_key_value_heads * head_dim
@@ -167,6 +168,7 @@ FEATURE = {
     "tiny-llama-dynamic": "dynamic NTK rope (plain rope instead)",
     "tiny-llama-linear": "linear rope scaling (plain rope instead)",
     "tiny-phi3": "fused projections' order (k/v rows and gate/up rows swapped)",
+    "tiny-phi3-longrope": "longrope rope scaling (plain rope instead)",
 }
 
 

@@ -14,6 +14,8 @@ ninfer are driven with --prompt-ids). They exercise one family feature each:
                       which transformers uses as the original length)
   tiny-llama-linear   rope_type linear (factor 4), attention_bias + mlp_bias
   tiny-phi3           fused qkv_proj (4 heads / 2 KV) and gate_up_proj, sliding_window 12
+  tiny-phi3-longrope  rope_type longrope within its original length (128 of 512: the short
+                      factors per frequency and an attention factor of 1.13)
 
 Weights: the default init (std 0.02) gives nearly flat next-token distributions,
 so greedy decoding would hinge on near-ties that any numeric noise flips. The
@@ -140,6 +142,17 @@ MODELS = {
             num_attention_heads=4, num_key_value_heads=2, original_max_position_embeddings=256,
             tie_word_embeddings=False, sliding_window=12,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    ),
+    "tiny-phi3-longrope": (
+        909,
+        common(
+            model_type="phi3", architectures=["Phi3ForCausalLM"],
+            vocab_size=256, hidden_size=64, intermediate_size=96,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+            original_max_position_embeddings=128, tie_word_embeddings=False,
+            rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                             "short_factor": [1.0, 1.2, 1.5, 2.0, 2.6, 3.3, 4.0, 5.0],
+                             "long_factor": [1.0, 1.5, 2.0, 3.0, 4.0, 5.5, 7.0, 8.0]}),
     ),
 }
 
