@@ -20,6 +20,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <tuple>
 
 namespace ninfer {
 namespace {
@@ -46,6 +47,7 @@ private:
 
   llvm::Error readConfig(ModelConfig& config);
   llvm::Error readRope(ModelConfig& config);
+  llvm::Error readLongRope(ModelConfig& config, int64_t originalLength);
   llvm::Error addWeights(const ModelConfig& config, GgufModel& model);
   llvm::Error addTensor(const GgufTensor& tensor, const std::string& name, int permuteHeads,
                         GgufModel& model);
@@ -124,11 +126,6 @@ llvm::Error Importer::readConfig(ModelConfig& config) {
   else
     return fail("architecture '" + arch_ +
                 "' is not supported (supported: llama, qwen2, qwen3, phi3)");
-  // Phi-3's 128K models (and Phi-3.5) carry LongRoPE's per-frequency factors.
-  for (const char* factors : {"rope_factors_long.weight", "rope_factors_short.weight"})
-    if (tensor(factors))
-      return fail("tensor '" + std::string(factors) +
-                  "': LongRoPE (the 128K Phi-3 models, Phi-3.5) is not supported");
   NINFER_GGUF_TRY(requirePositive(archKey("embedding_length"), config.hiddenSize));
   NINFER_GGUF_TRY(requirePositive(archKey("block_count"), config.layers));
   NINFER_GGUF_TRY(requirePositive(archKey("feed_forward_length"), config.intermediateSize));
@@ -219,6 +216,7 @@ llvm::Error Importer::readRope(ModelConfig& config) {
   } else if (scaling != "none") {
     return fail("RoPE scaling '" + scaling + "' is not supported (supported: none, linear, yarn)");
   }
+  NINFER_GGUF_TRY(readLongRope(config, original->value_or(0)));
   if (const GgufTensor* freqs = tensor("rope_freqs.weight")) {
     if (freqs->type != static_cast<uint32_t>(GgmlType::F32) || freqs->dims.size() != 1 ||
         freqs->dims[0] != config.headDim / 2)
@@ -227,6 +225,38 @@ llvm::Error Importer::readRope(ModelConfig& config) {
     config.ropeFreqFactors.resize(config.headDim / 2);
     std::memcpy(config.ropeFreqFactors.data(), freqs->data, freqs->bytes);
   }
+  return llvm::Error::success();
+}
+
+// LongRoPE (Phi-3's 128K models, Phi-3.5): the short and long factors as tensors, the original
+// length and the attention factor as metadata.
+llvm::Error Importer::readLongRope(ModelConfig& config, int64_t originalLength) {
+  const GgufTensor* shortFactors = tensor("rope_factors_short.weight");
+  const GgufTensor* longFactors = tensor("rope_factors_long.weight");
+  if (!shortFactors && !longFactors)
+    return llvm::Error::success();
+  RopeScaling& rope = config.rope;
+  if (rope.type != RopeScaling::Type::Default || config.ropeFreqFactors.size() ||
+      tensor("rope_freqs.weight"))
+    return fail("LongRoPE factors beside another RoPE scaling");
+  for (const auto& [t, name, out] :
+       {std::tuple{shortFactors, "rope_factors_short.weight", &rope.shortFactor},
+        std::tuple{longFactors, "rope_factors_long.weight", &rope.longFactor}}) {
+    if (!t || t->type != static_cast<uint32_t>(GgmlType::F32) || t->dims.size() != 1 ||
+        t->dims[0] != config.headDim / 2)
+      return fail("LongRoPE needs tensor '" + std::string(name) + "' of " +
+                  llvm::Twine(config.headDim / 2) + " F32 values");
+    std::vector<float> values(config.headDim / 2);
+    std::memcpy(values.data(), t->data, values.size() * sizeof(float));
+    out->assign(values.begin(), values.end());
+  }
+  if (originalLength <= 0)
+    return fail("LongRoPE needs " + archKey("rope.scaling.original_context_length"));
+  rope.type = RopeScaling::Type::LongRope;
+  rope.originalMaxPositions = static_cast<int>(originalLength);
+  rope.factor = static_cast<double>(config.maxPositions) / rope.originalMaxPositions;
+  NINFER_GGUF_VALUE(attnFactor, number(archKey("rope.scaling.attn_factor")));
+  rope.attentionFactor = attnFactor->value_or(0.0); // 0: derived, as transformers does
   return llvm::Error::success();
 }
 

@@ -281,13 +281,14 @@ TEST(GgufImport, NamesWhatIsNotSupported) {
        "tensor 'token_embd.weight': appears twice"},
       {true, [](GgufBuilder& b) { b.string("llama.attention.head_count_kv", "two"); },
        "metadata 'llama.attention.head_count_kv' must be an integer"},
-      {false,
+      {true, [](GgufBuilder& b) { b.tensor("rope_factors_long.weight", {8}); },
+       "LongRoPE needs tensor 'rope_factors_short.weight' of 8 F32 values"},
+      {true,
        [](GgufBuilder& b) {
-         b.string("general.architecture", "phi3");
          b.tensor("rope_factors_long.weight", {8});
+         b.tensor("rope_factors_short.weight", {8});
        },
-       "tensor 'rope_factors_long.weight': LongRoPE (the 128K Phi-3 models, Phi-3.5) is not "
-       "supported"},
+       "LongRoPE needs llama.rope.scaling.original_context_length"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.expected);

@@ -49,6 +49,7 @@ MODELS = {
     "tiny-llama3": "llama: q/k rows reordered by the converter; llama3 RoPE as rope_freqs",
     "tiny-llama-linear": "llama: linear RoPE scaling, q/k/v/o and MLP biases, MHA",
     "tiny-phi3": "phi3: fused attn_qkv and ffn_up (gate rows, then up rows), sliding window",
+    "tiny-phi3-longrope": "phi3: LongRoPE's rope_factors_short/long tensors and attn_factor",
 }
 # Q8_0 is kept exact (q8_g32): tiny-phi3's fused matrices are then split as packed rows.
 Q8_0 = ["tiny-llama3", "tiny-phi3"]
@@ -76,7 +77,7 @@ def convert(llama_cpp, name, outtype, out_dir, spm_dir):
         shutil.copy(spm_model, os.path.join(model_dir, "tokenizer.model"))
         tokenizer_config = {"add_bos_token": True, "add_eos_token": False,
                             "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
-        if name == "tiny-phi3":  # the phi3 converter reads it (Phi-4's GPT2Tokenizer or not)
+        if name.startswith("tiny-phi3"):  # the phi3 converter reads it (Phi-4's GPT2Tokenizer?)
             tokenizer_config["tokenizer_class"] = "LlamaTokenizer"
         with open(os.path.join(model_dir, "tokenizer_config.json"), "w") as f:
             json.dump(tokenizer_config, f)
