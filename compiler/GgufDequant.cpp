@@ -141,6 +141,33 @@ void q6_k(const uint8_t* b, float* y) {
   }
 }
 
+// The 16 levels of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl): a non-uniform 4-bit grid.
+constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
+
+// 32 values of one IQ4 group: qs[16] (low nibbles are values 0..15, high ones 16..31), scale d.
+void iq4Group(const uint8_t* qs, float d, float* y) {
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * static_cast<float>(kIq4Levels[qs[j] & 0x0F]);
+    y[j + 16] = d * static_cast<float>(kIq4Levels[qs[j] >> 4]);
+  }
+}
+
+// IQ4_XS (256 values): d, scales_h (u16: bits 5-6 of the 8 groups' scales), scales_l[4]
+// (their low nibbles), qs[128]; group scale d * (6-bit scale - 32).
+void iq4_xs(const uint8_t* b, float* y) {
+  const float d = half(b);
+  uint16_t scalesHigh;
+  std::memcpy(&scalesHigh, b + 2, 2);
+  const uint8_t* scalesLow = b + 4;
+  const uint8_t* qs = b + 8;
+  for (int g = 0; g < 8; ++g) {
+    const int ls =
+        ((scalesLow[g / 2] >> (4 * (g % 2))) & 0x0F) | (((scalesHigh >> (2 * g)) & 3) << 4);
+    iq4Group(qs + 16 * g, d * static_cast<float>(ls - 32), y + 32 * g);
+  }
+}
+
 } // namespace
 
 LegacyBlock ggmlLegacyCodes(uint32_t type, const uint8_t* b, uint8_t* codes) {
@@ -186,6 +213,8 @@ bool canDequantizeGgml(uint32_t type) {
   case GgmlType::Q4_K:
   case GgmlType::Q5_K:
   case GgmlType::Q6_K:
+  case GgmlType::IQ4_NL:
+  case GgmlType::IQ4_XS:
     return true;
   default:
     return false;
@@ -232,6 +261,12 @@ void dequantizeGgmlRow(uint32_t type, const uint8_t* src, float* dst, int64_t va
       break;
     case GgmlType::Q6_K:
       q6_k(b, y);
+      break;
+    case GgmlType::IQ4_NL: // d, qs[16]
+      iq4Group(b + 2, half(b), y);
+      break;
+    case GgmlType::IQ4_XS:
+      iq4_xs(b, y);
       break;
     default:
       return; // canDequantizeGgml is checked first

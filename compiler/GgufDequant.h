@@ -1,7 +1,7 @@
 // ggml's tensor encodings decoded to f32, block by block, as ggml's reference
 // dequantize_row_* functions decode them: the float types, the legacy block types
-// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) and the K-quants (Q2_K .. Q6_K). The others (IQ*,
-// TQ*, MXFP4) are refused by name.
+// (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), the K-quants (Q2_K .. Q6_K) and the 4-bit i-quants
+// (IQ4_NL, IQ4_XS). The others (IQ1..IQ3, TQ*, MXFP4) are refused by name.
 #pragma once
 
 #include <cstdint>

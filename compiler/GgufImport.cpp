@@ -300,7 +300,7 @@ llvm::Error Importer::addTensor(const GgufTensor& t, const std::string& name, in
   if (!canDequantizeGgml(t.type))
     return fail("tensor '" + t.name + "' has ggml type " + traits.name +
                 ", which ninferc cannot read (it reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, "
-                "Q8_0 and Q2_K..Q6_K)");
+                "Q8_0, Q2_K..Q6_K, IQ4_NL and IQ4_XS)");
   TensorRef ref;
   ref.name = name;
   ref.shape = t.shape();

@@ -90,7 +90,7 @@ TEST(GgufFile, DecodesEveryTypeAsGgufPy) {
     byName[t.name] = &t;
   int checked = 0;
   for (const char* type : {"F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K",
-                           "Q4_K", "Q5_K", "Q6_K"}) {
+                           "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"}) {
     SCOPED_TRACE(type);
     const GgufTensor* coded = byName[type];
     const GgufTensor* ref = byName[std::string(type) + ".ref"];
@@ -111,7 +111,7 @@ TEST(GgufFile, DecodesEveryTypeAsGgufPy) {
           << "value " << i;
     ++checked;
   }
-  EXPECT_EQ(checked, 12);
+  EXPECT_EQ(checked, 14);
 }
 
 TEST(GgufFile, EveryTruncationIsAnErrorThatSaysWhere) {

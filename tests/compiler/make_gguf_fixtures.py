@@ -6,7 +6,7 @@ The file holds
     string, arrays of integers, floats and strings, an array of arrays), whose
     values GgufFileTest expects (the literals below);
   * for each ggml type ninferc decodes (F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-    Q2_K .. Q6_K) a tensor "<type>" of 3 rows x 2 blocks of random codes (the f16
+    Q2_K .. Q6_K, IQ4_NL, IQ4_XS) a tensor "<type>" of 3 rows x 2 blocks of random codes (the f16
     scales set to N(0, 0.05^2) values so none is inf or NaN) and "<type>.ref", the
     same values as F32 decoded by gguf-py's quants.dequantize (numpy ports of
     ggml's dequantize_row_*).
@@ -30,7 +30,7 @@ BLOCKS = {
     T.Q4_0: (32, 18, [0]), T.Q4_1: (32, 20, [0, 2]), T.Q5_0: (32, 22, [0]),
     T.Q5_1: (32, 24, [0, 2]), T.Q8_0: (32, 34, [0]), T.Q2_K: (256, 84, [80, 82]),
     T.Q3_K: (256, 110, [108]), T.Q4_K: (256, 144, [0, 2]), T.Q5_K: (256, 176, [0, 2]),
-    T.Q6_K: (256, 210, [208]),
+    T.Q6_K: (256, 210, [208]), T.IQ4_NL: (32, 18, [0]), T.IQ4_XS: (256, 136, [0]),
 }
 ROWS, BLOCKS_PER_ROW = 3, 2
 
