@@ -1,9 +1,9 @@
 // The model importer: turns a ModelConfig and a weight store into the ninfer
 // dialect program of one step (func.func @forward(tokens) -> next token) for
-// the llama family of decoders (llama, mistral, qwen2, qwen3, and phi3, whose
-// fused projections Phi3Import.h splits first). Family differences are all in
-// the config (biases, q/k norms, windows), so one builder covers every
-// supported family.
+// the llama family of decoders (llama, mistral, qwen2, qwen3, smollm3, and phi3,
+// whose fused projections Phi3Import.h splits first). Family differences are all
+// in the config (biases, q/k norms, windows, layers without RoPE), so one builder
+// covers every supported family.
 #include "Importer.h"
 
 #include "ir/NinferDialect.h"
@@ -185,8 +185,10 @@ llvm::Expected<mlir::Value> ModelImporter::layer(int index, mlir::Value hidden) 
                         builder_.getI32IntegerAttr(rope_.originalMaxPositions))
         .getResult();
   };
-  q = rope(q, config_.heads, qWidth, "q");
-  k = rope(k, config_.kvHeads, kvWidth, "k");
+  if (config_.ropeLayers.empty() || config_.ropeLayers[index]) {
+    q = rope(q, config_.heads, qWidth, "q");
+    k = rope(k, config_.kvHeads, kvWidth, "k");
+  }
   const int window =
       config_.layerWindows.empty() ? config_.slidingWindow : config_.layerWindows[index];
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(headDim)));
@@ -228,6 +230,9 @@ llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> ModelImporter::run() {
   if (!config_.layerWindows.empty() &&
       static_cast<int>(config_.layerWindows.size()) != config_.layers)
     return makeError("model config: layerWindows has " + llvm::Twine(config_.layerWindows.size()) +
+                     " entries for " + llvm::Twine(config_.layers) + " layers");
+  if (!config_.ropeLayers.empty() && static_cast<int>(config_.ropeLayers.size()) != config_.layers)
+    return makeError("model config: ropeLayers has " + llvm::Twine(config_.ropeLayers.size()) +
                      " entries for " + llvm::Twine(config_.layers) + " layers");
 
   context_.loadDialect<mlir::func::FuncDialect, NinferDialect>();

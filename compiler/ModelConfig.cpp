@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <functional>
 
 namespace ninfer {
 namespace {
@@ -271,6 +272,64 @@ llvm::Error parseRope(const Fields& fields, ModelConfig& config) {
   return llvm::Error::success();
 }
 
+// The windows of the layers: `window` (0: none) on the layers layer_types marks
+// "sliding_attention" where the config has layer_types, else on those defaultSliding names.
+llvm::Error applyLayerTypes(const Fields& fields, ModelConfig& config, int window,
+                            const std::function<bool(int)>& defaultSliding) {
+  const llvm::json::Array* types = nullptr;
+  if (const Value* layerTypes = fields.get("layer_types")) {
+    types = layerTypes->getAsArray();
+    if (!types || static_cast<int>(types->size()) != config.layers)
+      return fields.illTyped("layer_types", "a list of num_hidden_layers strings (" +
+                                                llvm::Twine(config.layers) + ")");
+  }
+  for (int layer = 0; layer < config.layers; ++layer) {
+    bool sliding = defaultSliding(layer);
+    if (types) {
+      std::optional<llvm::StringRef> type = (*types)[layer].getAsString();
+      if (!type || (*type != "sliding_attention" && *type != "full_attention"))
+        return fields.illTyped("layer_types", "a list of \"full_attention\" or "
+                                              "\"sliding_attention\"");
+      sliding = *type == "sliding_attention";
+    }
+    config.layerWindows[layer] = sliding ? window : 0;
+    if (sliding && window > 0)
+      config.slidingWindow = window;
+  }
+  return llvm::Error::success();
+}
+
+// SmolLM3: no_rope_layers (1: RoPE, 0: none; by default none in every no_rope_layer_interval-th
+// layer), and with use_sliding_window a window on the layers layer_types marks
+// "sliding_attention" (by default the ones without RoPE), as transformers' SmolLM3Config.
+llvm::Error parseSmolLm3Layers(const Fields& fields, ModelConfig& config) {
+  std::vector<int> ropeFlags;
+  NINFER_TRY(fields.optionalIdList("no_rope_layers", ropeFlags));
+  if (fields.has("no_rope_layers")) {
+    if (static_cast<int>(ropeFlags.size()) != config.layers ||
+        std::any_of(ropeFlags.begin(), ropeFlags.end(), [](int f) { return f > 1; }))
+      return fields.illTyped("no_rope_layers", "a list of num_hidden_layers 0s and 1s (" +
+                                                   llvm::Twine(config.layers) + ")");
+  } else {
+    int interval = 4;
+    NINFER_TRY(fields.optionalInt("no_rope_layer_interval", interval));
+    if (interval <= 0)
+      return fields.illTyped("no_rope_layer_interval", "a positive integer");
+    for (int layer = 0; layer < config.layers; ++layer)
+      ropeFlags.push_back((layer + 1) % interval != 0);
+  }
+  config.ropeLayers.assign(ropeFlags.begin(), ropeFlags.end());
+
+  bool useSlidingWindow = false;
+  int window = 0;
+  NINFER_TRY(fields.optionalBool("use_sliding_window", useSlidingWindow));
+  NINFER_TRY(fields.optionalInt("sliding_window", window));
+  if (!useSlidingWindow || window <= 0)
+    return llvm::Error::success();
+  return applyLayerTypes(fields, config, window,
+                         [&](int layer) { return !config.ropeLayers[layer]; });
+}
+
 // Sliding-window attention as transformers resolves it per family.
 llvm::Error parseWindows(const Fields& fields, ModelConfig& config) {
   config.slidingWindow = 0;
@@ -286,6 +345,8 @@ llvm::Error parseWindows(const Fields& fields, ModelConfig& config) {
     config.layerWindows.assign(config.layers, config.slidingWindow);
     return llvm::Error::success();
   }
+  if (config.family == "smollm3")
+    return parseSmolLm3Layers(fields, config);
   if (config.family != "qwen2" && config.family != "qwen3")
     return llvm::Error::success();
 
@@ -302,29 +363,8 @@ llvm::Error parseWindows(const Fields& fields, ModelConfig& config) {
     NINFER_TRY(fields.requirePositiveInt("sliding_window", window));
   }
   NINFER_TRY(fields.optionalInt("max_window_layers", maxWindowLayers));
-  const Value* layerTypes = fields.get("layer_types");
-  const llvm::json::Array* types = nullptr;
-  if (layerTypes) {
-    types = layerTypes->getAsArray();
-    if (!types || static_cast<int>(types->size()) != config.layers)
-      return fields.illTyped("layer_types", "a list of num_hidden_layers strings (" +
-                                                llvm::Twine(config.layers) + ")");
-  }
-  int effective = useSlidingWindow ? window : 0;
-  for (int layer = 0; layer < config.layers; ++layer) {
-    bool sliding = layer >= maxWindowLayers;
-    if (types) {
-      std::optional<llvm::StringRef> type = (*types)[layer].getAsString();
-      if (!type || (*type != "sliding_attention" && *type != "full_attention"))
-        return fields.illTyped("layer_types", "a list of \"full_attention\" or "
-                                              "\"sliding_attention\"");
-      sliding = *type == "sliding_attention";
-    }
-    config.layerWindows[layer] = sliding ? effective : 0;
-    if (sliding && effective > 0)
-      config.slidingWindow = effective;
-  }
-  return llvm::Error::success();
+  return applyLayerTypes(fields, config, useSlidingWindow ? window : 0,
+                         [&](int layer) { return layer >= maxWindowLayers; });
 }
 
 } // namespace
@@ -351,9 +391,9 @@ llvm::Expected<ModelConfig> loadModelConfig(const std::string& path) {
     return fields.missing("model_type");
   NINFER_TRY(fields.optionalString("model_type", config.family));
   if (config.family != "llama" && config.family != "mistral" && config.family != "qwen2" &&
-      config.family != "qwen3" && config.family != "phi3")
+      config.family != "qwen3" && config.family != "phi3" && config.family != "smollm3")
     return makeError(configPath + ": unsupported architecture '" + config.family +
-                     "' (supported: llama, mistral, qwen2, qwen3, phi3)");
+                     "' (supported: llama, mistral, qwen2, qwen3, phi3, smollm3)");
 
   NINFER_TRY(fields.requirePositiveInt("vocab_size", config.vocabSize));
   NINFER_TRY(fields.requirePositiveInt("hidden_size", config.hiddenSize));
@@ -391,7 +431,7 @@ llvm::Expected<ModelConfig> loadModelConfig(const std::string& path) {
 
   NINFER_TRY(fields.optionalBool("tie_word_embeddings", config.tieWordEmbeddings));
 
-  if (config.family == "llama") {
+  if (config.family == "llama" || config.family == "smollm3") {
     bool attentionBias = false;
     NINFER_TRY(fields.optionalBool("attention_bias", attentionBias));
     NINFER_TRY(fields.optionalBool("mlp_bias", config.mlpBias));

@@ -28,7 +28,7 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string family; // model_type: llama, mistral, qwen2, qwen3, phi3
+  std::string family; // model_type: llama, mistral, qwen2, qwen3, phi3, smollm3
   int vocabSize = 0;
   int hiddenSize = 0;
   int intermediateSize = 0;
@@ -52,6 +52,9 @@ struct ModelConfig {
   // Per-layer attention window (0: full), as transformers resolves it (qwen2/qwen3
   // layer_types / max_window_layers). Empty: every layer uses slidingWindow.
   std::vector<int> layerWindows;
+  // Per layer: whether it rotates q and k (smollm3 leaves RoPE out of every fourth layer, its
+  // no_rope_layers). Empty: every layer does.
+  std::vector<bool> ropeLayers;
   int bosId = -1;
   std::vector<int> eosIds;
   std::string torchDtype;

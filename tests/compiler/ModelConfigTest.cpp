@@ -162,6 +162,26 @@ TEST(ModelConfig, Phi3WindowAndLongRope) {
                         "numbers"));
 }
 
+// SmolLM3: RoPE left out of every fourth layer unless no_rope_layers says otherwise; with
+// use_sliding_window, a window on the layers without RoPE (or where layer_types says).
+TEST(ModelConfig, SmolLm3LayersWithoutRopeAndTheirWindow) {
+  llvm::json::Object object = baseConfig("smollm3"); // 4 layers
+  ModelConfig config = loadOk(object);
+  EXPECT_EQ(config.ropeLayers, (std::vector<bool>{true, true, true, false}));
+  EXPECT_EQ(config.layerWindows, std::vector<int>(4, 0));
+  object["no_rope_layers"] = llvm::json::Array{1, 0, 1, 0};
+  object["use_sliding_window"] = true;
+  object["sliding_window"] = 4096;
+  config = loadOk(object);
+  EXPECT_EQ(config.ropeLayers, (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(config.layerWindows, (std::vector<int>{0, 4096, 0, 4096}));
+  object["layer_types"] =
+      llvm::json::Array{"sliding_attention", "full_attention", "full_attention", "full_attention"};
+  EXPECT_EQ(loadOk(object).layerWindows, (std::vector<int>{4096, 0, 0, 0}));
+  object["no_rope_layers"] = llvm::json::Array{1, 0};
+  EXPECT_THAT(loadError(object), HasSubstr("no_rope_layers"));
+}
+
 TEST(ModelConfig, Qwen2BiasTieAndNoWindowByDefault) {
   llvm::json::Object object = baseConfig("qwen2");
   object["tie_word_embeddings"] = true;
@@ -349,7 +369,7 @@ TEST(ModelConfigErrors, CorruptGenerationConfig) {
 TEST(ModelConfigErrors, UnsupportedArchitecture) {
   std::string message = loadError(baseConfig("gpt_neox"));
   EXPECT_THAT(message, HasSubstr("unsupported architecture 'gpt_neox' (supported: llama, "
-                                 "mistral, qwen2, qwen3, phi3)"));
+                                 "mistral, qwen2, qwen3, phi3, smollm3)"));
 }
 
 TEST(ModelConfigErrors, UnknownRopeType) {

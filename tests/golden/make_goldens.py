@@ -62,7 +62,7 @@ MARGIN_OVER_ERR = 20      # ... and at least this many times the emulated f16-KV
 TINY_PROMPT_LENGTHS = [1, 10, 23, 40]
 TINY_MODELS = ["tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-llama3",
                "tiny-llama-yarn", "tiny-llama-dynamic", "tiny-llama-linear", "tiny-phi3",
-               "tiny-phi3-longrope"]
+               "tiny-phi3-longrope", "tiny-smollm3"]
 SHARED_MODELS = ["pycode-llama-23m", "pycode-llama-3m", "pycode-ternary-llama-23m"]
 
 PY_PROMPTS = [
@@ -123,7 +123,9 @@ def load(model_dir, mode="ref"):
 
 def feature_off_config(config):
     rope = dict(config.rope_parameters or {})
-    if config.model_type == "mistral":
+    if config.model_type == "smollm3":
+        config.no_rope_layers = [1] * config.num_hidden_layers
+    elif config.model_type == "mistral":
         config.sliding_window = None
     elif rope.get("rope_type", "default") != "default":
         config.rope_parameters = {"rope_type": "default", "rope_theta": rope["rope_theta"]}
@@ -169,6 +171,7 @@ FEATURE = {
     "tiny-llama-linear": "linear rope scaling (plain rope instead)",
     "tiny-phi3": "fused projections' order (k/v rows and gate/up rows swapped)",
     "tiny-phi3-longrope": "longrope rope scaling (plain rope instead)",
+    "tiny-smollm3": "the layer without RoPE (RoPE in every layer instead)",
 }
 
 

@@ -16,6 +16,8 @@ ninfer are driven with --prompt-ids). They exercise one family feature each:
   tiny-phi3           fused qkv_proj (4 heads / 2 KV) and gate_up_proj, sliding_window 12
   tiny-phi3-longrope  rope_type longrope within its original length (128 of 512: the short
                       factors per frequency and an attention factor of 1.13)
+  tiny-smollm3        no RoPE in layer 1 of 3 (no_rope_layers [1, 0, 1]), a sliding window of
+                      8 on that layer only, tied embeddings
 
 Weights: the default init (std 0.02) gives nearly flat next-token distributions,
 so greedy decoding would hinge on near-ties that any numeric noise flips. The
@@ -153,6 +155,15 @@ MODELS = {
             rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
                              "short_factor": [1.0, 1.2, 1.5, 2.0, 2.6, 3.3, 4.0, 5.0],
                              "long_factor": [1.0, 1.5, 2.0, 3.0, 4.0, 5.5, 7.0, 8.0]}),
+    ),
+    "tiny-smollm3": (
+        1010,
+        common(
+            model_type="smollm3", architectures=["SmolLM3ForCausalLM"],
+            vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+            num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
+            no_rope_layers=[1, 0, 1], use_sliding_window=True, sliding_window=8,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
     ),
 }
 
