@@ -121,11 +121,12 @@ const GgufTensor* Importer::tensor(const std::string& name) const {
 }
 
 llvm::Error Importer::readConfig(ModelConfig& config) {
-  if (arch_ == "llama" || arch_ == "qwen2" || arch_ == "qwen3" || arch_ == "phi3")
+  if (arch_ == "llama" || arch_ == "qwen2" || arch_ == "qwen3" || arch_ == "phi3" ||
+      arch_ == "smollm3")
     config.family = arch_;
   else
     return fail("architecture '" + arch_ +
-                "' is not supported (supported: llama, qwen2, qwen3, phi3)");
+                "' is not supported (supported: llama, qwen2, qwen3, phi3, smollm3)");
   NINFER_GGUF_TRY(requirePositive(archKey("embedding_length"), config.hiddenSize));
   NINFER_GGUF_TRY(requirePositive(archKey("block_count"), config.layers));
   NINFER_GGUF_TRY(requirePositive(archKey("feed_forward_length"), config.intermediateSize));
@@ -166,6 +167,10 @@ llvm::Error Importer::readConfig(ModelConfig& config) {
   if (!embedding || embedding->dims.size() != 2)
     return fail("tensor 'token_embd.weight' (two dimensions) is missing");
   config.vocabSize = static_cast<int>(embedding->dims[1]);
+  // llama.cpp's smollm3 leaves RoPE out of every fourth layer (its files do not say so).
+  if (config.family == "smollm3")
+    for (int layer = 0; layer < config.layers; ++layer)
+      config.ropeLayers.push_back((layer + 1) % 4 != 0);
   config.tieWordEmbeddings = tensor("output.weight") == nullptr;
   config.qkvBias = tensor("blk.0.attn_q.bias") != nullptr;
   config.outputBias = tensor("blk.0.attn_output.bias") != nullptr;
@@ -386,9 +391,10 @@ llvm::Error Importer::addWeights(const ModelConfig& config, GgufModel& model) {
     // phi3's ffn_up holds the gate rows, then the up rows (transformers' gate_up_proj).
     if (config.family == "phi3" && llvm::StringRef(name).ends_with(".mlp.up_proj.weight"))
       name = name.substr(0, name.size() - std::strlen("up_proj.weight")) + "gate_up_proj.weight";
-    // llama.cpp reorders llama's q and k rows for its interleaved RoPE (not qwen's).
+    // llama.cpp reorders llama's (and smollm3's) q and k rows for its interleaved RoPE (not
+    // qwen's or phi3's).
     int permuteHeads = 0;
-    if (config.family == "llama") {
+    if (config.family == "llama" || config.family == "smollm3") {
       llvm::StringRef stem(name);
       if (stem.contains(".self_attn.q_proj."))
         permuteHeads = config.heads;

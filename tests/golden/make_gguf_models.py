@@ -50,6 +50,7 @@ MODELS = {
     "tiny-llama-linear": "llama: linear RoPE scaling, q/k/v/o and MLP biases, MHA",
     "tiny-phi3": "phi3: fused attn_qkv and ffn_up (gate rows, then up rows), sliding window",
     "tiny-phi3-longrope": "phi3: LongRoPE's rope_factors_short/long tensors and attn_factor",
+    "tiny-smollm3-nope4": "smollm3: q/k rows reordered as llama's; no RoPE in every fourth layer",
 }
 # Q8_0 is kept exact (q8_g32): tiny-phi3's fused matrices are then split as packed rows.
 Q8_0 = ["tiny-llama3", "tiny-phi3"]

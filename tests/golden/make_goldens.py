@@ -62,7 +62,7 @@ MARGIN_OVER_ERR = 20      # ... and at least this many times the emulated f16-KV
 TINY_PROMPT_LENGTHS = [1, 10, 23, 40]
 TINY_MODELS = ["tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-llama3",
                "tiny-llama-yarn", "tiny-llama-dynamic", "tiny-llama-linear", "tiny-phi3",
-               "tiny-phi3-longrope", "tiny-smollm3"]
+               "tiny-phi3-longrope", "tiny-smollm3", "tiny-smollm3-nope4"]
 SHARED_MODELS = ["pycode-llama-23m", "pycode-llama-3m", "pycode-ternary-llama-23m"]
 
 PY_PROMPTS = [
@@ -172,6 +172,7 @@ FEATURE = {
     "tiny-phi3": "fused projections' order (k/v rows and gate/up rows swapped)",
     "tiny-phi3-longrope": "longrope rope scaling (plain rope instead)",
     "tiny-smollm3": "the layer without RoPE (RoPE in every layer instead)",
+    "tiny-smollm3-nope4": "the layer without RoPE (RoPE in every layer instead)",
 }
 
 

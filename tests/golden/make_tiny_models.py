@@ -18,6 +18,8 @@ ninfer are driven with --prompt-ids). They exercise one family feature each:
                       factors per frequency and an attention factor of 1.13)
   tiny-smollm3        no RoPE in layer 1 of 3 (no_rope_layers [1, 0, 1]), a sliding window of
                       8 on that layer only, tied embeddings
+  tiny-smollm3-nope4  the default layout, which llama.cpp's smollm3 assumes: 4 layers, no
+                      RoPE in the fourth, no window
 
 Weights: the default init (std 0.02) gives nearly flat next-token distributions,
 so greedy decoding would hinge on near-ties that any numeric noise flips. The
@@ -163,6 +165,14 @@ MODELS = {
             vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
             num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
             no_rope_layers=[1, 0, 1], use_sliding_window=True, sliding_window=8,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    ),
+    "tiny-smollm3-nope4": (
+        1111,
+        common(
+            model_type="smollm3", architectures=["SmolLM3ForCausalLM"],
+            vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+            num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
     ),
 }
