@@ -1,9 +1,9 @@
 // The model importer: turns a ModelConfig and a weight store into the ninfer
 // dialect program of one step (func.func @forward(tokens) -> next token) for
-// the llama family of decoders (llama, mistral, qwen2, qwen3, smollm3, and phi3,
-// whose fused projections Phi3Import.h splits first). Family differences are all
-// in the config (biases, q/k norms, windows, layers without RoPE), so one builder
-// covers every supported family.
+// the llama family of decoders (llama, mistral, qwen2, qwen3, smollm3, olmo2, and
+// phi3, whose fused projections Phi3Import.h splits first). Family differences are
+// all in the config (biases, q/k norms, norms after the blocks instead of before,
+// windows, layers without RoPE), so one builder covers every supported family.
 #include "Importer.h"
 
 #include "ir/NinferDialect.h"
@@ -161,16 +161,30 @@ llvm::Expected<mlir::Value> ModelImporter::layer(int index, mlir::Value hidden) 
     return var##OrErr.takeError();                                                                 \
   mlir::Value var = *var##OrErr;
 
+  // A block's input norm (none with post-norms) and its output's (post-norms only).
+  auto inputNorm = [&](const std::string& name) -> llvm::Expected<mlir::Value> {
+    if (config_.postNorms)
+      return hidden;
+    return rmsNorm(hidden, prefix + "." + name + ".weight", hiddenSize, hiddenSize);
+  };
+  auto outputNorm = [&](mlir::Value out, const std::string& name) -> llvm::Expected<mlir::Value> {
+    if (!config_.postNorms)
+      return out;
+    return rmsNorm(out, prefix + "." + name + ".weight", hiddenSize, hiddenSize);
+  };
+
   // Attention block.
-  NINFER_VALUE(normed, rmsNorm(hidden, prefix + ".input_layernorm.weight", hiddenSize, hiddenSize));
+  NINFER_VALUE(normed, inputNorm("input_layernorm"));
   const std::string attn = prefix + ".self_attn";
   NINFER_VALUE(q, linear(normed, attn + ".q_proj", hiddenSize, qWidth, config_.qkvBias));
   NINFER_VALUE(k, linear(normed, attn + ".k_proj", hiddenSize, kvWidth, config_.qkvBias));
   NINFER_VALUE(v, linear(normed, attn + ".v_proj", hiddenSize, kvWidth, config_.qkvBias));
   if (config_.qkNorm) {
-    // qwen3 normalizes each head of q and k separately, before RoPE.
-    NINFER_VALUE(qNormed, rmsNorm(q, attn + ".q_norm.weight", qWidth, headDim));
-    NINFER_VALUE(kNormed, rmsNorm(k, attn + ".k_norm.weight", kvWidth, headDim));
+    // qwen3 normalizes each head of q and k separately, olmo2 the whole of each, before RoPE.
+    NINFER_VALUE(qNormed, rmsNorm(q, attn + ".q_norm.weight", qWidth,
+                                  config_.qkNormWhole ? qWidth : headDim));
+    NINFER_VALUE(kNormed, rmsNorm(k, attn + ".k_norm.weight", kvWidth,
+                                  config_.qkNormWhole ? kvWidth : headDim));
     q = qNormed;
     k = kNormed;
   }
@@ -203,19 +217,21 @@ llvm::Expected<mlir::Value> ModelImporter::layer(int index, mlir::Value hidden) 
           .getResult();
   NINFER_VALUE(projected,
                linear(attended, attn + ".o_proj", qWidth, hiddenSize, config_.outputBias));
+  NINFER_VALUE(attnOut, outputNorm(projected, "post_attention_layernorm"));
   hidden = builder_.create<AddOp>(loc(prefix + ".attn_residual"), activation(hiddenSize), hidden,
-                                  projected);
+                                  attnOut);
 
-  // MLP block.
-  NINFER_VALUE(normed2, rmsNorm(hidden, prefix + ".post_attention_layernorm.weight", hiddenSize,
-                                hiddenSize));
+  // MLP block (llama's post_attention_layernorm is the MLP's input norm).
+  NINFER_VALUE(normed2, inputNorm("post_attention_layernorm"));
   const std::string mlp = prefix + ".mlp";
   const int64_t ffn = config_.intermediateSize;
   NINFER_VALUE(gate, linear(normed2, mlp + ".gate_proj", hiddenSize, ffn, config_.mlpBias));
   NINFER_VALUE(up, linear(normed2, mlp + ".up_proj", hiddenSize, ffn, config_.mlpBias));
   mlir::Value act = builder_.create<SwiGluOp>(loc(mlp + ".act"), activation(ffn), gate, up);
   NINFER_VALUE(down, linear(act, mlp + ".down_proj", ffn, hiddenSize, config_.mlpBias));
-  return builder_.create<AddOp>(loc(prefix + ".mlp_residual"), activation(hiddenSize), hidden, down)
+  NINFER_VALUE(mlpOut, outputNorm(down, "post_feedforward_layernorm"));
+  return builder_
+      .create<AddOp>(loc(prefix + ".mlp_residual"), activation(hiddenSize), hidden, mlpOut)
       .getResult();
 #undef NINFER_VALUE
 }

@@ -391,9 +391,10 @@ llvm::Expected<ModelConfig> loadModelConfig(const std::string& path) {
     return fields.missing("model_type");
   NINFER_TRY(fields.optionalString("model_type", config.family));
   if (config.family != "llama" && config.family != "mistral" && config.family != "qwen2" &&
-      config.family != "qwen3" && config.family != "phi3" && config.family != "smollm3")
+      config.family != "qwen3" && config.family != "phi3" && config.family != "smollm3" &&
+      config.family != "olmo2")
     return makeError(configPath + ": unsupported architecture '" + config.family +
-                     "' (supported: llama, mistral, qwen2, qwen3, phi3, smollm3)");
+                     "' (supported: llama, mistral, qwen2, qwen3, phi3, smollm3, olmo2)");
 
   NINFER_TRY(fields.requirePositiveInt("vocab_size", config.vocabSize));
   NINFER_TRY(fields.requirePositiveInt("hidden_size", config.hiddenSize));
@@ -438,6 +439,12 @@ llvm::Expected<ModelConfig> loadModelConfig(const std::string& path) {
     config.qkvBias = config.outputBias = attentionBias;
   } else if (config.family == "qwen2") {
     config.qkvBias = true; // q/k/v always biased, o_proj never
+  } else if (config.family == "olmo2") {
+    bool attentionBias = false;
+    NINFER_TRY(fields.optionalBool("attention_bias", attentionBias));
+    config.qkvBias = config.outputBias = attentionBias;
+    config.qkNorm = config.qkNormWhole = true;
+    config.postNorms = true;
   } else if (config.family == "qwen3") {
     bool attentionBias = false;
     NINFER_TRY(fields.optionalBool("attention_bias", attentionBias));

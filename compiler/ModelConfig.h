@@ -28,7 +28,7 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string family; // model_type: llama, mistral, qwen2, qwen3, phi3, smollm3
+  std::string family; // model_type: llama, mistral, qwen2, qwen3, phi3, smollm3, olmo2
   int vocabSize = 0;
   int hiddenSize = 0;
   int intermediateSize = 0;
@@ -47,7 +47,11 @@ struct ModelConfig {
   bool qkvBias = false;   // qwen2 (always), llama attention_bias
   bool outputBias = false; // llama attention_bias also biases o_proj
   bool mlpBias = false;
-  bool qkNorm = false;    // qwen3: per-head RMSNorm on q and k
+  bool qkNorm = false;      // qwen3: per-head RMSNorm on q and k (olmo2: over all heads)
+  bool qkNormWhole = false; // olmo2: q and k normalized over the whole projection
+  // olmo2: RMSNorm on the attention's and the MLP's outputs before their residual adds, and
+  // none on their inputs.
+  bool postNorms = false;
   int slidingWindow = 0;  // 0: full attention
   // Per-layer attention window (0: full), as transformers resolves it (qwen2/qwen3
   // layer_types / max_window_layers). Empty: every layer uses slidingWindow.

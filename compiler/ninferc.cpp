@@ -113,7 +113,7 @@ quantization:
                          moved to the level of least output error given the others (4: GPTQ's
                          error 5 percent lower at 3 bits; every candidate of --bpw, so slower)
 
-families: llama, mistral, qwen2, qwen3, phi3, smollm3 (bf16, f16, f32 weights)
+families: llama, mistral, qwen2, qwen3, phi3, smollm3, olmo2 (bf16, f16, f32 weights)
 targets:
 %s
 example:

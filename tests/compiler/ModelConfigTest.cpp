@@ -182,6 +182,21 @@ TEST(ModelConfig, SmolLm3LayersWithoutRopeAndTheirWindow) {
   EXPECT_THAT(loadError(object), HasSubstr("no_rope_layers"));
 }
 
+// OLMo2: norms after the attention and the MLP instead of before, and q/k norms over the
+// whole projections; attention_bias biases q/k/v and o.
+TEST(ModelConfig, Olmo2PostNormsAndWholeQkNorms) {
+  llvm::json::Object object = baseConfig("olmo2");
+  ModelConfig config = loadOk(object);
+  EXPECT_TRUE(config.postNorms);
+  EXPECT_TRUE(config.qkNorm && config.qkNormWhole);
+  EXPECT_FALSE(config.qkvBias || config.outputBias || config.mlpBias);
+  object["attention_bias"] = true;
+  config = loadOk(object);
+  EXPECT_TRUE(config.qkvBias && config.outputBias);
+  EXPECT_FALSE(loadOk(baseConfig("qwen3")).qkNormWhole);
+  EXPECT_FALSE(loadOk(baseConfig("llama")).postNorms);
+}
+
 TEST(ModelConfig, Qwen2BiasTieAndNoWindowByDefault) {
   llvm::json::Object object = baseConfig("qwen2");
   object["tie_word_embeddings"] = true;
@@ -369,7 +384,7 @@ TEST(ModelConfigErrors, CorruptGenerationConfig) {
 TEST(ModelConfigErrors, UnsupportedArchitecture) {
   std::string message = loadError(baseConfig("gpt_neox"));
   EXPECT_THAT(message, HasSubstr("unsupported architecture 'gpt_neox' (supported: llama, "
-                                 "mistral, qwen2, qwen3, phi3, smollm3)"));
+                                 "mistral, qwen2, qwen3, phi3, smollm3, olmo2)"));
 }
 
 TEST(ModelConfigErrors, UnknownRopeType) {

@@ -62,7 +62,7 @@ MARGIN_OVER_ERR = 20      # ... and at least this many times the emulated f16-KV
 TINY_PROMPT_LENGTHS = [1, 10, 23, 40]
 TINY_MODELS = ["tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-llama3",
                "tiny-llama-yarn", "tiny-llama-dynamic", "tiny-llama-linear", "tiny-phi3",
-               "tiny-phi3-longrope", "tiny-smollm3", "tiny-smollm3-nope4"]
+               "tiny-phi3-longrope", "tiny-smollm3", "tiny-smollm3-nope4", "tiny-olmo2"]
 SHARED_MODELS = ["pycode-llama-23m", "pycode-llama-3m", "pycode-ternary-llama-23m"]
 
 PY_PROMPTS = [
@@ -150,7 +150,7 @@ def feature_off_model(model, name):
             rows = layer.mlp.gate_up_proj.weight.shape[0]
             swap_row_blocks(layer.mlp.gate_up_proj.weight, 0, rows // 2, rows)
     for m in model.modules():
-        if hasattr(m, "q_norm") and hasattr(m, "k_norm"):  # qwen3
+        if hasattr(m, "q_norm") and hasattr(m, "k_norm"):  # qwen3, olmo2
             m.q_norm = torch.nn.Identity()
             m.k_norm = torch.nn.Identity()
         if model.config.model_type == "qwen2":
@@ -173,6 +173,7 @@ FEATURE = {
     "tiny-phi3-longrope": "longrope rope scaling (plain rope instead)",
     "tiny-smollm3": "the layer without RoPE (RoPE in every layer instead)",
     "tiny-smollm3-nope4": "the layer without RoPE (RoPE in every layer instead)",
+    "tiny-olmo2": "q/k RMSNorm over the whole projections (removed)",
 }
 
 

@@ -20,6 +20,8 @@ ninfer are driven with --prompt-ids). They exercise one family feature each:
                       8 on that layer only, tied embeddings
   tiny-smollm3-nope4  the default layout, which llama.cpp's smollm3 assumes: 4 layers, no
                       RoPE in the fourth, no window
+  tiny-olmo2          RMSNorm after the attention and the MLP (none before), q/k RMSNorm over
+                      the whole projections
 
 Weights: the default init (std 0.02) gives nearly flat next-token distributions,
 so greedy decoding would hinge on near-ties that any numeric noise flips. The
@@ -174,6 +176,14 @@ MODELS = {
             vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
             num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    ),
+    "tiny-olmo2": (
+        1212,
+        common(
+            model_type="olmo2", architectures=["Olmo2ForCausalLM"],
+            vocab_size=256, hidden_size=64, intermediate_size=96,
+            num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 500000.0}),
     ),
 }
 
