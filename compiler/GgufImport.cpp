@@ -122,11 +122,11 @@ const GgufTensor* Importer::tensor(const std::string& name) const {
 
 llvm::Error Importer::readConfig(ModelConfig& config) {
   if (arch_ == "llama" || arch_ == "qwen2" || arch_ == "qwen3" || arch_ == "phi3" ||
-      arch_ == "smollm3")
+      arch_ == "smollm3" || arch_ == "olmo2")
     config.family = arch_;
   else
     return fail("architecture '" + arch_ +
-                "' is not supported (supported: llama, qwen2, qwen3, phi3, smollm3)");
+                "' is not supported (supported: llama, qwen2, qwen3, phi3, smollm3, olmo2)");
   NINFER_GGUF_TRY(requirePositive(archKey("embedding_length"), config.hiddenSize));
   NINFER_GGUF_TRY(requirePositive(archKey("block_count"), config.layers));
   NINFER_GGUF_TRY(requirePositive(archKey("feed_forward_length"), config.intermediateSize));
@@ -178,8 +178,11 @@ llvm::Error Importer::readConfig(ModelConfig& config) {
   config.qkNorm = tensor("blk.0.attn_q_norm.weight") != nullptr;
   if (config.family == "qwen2" && !config.qkvBias)
     return fail("a qwen2 model needs q/k/v biases (blk.0.attn_q.bias is missing)");
-  if (config.family == "qwen3" && !config.qkNorm)
-    return fail("a qwen3 model needs q/k norms (blk.0.attn_q_norm.weight is missing)");
+  if ((config.family == "qwen3" || config.family == "olmo2") && !config.qkNorm)
+    return fail("a " + config.family +
+                " model needs q/k norms (blk.0.attn_q_norm.weight is missing)");
+  // olmo2: its q/k norms span the whole projections, and its block norms follow the blocks.
+  config.qkNormWhole = config.postNorms = config.family == "olmo2";
 
   NINFER_GGUF_VALUE(bos, integer("tokenizer.ggml.bos_token_id"));
   config.bosId = static_cast<int>(bos->value_or(-1));
@@ -275,12 +278,20 @@ std::string huggingFaceName(const std::string& gguf) {
     if (gguf == from)
       return to;
   static const std::pair<const char*, const char*> kBlock[] = {
-      {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
-      {"attn_qkv", "self_attn.qkv_proj"},  {"attn_q", "self_attn.q_proj"},
-      {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
-      {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
-      {"attn_k_norm", "self_attn.k_norm"}, {"ffn_gate", "mlp.gate_proj"},
-      {"ffn_up", "mlp.up_proj"},           {"ffn_down", "mlp.down_proj"}};
+      {"attn_norm", "input_layernorm"},
+      {"ffn_norm", "post_attention_layernorm"},
+      {"attn_qkv", "self_attn.qkv_proj"},
+      {"attn_q", "self_attn.q_proj"},
+      {"attn_k", "self_attn.k_proj"},
+      {"attn_v", "self_attn.v_proj"},
+      {"attn_output", "self_attn.o_proj"},
+      {"attn_q_norm", "self_attn.q_norm"},
+      {"attn_k_norm", "self_attn.k_norm"},
+      {"ffn_gate", "mlp.gate_proj"},
+      {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"},
+      {"post_attention_norm", "post_attention_layernorm"},
+      {"post_ffw_norm", "post_feedforward_layernorm"}};
   llvm::StringRef rest(gguf);
   if (!rest.consume_front("blk."))
     return "";

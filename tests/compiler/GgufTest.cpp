@@ -248,7 +248,8 @@ TEST(GgufImport, NamesWhatIsNotSupported) {
     const char* expected;
   } cases[] = {
       {false, [](GgufBuilder& b) { b.string("general.architecture", "gptneox"); },
-       "architecture 'gptneox' is not supported (supported: llama, qwen2, qwen3, phi3, smollm3)"},
+       "architecture 'gptneox' is not supported (supported: llama, qwen2, qwen3, phi3, smollm3, "
+       "olmo2)"},
       {false,
        [](GgufBuilder& b) {
          b.string("general.architecture", "llama");

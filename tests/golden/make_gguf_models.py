@@ -51,7 +51,11 @@ MODELS = {
     "tiny-phi3": "phi3: fused attn_qkv and ffn_up (gate rows, then up rows), sliding window",
     "tiny-phi3-longrope": "phi3: LongRoPE's rope_factors_short/long tensors and attn_factor",
     "tiny-smollm3-nope4": "smollm3: q/k rows reordered as llama's; no RoPE in every fourth layer",
+    "tiny-olmo2": "olmo2: post_attention_norm and post_ffw_norm, q/k norms over whole rows",
 }
+# Converter classes that read a checkpoint's own vocabulary files (Olmo2Model: a GPT-2 BPE
+# tokenizer.json) take the trained SentencePiece model here instead.
+SENTENCEPIECE_VOCAB = {"tiny-olmo2": ("conversion.olmo", "Olmo2Model")}
 # Q8_0 is kept exact (q8_g32): tiny-phi3's fused matrices are then split as packed rows.
 Q8_0 = ["tiny-llama3", "tiny-phi3"]
 
@@ -83,9 +87,17 @@ def convert(llama_cpp, name, outtype, out_dir, spm_dir):
         with open(os.path.join(model_dir, "tokenizer_config.json"), "w") as f:
             json.dump(tokenizer_config, f)
         out = os.path.join(out_dir, name + ".gguf")
-        subprocess.run([sys.executable, os.path.join(llama_cpp, "convert_hf_to_gguf.py"),
-                        model_dir, "--outtype", outtype, "--outfile", out],
-                       check=True, env=dict(os.environ, PYTHONPATH=os.path.join(llama_cpp, "gguf-py")))
+        patch = ""
+        if name in SENTENCEPIECE_VOCAB:
+            module, cls = SENTENCEPIECE_VOCAB[name]
+            patch = ("import %s as m, conversion.base as b; "
+                     "m.%s.set_vocab = b.TextModel._set_vocab_sentencepiece; ") % (module, cls)
+        script = ("import sys; sys.path[:0] = [%r, %r]; %s"
+                  "sys.argv = ['convert_hf_to_gguf.py'] + sys.argv[1:]; "
+                  "import convert_hf_to_gguf as c; c.main()") % (
+                      llama_cpp, os.path.join(llama_cpp, "gguf-py"), patch)
+        subprocess.run([sys.executable, "-c", script, model_dir, "--outtype", outtype,
+                        "--outfile", out], check=True, cwd=llama_cpp)
     print(f"{name}: {out} ({os.path.getsize(out)} bytes)")
 
 
