@@ -1260,17 +1260,26 @@ private:
     return Status::ok();
   }
 
+  // rope.cuh's SCALING argument for a Rope op's attributes.
+  static const char *ropeScaling(const plan::RopeAttrsT &a) {
+    if (a.dynamic_factor > 0.0f)
+      return "ninfer::dev::kRopeDynamicNtk";
+    return a.long_factors ? "ninfer::dev::kRopeLongFactors" : "ninfer::dev::kRopeFixed";
+  }
+
   Status emitRope(OpT &op, const plan::RopeAttrsT &a) {
     NINFER_RETURN_IF_ERROR(checkArity(op, 2, 2, 1));
     if (a.heads <= 0 || a.head_dim <= 0 || a.head_dim % 2 != 0)
       return fail(op, "heads must be positive and head_dim positive and even");
-    const bool dynamic = a.dynamic_factor > 0.0f;
-    if (dynamic && (a.original_max_positions <= 0 || a.head_dim <= 2))
+    if (a.dynamic_factor > 0.0f && (a.original_max_positions <= 0 || a.head_dim <= 2))
       return fail(op, "dynamic NTK needs original_max_positions > 0 and head_dim > 2");
+    if (a.long_factors && (a.dynamic_factor > 0.0f || a.original_max_positions <= 0))
+      return fail(op, "LongRoPE's long factors need original_max_positions > 0 and no dynamic NTK");
     const int64_t width = int64_t(a.heads) * a.head_dim;
     NINFER_RETURN_IF_ERROR(checkRows(op, op.inputs[0], maxRows(), width, "input"));
     NINFER_RETURN_IF_ERROR(checkRows(op, op.outputs[0], maxRows(), width, "output"));
-    NINFER_RETURN_IF_ERROR(checkWeight(op, op.inputs[1], a.head_dim / 2, "inv_freq"));
+    NINFER_RETURN_IF_ERROR(
+        checkWeight(op, op.inputs[1], a.head_dim / (a.long_factors ? 1 : 2), "inv_freq"));
     if (buf(op.inputs[1]).dtype != DType::F32)
       return fail(op, "inv_freq must be F32");
     // Fused with the other Rope op and the KV append (LaunchFusion.cpp): the first op carries
@@ -1281,12 +1290,11 @@ private:
                  : Status::ok();
     LaunchShape shape = perTokenRows(rowBlocks(width / 2));
     std::ostringstream call;
-    call << "ninfer::dev::rope<" << a.heads << ", " << a.head_dim << ", "
-         << (dynamic ? "true" : "false") << ", " << kThreads << ">("
-         << ptr("const float*", op.inputs[0]) << ", " << ptr("const float*", op.inputs[1]) << ", "
-         << ptr("float*", op.outputs[0]) << ", " << floatLiteral(a.attention_factor) << ", "
-         << floatLiteral(a.theta) << ", " << floatLiteral(a.dynamic_factor) << ", "
-         << a.original_max_positions << ", state)";
+    call << "ninfer::dev::rope<" << a.heads << ", " << a.head_dim << ", " << ropeScaling(a) << ", "
+         << kThreads << ">(" << ptr("const float*", op.inputs[0]) << ", "
+         << ptr("const float*", op.inputs[1]) << ", " << ptr("float*", op.outputs[0]) << ", "
+         << floatLiteral(a.attention_factor) << ", " << floatLiteral(a.theta) << ", "
+         << floatLiteral(a.dynamic_factor) << ", " << a.original_max_positions << ", state)";
     return addKernel(op, "rope", call.str(), shape);
   }
 
@@ -1303,11 +1311,10 @@ private:
     const uint32_t vBlocks = rowBlocks(int64_t(a.kv_heads) * a.head_dim);
     std::ostringstream call;
     call << "ninfer::dev::ropeAppend<" << a.heads << ", " << a.kv_heads << ", " << a.head_dim
-         << ", " << (r.dynamic_factor > 0.0f ? "true" : "false") << ", " << a.context << ", "
-         << qBlocks << ", " << kBlocks << ", " << kThreads << ">("
-         << ptr("float*", attention.inputs[0]) << ", " << ptr("float*", attention.inputs[1])
-         << ", " << ptr("const float*", attention.inputs[2]) << ", "
-         << ptr("const float*", ropeQ.inputs[1]) << ", " << raw(attention.inputs[3]) << ", "
+         << ", " << ropeScaling(r) << ", " << a.context << ", " << qBlocks << ", " << kBlocks
+         << ", " << kThreads << ">(" << ptr("float*", attention.inputs[0]) << ", "
+         << ptr("float*", attention.inputs[1]) << ", " << ptr("const float*", attention.inputs[2])
+         << ", " << ptr("const float*", ropeQ.inputs[1]) << ", " << raw(attention.inputs[3]) << ", "
          << raw(attention.inputs[4]) << ", " << floatLiteral(r.attention_factor) << ", "
          << floatLiteral(r.theta) << ", " << floatLiteral(r.dynamic_factor) << ", "
          << r.original_max_positions << ", state)";
@@ -1339,8 +1346,7 @@ private:
     const OpT &rope = *plan_.ops[fusions_.ropeAppends[fused].first];
     const plan::RopeAttrsT &r = *rope.attrs.AsRopeAttrs();
     std::ostringstream arg;
-    arg << ", ninfer::dev::DecodeRope<" << a.head_dim << ", "
-        << (r.dynamic_factor > 0.0f ? "true" : "false") << ">{"
+    arg << ", ninfer::dev::DecodeRope<" << a.head_dim << ", " << ropeScaling(r) << ">{"
         << ptr("const float*", attention.inputs[1]) << ", "
         << ptr("const float*", attention.inputs[2]) << ", " << ptr("const float*", rope.inputs[1])
         << ", " << raw(attention.inputs[3]) << ", " << raw(attention.inputs[4]) << ", "

@@ -381,6 +381,7 @@ private:
                 rq.theta == rk.theta && rq.attention_factor == rk.attention_factor &&
                 rq.dynamic_factor == rk.dynamic_factor &&
                 rq.original_max_positions == rk.original_max_positions &&
+                rq.long_factors == rk.long_factors &&
                 !overlaps(attention.inputs[2], attention.inputs[0]) &&
                 !overlaps(attention.inputs[2], attention.inputs[1]);
       for (int c = 3; ok && c <= 4; ++c) {

@@ -383,6 +383,8 @@ llvm::Error Lowering::lowerOp(Operation* op) {
     a.theta = static_cast<float>(rope.getThetaAttr().getValueAsDouble());
     a.dynamic_factor = static_cast<float>(rope.getDynamicFactorAttr().getValueAsDouble());
     a.original_max_positions = static_cast<int32_t>(rope.getOriginalMaxPositionsAttr().getInt());
+    // LongRoPE: inv_freq holds the short table and then the long one (RopeOp::verify).
+    a.long_factors = rope.getInvFreq().getType().getDimSize(0) == a.head_dim;
     attrs.Set(std::move(a));
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     int64_t layer = attention.getLayerAttr().getInt();

@@ -144,14 +144,6 @@ llvm::Expected<CompiledModel> compileModel(const CompileOptions& options) {
     return source.takeError();
   const ModelConfig& config = source->config;
   WeightStore& weights = *source->weights;
-  if (config.rope.type == RopeScaling::Type::LongRope &&
-      options.context > config.rope.originalMaxPositions)
-    return compileError(
-        "--ctx " + std::to_string(options.context) + " is past the " +
-        std::to_string(config.rope.originalMaxPositions) +
-        " positions of this model's short LongRoPE factors; past them transformers switches to "
-        "the long factors and recomputes the KV cache, which ninfer does not do yet: give --ctx " +
-        std::to_string(config.rope.originalMaxPositions) + " or less");
   // Dummy weights compile a shape for speed, whatever the context does to quality.
   if (const std::string warning = contextWarning(config, options.context);
       options.warn && !options.dummyWeights && !warning.empty())

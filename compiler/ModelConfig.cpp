@@ -484,7 +484,7 @@ RopeTables computeRopeTables(const ModelConfig& config) {
   const int dim = config.headDim;
   const int half = dim / 2;
   const double base = config.ropeTheta;
-  std::vector<double> invFreq(half);
+  std::vector<double> invFreq(half), longInvFreq;
   for (int i = 0; i < half; ++i)
     invFreq[i] = 1.0 / std::pow(base, static_cast<double>(2 * i) / dim);
 
@@ -556,11 +556,15 @@ RopeTables computeRopeTables(const ModelConfig& config) {
     break;
   }
   case RopeScaling::Type::LongRope: {
-    // The short factors: transformers switches to the long ones once a sequence runs past the
-    // original length, and then recomputes the KV cache (Phi3ForCausalLM's generate), which
-    // ninfer does not do; the compiler keeps --ctx within that length (compileModel).
-    for (int i = 0; i < half; ++i)
+    // The short factors' table, then the long factors': transformers switches to the long
+    // ones once a sequence runs past the original length and then recomputes the sequence's
+    // keys with them (Phi3ForCausalLM's generation); so does ninfer's (Generator.h).
+    longInvFreq = invFreq;
+    for (int i = 0; i < half; ++i) {
       invFreq[i] /= rope.shortFactor[i];
+      longInvFreq[i] /= rope.longFactor[i];
+    }
+    tables.originalMaxPositions = rope.originalMaxPositions;
     double attentionFactor = rope.attentionFactor;
     if (attentionFactor == 0.0)
       attentionFactor = rope.factor <= 1.0
@@ -573,9 +577,13 @@ RopeTables computeRopeTables(const ModelConfig& config) {
   }
 
   if (config.ropeFreqFactors.size() == invFreq.size())
-    for (int i = 0; i < half; ++i)
+    for (int i = 0; i < half; ++i) {
       invFreq[i] /= config.ropeFreqFactors[i];
+      if (!longInvFreq.empty())
+        longInvFreq[i] /= config.ropeFreqFactors[i];
+    }
   tables.invFreq.assign(invFreq.begin(), invFreq.end());
+  tables.invFreq.insert(tables.invFreq.end(), longInvFreq.begin(), longInvFreq.end());
   return tables;
 }
 

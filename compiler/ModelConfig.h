@@ -23,7 +23,7 @@ struct RopeScaling {
   double attentionFactor = 0.0; // yarn, longrope (0: unset -> derived as transformers does)
   bool truncate = true;         // yarn
   // longrope: per-frequency divisors of inv_freq (head_dim/2 each), short up to the original
-  // length, long past it (read and checked, not used: plans stop at the original length).
+  // length, long past it.
   std::vector<double> shortFactor, longFactor;
 };
 
@@ -72,10 +72,11 @@ llvm::Expected<ModelConfig> loadModelConfig(const std::string& path);
 // RoPE as transformers computes it for the config: inv_freq (head_dim/2
 // values, scaling applied) and the factor cos/sin are multiplied by.
 struct RopeTables {
-  std::vector<float> invFreq; // LongRoPE: its short table (plans stop at the original length)
+  // LongRoPE: head_dim values, the short factors' table and then the long factors'.
+  std::vector<float> invFreq;
   float attentionFactor = 1.0f;
   float dynamicFactor = 0.0f; // > 0: dynamic NTK, recomputed per step by the executor
-  int originalMaxPositions = 0;
+  int originalMaxPositions = 0; // dynamic NTK and LongRoPE: where their scaling changes
 };
 RopeTables computeRopeTables(const ModelConfig& config);
 

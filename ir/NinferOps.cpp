@@ -128,9 +128,16 @@ LogicalResult RopeOp::verify() {
   if (heads * headDim != in.getDimSize(1))
     return emitOpError() << "heads * head_dim = " << heads * headDim << " != input width "
                          << in.getDimSize(1);
-  if (invFreq.getDimSize(0) != headDim / 2)
+  // head_dim values: LongRoPE's short and long tables.
+  const bool longFactors = invFreq.getDimSize(0) == headDim;
+  if (invFreq.getDimSize(0) != headDim / 2 && !longFactors)
     return emitOpError() << "inv_freq size " << invFreq.getDimSize(0)
-                         << " != head_dim / 2 = " << headDim / 2;
+                         << " is neither head_dim / 2 = " << headDim / 2
+                         << " nor head_dim (LongRoPE's two tables)";
+  if (longFactors && (getOriginalMaxPositionsAttr().getInt() <= 0 ||
+                      getDynamicFactorAttr().getValueAsDouble() > 0.0))
+    return emitOpError("LongRoPE's two tables need 'original_max_positions' > 0 and no dynamic "
+                       "NTK scaling");
   if (getOriginalMaxPositionsAttr().getInt() < 0)
     return emitOpError("'original_max_positions' must not be negative");
   if (getDynamicFactorAttr().getValueAsDouble() > 0.0 &&

@@ -107,6 +107,9 @@ def Ninfer_RopeOp : Ninfer_Op<"rope", [Pure]> {
     holds linear/llama3/yarn scaling; cos/sin are multiplied by
     `attention_factor`. `dynamic_factor > 0` selects dynamic NTK scaling
     beyond `original_max_positions`, recomputed from `theta` at run time.
+    LongRoPE: `inv_freq` holds head_dim values, the short factors' table and
+    then the long factors', which rotates once the sequence runs past
+    `original_max_positions`.
 
     ```mlir
     %y = ninfer.rope %x, %inv_freq {heads = 8 : i32, head_dim = 64 : i32,

@@ -513,8 +513,8 @@ template <int HD, int HPB> struct DecodeAngles {
   static constexpr int kQPairs = (HPB * (HD / 2) + kDecodeThreads - 1) / kDecodeThreads;
   RopeAngle q[kQPairs], k;
 };
-template <int HD, int HPB, bool DYNAMIC>
-__device__ __forceinline__ DecodeAngles<HD, HPB> decodeAngles(const DecodeRope<HD, DYNAMIC> &rope,
+template <int HD, int HPB, int SCALING>
+__device__ __forceinline__ DecodeAngles<HD, HPB> decodeAngles(const DecodeRope<HD, SCALING> &rope,
                                                               const StepState *state) {
   constexpr int kHalf = HD / 2;
   DecodeAngles<HD, HPB> a;
@@ -538,8 +538,8 @@ __device__ __forceinline__ DecodeAngles<HD, HPB> decodeAngles(const DecodeRope<H
 // that row was fetched before it was written. Returns the index of the tile that holds the
 // row in the block's split, or -1. The same ropePair as ropeAppend, so q and the cache hold
 // what the separate launch would have written. Every load is issued before the math.
-template <int KVH, int HD, int CONTEXT, int HPB, bool DYNAMIC>
-__device__ __forceinline__ int decodeRopeAppend(const DecodeRope<HD, DYNAMIC> &rope,
+template <int KVH, int HD, int CONTEXT, int HPB, int SCALING>
+__device__ __forceinline__ int decodeRopeAppend(const DecodeRope<HD, SCALING> &rope,
                                                 const DecodeAngles<HD, HPB> &angles,
                                                 const float *q, const DecodeSlice &slice,
                                                 const StepState *state, float (*sQ)[HD],

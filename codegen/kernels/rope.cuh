@@ -2,9 +2,12 @@
 // batch step the row's own position, StepAbi.h):
 //   y[i] = x[i] cos - x[i + HD/2] sin,  y[i + HD/2] = x[i + HD/2] cos + x[i] sin,
 // angle = position * inv_freq[i], cos/sin scaled by attention_factor.
-// Dynamic NTK (DYNAMIC): when seq_len (pos + n_tokens; a batch row's position + 1) exceeds the
-// original context, base = theta * (factor * seq_len / orig - (factor - 1))^(HD / (HD - 2)) and
-// inv_freq[i] = 1 / base^(2i / HD), as transformers' dynamic rope update does.
+// Scalings that depend on seq_len (the sequence's length as far as the forward pass takes it,
+// stepSequenceEnd), from the original context orig on (template argument SCALING):
+//  - dynamic NTK: base = theta * (factor * seq_len / orig - (factor - 1))^(HD / (HD - 2)) and
+//    inv_freq[i] = 1 / base^(2i / HD), as transformers' dynamic rope update does;
+//  - LongRoPE: inv_freq holds HD values, the short factors' table then the long factors'; the
+//    long one once seq_len > orig, as transformers' longrope update does.
 // Launch: block THREADS, grid (ceil(HEADS*HD/2 / THREADS) capped, n_tokens, 1); one
 // thread per rotated pair, so in place (y = x) is safe. ropeAppend below also
 // writes the KV cache.
@@ -15,19 +18,29 @@
 namespace ninfer {
 namespace dev {
 
-// The rotation of one step's token t: its position and, with dynamic NTK past
-// the original context, the rescaled base.
+// SCALING: how RoPE's angles depend on the sequence's length.
+constexpr int kRopeFixed = 0;       // inv_freq as the plan holds it
+constexpr int kRopeDynamicNtk = 1;  // dynamic NTK past the original context
+constexpr int kRopeLongFactors = 2; // LongRoPE: the long table past the original context
+
+// The rotation of one step's token t: its position, with dynamic NTK past the original
+// context the rescaled base, with LongRoPE the table's offset in inv_freq.
 struct RopeStep {
   float position;
   bool rescaled;
   float base;
+  int table;
 };
 
-template <int HD, bool DYNAMIC>
+template <int HD, int SCALING>
 __device__ __forceinline__ RopeStep ropeStep(int t, float theta, float dynamicFactor,
                                              int originalMaxPositions, const StepState *state) {
-  RopeStep r{static_cast<float>(stepPosition(state, t)), false, theta};
-  if constexpr (DYNAMIC) {
+  RopeStep r{static_cast<float>(stepPosition(state, t)), false, theta, 0};
+  if constexpr (SCALING == kRopeLongFactors) {
+    if (stepSequenceEnd(state, t) > originalMaxPositions)
+      r.table = HD / 2;
+  }
+  if constexpr (SCALING == kRopeDynamicNtk) {
     const int seqLen = stepSequenceEnd(state, t);
     if (seqLen > originalMaxPositions) {
       r.rescaled = true;
@@ -50,7 +63,7 @@ __device__ __forceinline__ RopeAngle ropeAngle(const RopeStep &r, const float *i
                                                float attentionFactor) {
   const float inv =
       r.rescaled ? 1.0f / powf(r.base, static_cast<float>(2 * i) / static_cast<float>(HD))
-                 : invFreq[i];
+                 : invFreq[r.table + i];
   float s, c;
   sincosf(r.position * inv, &s, &c);
   return {c * attentionFactor, s * attentionFactor};
@@ -70,7 +83,7 @@ __device__ __forceinline__ void ropePair(const RopeStep &r, const float *invFreq
   rotatePair(ropeAngle<HD>(r, invFreq, i, attentionFactor), x0, x1);
 }
 
-template <int HEADS, int HD, bool DYNAMIC, int THREADS>
+template <int HEADS, int HD, int SCALING, int THREADS>
 __device__ __forceinline__ void rope(const float *x, const float *invFreq, float *y,
                                      float attentionFactor, float theta, float dynamicFactor,
                                      int originalMaxPositions, const StepState *state) {
@@ -79,7 +92,7 @@ __device__ __forceinline__ void rope(const float *x, const float *invFreq, float
   const int t = blockIdx.y;
   if (t >= state->nTokens)
     return;
-  const RopeStep r = ropeStep<HD, DYNAMIC>(t, theta, dynamicFactor, originalMaxPositions, state);
+  const RopeStep r = ropeStep<HD, SCALING>(t, theta, dynamicFactor, originalMaxPositions, state);
   const long long rowBase = static_cast<long long>(t) * HEADS * HD;
   for (int idx = blockIdx.x * THREADS + threadIdx.x; idx < kPairs; idx += gridDim.x * THREADS) {
     const long long b = rowBase + static_cast<long long>(idx / kHalf) * HD + idx % kHalf;
@@ -96,7 +109,7 @@ __device__ __forceinline__ void rope(const float *x, const float *invFreq, float
 // place and store it in cache row (position of t) of the row's sequence slot,
 // the rest copy v to its cache row. Launch: block THREADS, grid (QB + KB + VB,
 // n_tokens, 1) with QB, KB, VB the rope / append grids of the separate kernels.
-template <int HQ, int HK, int HD, bool DYNAMIC, int CONTEXT, int QB, int KB, int THREADS>
+template <int HQ, int HK, int HD, int SCALING, int CONTEXT, int QB, int KB, int THREADS>
 __device__ __forceinline__ void ropeAppend(float *q, float *k, const float *v,
                                            const float *invFreq, void *kCache, void *vCache,
                                            float attentionFactor, float theta,
@@ -121,7 +134,7 @@ __device__ __forceinline__ void ropeAppend(float *q, float *k, const float *v,
       vc[cacheBase + i] = f32ToF16(v[kvBase + i]);
     return;
   }
-  const RopeStep r = ropeStep<HD, DYNAMIC>(t, theta, dynamicFactor, originalMaxPositions, state);
+  const RopeStep r = ropeStep<HD, SCALING>(t, theta, dynamicFactor, originalMaxPositions, state);
   const bool isQ = blockIdx.x < QB;
   const int heads = isQ ? HQ : HK;
   const int first = isQ ? blockIdx.x : blockIdx.x - QB;
@@ -145,7 +158,7 @@ __device__ __forceinline__ void ropeAppend(float *q, float *k, const float *v,
 // one-token steps: the emitter then runs ropeAppend in the other steps only, one launch less
 // per layer and decode step. k and v are the step's rows as the k/v projections wrote them;
 // kCache and vCache the attention's caches.
-template <int HD, bool DYNAMIC> struct DecodeRope {
+template <int HD, int SCALING> struct DecodeRope {
   static constexpr bool kOn = true;
   const float *k, *v, *invFreq;
   void *kCache, *vCache;
@@ -153,7 +166,7 @@ template <int HD, bool DYNAMIC> struct DecodeRope {
   int originalMaxPositions;
 
   __device__ __forceinline__ RopeStep step(int t, const StepState *state) const {
-    return ropeStep<HD, DYNAMIC>(t, theta, dynamicFactor, originalMaxPositions, state);
+    return ropeStep<HD, SCALING>(t, theta, dynamicFactor, originalMaxPositions, state);
   }
 };
 

@@ -910,6 +910,7 @@ struct RopeAttrsT : public flatbuffers::NativeTable {
   float theta = 0.0f;
   float dynamic_factor = 0.0f;
   int32_t original_max_positions = 0;
+  bool long_factors = false;
 };
 
 struct RopeAttrs FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
@@ -921,7 +922,8 @@ struct RopeAttrs FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_ATTENTION_FACTOR = 8,
     VT_THETA = 10,
     VT_DYNAMIC_FACTOR = 12,
-    VT_ORIGINAL_MAX_POSITIONS = 14
+    VT_ORIGINAL_MAX_POSITIONS = 14,
+    VT_LONG_FACTORS = 16
   };
   int32_t heads() const {
     return GetField<int32_t>(VT_HEADS, 0);
@@ -941,6 +943,9 @@ struct RopeAttrs FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   int32_t original_max_positions() const {
     return GetField<int32_t>(VT_ORIGINAL_MAX_POSITIONS, 0);
   }
+  bool long_factors() const {
+    return GetField<uint8_t>(VT_LONG_FACTORS, 0) != 0;
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<int32_t>(verifier, VT_HEADS, 4) &&
@@ -949,6 +954,7 @@ struct RopeAttrs FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            VerifyField<float>(verifier, VT_THETA, 4) &&
            VerifyField<float>(verifier, VT_DYNAMIC_FACTOR, 4) &&
            VerifyField<int32_t>(verifier, VT_ORIGINAL_MAX_POSITIONS, 4) &&
+           VerifyField<uint8_t>(verifier, VT_LONG_FACTORS, 1) &&
            verifier.EndTable();
   }
   RopeAttrsT *UnPack(const flatbuffers::resolver_function_t *_resolver = nullptr) const;
@@ -978,6 +984,9 @@ struct RopeAttrsBuilder {
   void add_original_max_positions(int32_t original_max_positions) {
     fbb_.AddElement<int32_t>(RopeAttrs::VT_ORIGINAL_MAX_POSITIONS, original_max_positions, 0);
   }
+  void add_long_factors(bool long_factors) {
+    fbb_.AddElement<uint8_t>(RopeAttrs::VT_LONG_FACTORS, static_cast<uint8_t>(long_factors), 0);
+  }
   explicit RopeAttrsBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -996,7 +1005,8 @@ inline flatbuffers::Offset<RopeAttrs> CreateRopeAttrs(
     float attention_factor = 1.0f,
     float theta = 0.0f,
     float dynamic_factor = 0.0f,
-    int32_t original_max_positions = 0) {
+    int32_t original_max_positions = 0,
+    bool long_factors = false) {
   RopeAttrsBuilder builder_(_fbb);
   builder_.add_original_max_positions(original_max_positions);
   builder_.add_dynamic_factor(dynamic_factor);
@@ -1004,6 +1014,7 @@ inline flatbuffers::Offset<RopeAttrs> CreateRopeAttrs(
   builder_.add_attention_factor(attention_factor);
   builder_.add_head_dim(head_dim);
   builder_.add_heads(heads);
+  builder_.add_long_factors(long_factors);
   return builder_.Finish();
 }
 
@@ -2938,6 +2949,7 @@ inline void RopeAttrs::UnPackTo(RopeAttrsT *_o, const flatbuffers::resolver_func
   { auto _e = theta(); _o->theta = _e; }
   { auto _e = dynamic_factor(); _o->dynamic_factor = _e; }
   { auto _e = original_max_positions(); _o->original_max_positions = _e; }
+  { auto _e = long_factors(); _o->long_factors = _e; }
 }
 
 inline flatbuffers::Offset<RopeAttrs> RopeAttrs::Pack(flatbuffers::FlatBufferBuilder &_fbb, const RopeAttrsT* _o, const flatbuffers::rehasher_function_t *_rehasher) {
@@ -2954,6 +2966,7 @@ inline flatbuffers::Offset<RopeAttrs> CreateRopeAttrs(flatbuffers::FlatBufferBui
   auto _theta = _o->theta;
   auto _dynamic_factor = _o->dynamic_factor;
   auto _original_max_positions = _o->original_max_positions;
+  auto _long_factors = _o->long_factors;
   return ninfer::plan::CreateRopeAttrs(
       _fbb,
       _heads,
@@ -2961,7 +2974,8 @@ inline flatbuffers::Offset<RopeAttrs> CreateRopeAttrs(flatbuffers::FlatBufferBui
       _attention_factor,
       _theta,
       _dynamic_factor,
-      _original_max_positions);
+      _original_max_positions,
+      _long_factors);
 }
 
 inline AttentionAttrsT *AttentionAttrs::UnPack(const flatbuffers::resolver_function_t *_resolver) const {

@@ -401,6 +401,8 @@ void CpuExecutor::runRope(const PreparedOp& p, const StepState& step) {
   float* cosSin = ropeScratch_.data() + maxHeadDim_;
   forEachRowRange(step, [&](const RowRange& r) {
     const float* invFreq = asF32(p.in[1]);
+    if (a->long_factors() && r.sequenceEnd > a->original_max_positions())
+      invFreq += a->head_dim() / 2;
     if (a->dynamic_factor() > 0 && r.sequenceEnd > a->original_max_positions()) {
       cpu::dynamicNtkInvFreq(a->theta(), a->dynamic_factor(), a->original_max_positions(),
                              a->head_dim(), r.sequenceEnd, ropeScratch_.data());
@@ -444,6 +446,7 @@ Status CpuExecutor::forwardSequence(int sequence, const int32_t* tokens, int n, 
   step.pos = pos;
   step.nTokens = n;
   step.seq = sequence;
+  step.forwardEnd = forwardEnd(sequence);
   NINFER_RETURN_IF_ERROR(runStep(tokens, step));
   const size_t vocab = size_t(file_.plan().model()->vocab_size());
   std::copy(logits_.begin(), logits_.begin() + vocab, logits);
@@ -476,6 +479,7 @@ Status CpuExecutor::forwardAllRows(const int32_t* tokens, int n, int pos, float*
   StepState step{};
   step.pos = pos;
   step.nTokens = n;
+  step.forwardEnd = forwardEnd(0);
   allRowsLogits_ = logits;
   Status status = runStep(tokens, step);
   allRowsLogits_ = nullptr;

@@ -739,6 +739,7 @@ void CudaExecutor::stageSequence(int sequence, const int32_t *tokens, int n, int
   hostState_->nTokens = n;
   hostState_->seq = sequence;
   hostState_->uniform[0] = uniform;
+  hostState_->forwardEnd = forwardEnd(sequence);
   std::memcpy(hostTokens_, tokens, size_t(n) * sizeof(int32_t));
 }
 

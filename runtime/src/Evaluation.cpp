@@ -282,16 +282,20 @@ Status ChunkRunner::start(const std::vector<int32_t>& chunk, int firstScored) {
     const int end = std::max(int(chunk.size()) - 1, firstScored + 1);
     const size_t vocab = size_t(limits_.vocabSize);
     kept_.resize(size_t(end - firstScored) * vocab);
-    for (int pos = 0; pos < end; pos += limits_.maxStepTokens) {
+    // One forward pass over the chunk (RoPE scaled by the sequence's length takes all of it).
+    executor_.setSequenceLength(0, end);
+    Status status = Status::ok();
+    for (int pos = 0; pos < end && status.isOk(); pos += limits_.maxStepTokens) {
       const int n = std::min(limits_.maxStepTokens, end - pos);
-      NINFER_RETURN_IF_ERROR(executor_.forwardAllRows(chunk.data() + pos, n, pos, logits_.data()));
-      for (int t = std::max(pos, firstScored); t < pos + n; ++t)
+      status = executor_.forwardAllRows(chunk.data() + pos, n, pos, logits_.data());
+      for (int t = std::max(pos, firstScored); status.isOk() && t < pos + n; ++t)
         std::copy(logits_.begin() + ptrdiff_t(size_t(t - pos) * vocab),
                   logits_.begin() + ptrdiff_t(size_t(t - pos + 1) * vocab),
                   kept_.begin() + ptrdiff_t(size_t(t - firstScored) * vocab));
     }
+    executor_.setSequenceLength(0, 0);
     position_ = firstScored;
-    return Status::ok();
+    return status;
   }
   const int prefill = firstScored + 1;
   for (int pos = 0; pos < prefill; pos += limits_.maxStepTokens) {

@@ -26,6 +26,9 @@ GenerationConfig GenerationConfig::fromPlan(const PlanFile& file) {
   config.vocabSize = p.model()->vocab_size();
   if (p.tokenizer() && p.tokenizer()->eos_ids())
     config.eosIds.assign(p.tokenizer()->eos_ids()->begin(), p.tokenizer()->eos_ids()->end());
+  for (const plan::Op* op : *p.ops())
+    if (const plan::RopeAttrs* rope = op->attrs_as_RopeAttrs(); rope && rope->long_factors())
+      config.longRopeLength = rope->original_max_positions();
   return config;
 }
 
@@ -47,27 +50,28 @@ Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, 
   promptLogits_.assign(size_t(config_.vocabSize), 0.0f);
 
   auto start = std::chrono::steady_clock::now();
-  for (int pos = 0; pos < promptSize; pos += config_.maxStepTokens) {
-    const int n = std::min(config_.maxStepTokens, promptSize - pos);
-    NINFER_RETURN_IF_ERROR(
-        executor_.forward(prompt.data() + pos, n, pos, promptLogits_.data()));
-  }
+  NINFER_RETURN_IF_ERROR(forwardFromStart(prompt, promptLogits_.data()));
   stats.prefillMs = millisecondsSince(start);
 
   start = std::chrono::steady_clock::now();
   // The first token comes from the prompt's logits; each decode step picks the next one
   // (DecodeStep: on the GPU by the executor where it can).
   DecodeStep step(executor_, sampler, config_.vocabSize);
-  bool picked = false; // id is the last decode step's pick
+  bool picked = false; // id is the last decode step's pick (else `logits` give it)
+  const float* logits = promptLogits_.data();
+  std::vector<float> recomputed; // LongRoPE's second pass
   int32_t id = 0;
   int pos = promptSize; // position of the next sampled token
+  std::vector<int32_t> tokens;
+  if (config_.longRopeLength >= promptSize)
+    tokens = prompt; // the sequence so far, for its second pass
   while (stats.generatedTokens < config_.maxNewTokens) {
     if (pos >= config_.context) {
       stats.stoppedAtContext = true;
       break;
     }
     if (!picked)
-      id = sampler.sample(promptLogits_.data(), config_.vocabSize);
+      id = sampler.sample(logits, config_.vocabSize);
     if (!config_.ignoreEos &&
         std::find(config_.eosIds.begin(), config_.eosIds.end(), id) != config_.eosIds.end()) {
       stats.stoppedAtEos = true;
@@ -83,13 +87,39 @@ Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, 
       stats.stoppedAtContext = true;
       break;
     }
-    NINFER_RETURN_IF_ERROR(step.run(id, pos, id));
-    picked = true;
+    if (config_.longRopeLength > 0 && pos == config_.longRopeLength) {
+      // The token at `pos` takes the sequence past LongRoPE's original length: the whole
+      // sequence again, with the long factors (Phi3ForCausalLM.prepare_inputs_for_generation
+      // drops the cache there).
+      tokens.push_back(id);
+      recomputed.assign(size_t(config_.vocabSize), 0.0f);
+      NINFER_RETURN_IF_ERROR(forwardFromStart(tokens, recomputed.data()));
+      logits = recomputed.data();
+      tokens.clear();
+      picked = false;
+    } else {
+      if (!tokens.empty())
+        tokens.push_back(id);
+      NINFER_RETURN_IF_ERROR(step.run(id, pos, id));
+      picked = true;
+    }
     ++stats.decodeSteps;
     ++pos;
   }
   stats.decodeMs = millisecondsSince(start);
   return stats;
+}
+
+Status Generator::forwardFromStart(const std::vector<int32_t>& tokens, float* logits) {
+  const int size = int(tokens.size());
+  // The chunks are one forward pass: RoPE scaled by the sequence's length takes all of it.
+  executor_.setSequenceLength(0, size);
+  Status status = Status::ok();
+  for (int pos = 0; pos < size && status.isOk(); pos += config_.maxStepTokens)
+    status = executor_.forward(tokens.data() + pos, std::min(config_.maxStepTokens, size - pos),
+                               pos, logits);
+  executor_.setSequenceLength(0, 0);
+  return status;
 }
 
 } // namespace ninfer

@@ -492,9 +492,12 @@ private:
       if (a->dynamic_factor() > 0 &&
           (a->original_max_positions() <= 0 || !(a->theta() > 0) || a->head_dim() <= 2))
         return opFail("dynamic NTK needs original_max_positions > 0, theta > 0, head_dim > 2");
+      if (a->long_factors() && (a->dynamic_factor() > 0 || a->original_max_positions() <= 0))
+        return opFail("LongRoPE's long factors need original_max_positions > 0 and no dynamic NTK");
       const uint64_t width = uint64_t(a->heads()) * a->head_dim();
       NINFER_RETURN_IF_ERROR(expectActivation("input 0", in(0), width));
-      NINFER_RETURN_IF_ERROR(expectWeight("inv_freq", in(1), a->head_dim() / 2));
+      NINFER_RETURN_IF_ERROR(
+          expectWeight("inv_freq", in(1), a->head_dim() / (a->long_factors() ? 1 : 2)));
       if (infos_[in(1)].buffer->dtype() != DType::F32)
         return opFail("inv_freq must be F32");
       NINFER_RETURN_IF_ERROR(expectActivation("output", out, width));

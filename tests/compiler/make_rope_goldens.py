@@ -13,6 +13,7 @@ import json
 import os
 import sys
 
+import torch
 import transformers
 from transformers import AutoConfig
 
@@ -122,17 +123,22 @@ def main():
         # Deep-copy through JSON: transformers edits the rope dicts in place.
         cfg = AutoConfig.for_model(model_type, **json.loads(json.dumps(kwargs)))
         rotary = rotary_class(model_type)(cfg)
-        # LongRoPE's module holds its short table (within the original length, where plans
-        # stay).
+        inv_freq = [float(x) for x in rotary.inv_freq.tolist()]
+        if cfg.rope_parameters.get("rope_type") == "longrope":
+            # The module holds the short table; a position past the original length makes
+            # its forward switch to the long one. ninfer keeps both, short then long.
+            original = cfg.rope_parameters["original_max_position_embeddings"]
+            rotary(torch.zeros(1, 1, 8), torch.tensor([[original]]))
+            inv_freq += [float(x) for x in rotary.inv_freq.tolist()]
         goldens.append({
             "name": name,
             "config": cfg_dict,
-            "inv_freq": [float(x) for x in rotary.inv_freq.tolist()],
+            "inv_freq": inv_freq,
             "attention_factor": float(rotary.attention_scaling),
         })
     with open(out_path, "w") as f:
         json.dump({"transformers_version": transformers.__version__, "cases": goldens}, f,
-                  indent=1)
+                  indent=2)
         f.write("\n")
     print(f"wrote {len(goldens)} cases to {out_path}")
 

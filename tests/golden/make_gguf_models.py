@@ -50,6 +50,7 @@ MODELS = {
     "tiny-llama-linear": "llama: linear RoPE scaling, q/k/v/o and MLP biases, MHA",
     "tiny-phi3": "phi3: fused attn_qkv and ffn_up (gate rows, then up rows), sliding window",
     "tiny-phi3-longrope": "phi3: LongRoPE's rope_factors_short/long tensors and attn_factor",
+    "tiny-phi3-longrope-switch": "phi3: LongRoPE's long factors past the original length",
     "tiny-smollm3-nope4": "smollm3: q/k rows reordered as llama's; no RoPE in every fourth layer",
     "tiny-olmo2": "olmo2: post_attention_norm and post_ffw_norm, q/k norms over whole rows",
 }

@@ -12,7 +12,9 @@ and, for each prompt,
     recomputing the whole sequence without a cache at each step (reported; equal
     for every family except dynamic NTK, whose transformers implementation
     depends on how the sequence was chunked, so ninfer must follow the cached
-    path: prefill of the whole prompt in one step, then one token per step).
+    path: prefill of the whole prompt in one step, then one token per step). LongRoPE
+    past its original length: the manual loop computes the sequence again into a fresh
+    cache where it first runs past that length, as Phi-3's generate does.
   * last-position logits: float32 logits of the forward pass over the whole
     prompt at its last position, stored as raw little-endian float32 in
     <model>.logits.bin (prompt k at byte offset logits_offset, vocab_size values).
@@ -62,7 +64,8 @@ MARGIN_OVER_ERR = 20      # ... and at least this many times the emulated f16-KV
 TINY_PROMPT_LENGTHS = [1, 10, 23, 40]
 TINY_MODELS = ["tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-llama3",
                "tiny-llama-yarn", "tiny-llama-dynamic", "tiny-llama-linear", "tiny-phi3",
-               "tiny-phi3-longrope", "tiny-smollm3", "tiny-smollm3-nope4", "tiny-olmo2"]
+               "tiny-phi3-longrope", "tiny-phi3-longrope-switch", "tiny-smollm3",
+               "tiny-smollm3-nope4", "tiny-olmo2"]
 SHARED_MODELS = ["pycode-llama-23m", "pycode-llama-3m", "pycode-ternary-llama-23m"]
 
 PY_PROMPTS = [
@@ -102,7 +105,7 @@ def load(model_dir, mode="ref"):
     kwargs = {}
     if mode == "off":
         config = AutoConfig.from_pretrained(model_dir)
-        feature_off_config(config)
+        feature_off_config(config, os.path.basename(os.path.normpath(model_dir)))
         kwargs["config"] = config
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation=attn,
                                                  **kwargs)
@@ -121,9 +124,11 @@ def load(model_dir, mode="ref"):
 # make_goldens checks that switching it off changes the goldens, so a runtime that
 # ignores the feature cannot pass.
 
-def feature_off_config(config):
+def feature_off_config(config, name):
     rope = dict(config.rope_parameters or {})
-    if config.model_type == "smollm3":
+    if name == "tiny-phi3-longrope-switch":
+        config.rope_parameters = dict(rope, long_factor=list(rope["short_factor"]))
+    elif config.model_type == "smollm3":
         config.no_rope_layers = [1] * config.num_hidden_layers
     elif config.model_type == "mistral":
         config.sliding_window = None
@@ -171,6 +176,7 @@ FEATURE = {
     "tiny-llama-linear": "linear rope scaling (plain rope instead)",
     "tiny-phi3": "fused projections' order (k/v rows and gate/up rows swapped)",
     "tiny-phi3-longrope": "longrope rope scaling (plain rope instead)",
+    "tiny-phi3-longrope-switch": "the long factors past 32 positions (the short ones instead)",
     "tiny-smollm3": "the layer without RoPE (RoPE in every layer instead)",
     "tiny-smollm3-nope4": "the layer without RoPE (RoPE in every layer instead)",
     "tiny-olmo2": "q/k RMSNorm over the whole projections (removed)",
@@ -201,19 +207,37 @@ def greedy_generate(model_dir, ids, mode="ref"):
     return new, torch.stack([l[0].float() for l in out.logits])
 
 
+def longrope_switch(config):
+    """LongRoPE's original length, past which the long factors rotate; None for other RoPE."""
+    rope = config.rope_parameters or {}
+    if rope.get("rope_type") != "longrope":
+        return None
+    return rope.get("original_max_position_embeddings",
+                    getattr(config, "original_max_position_embeddings", None))
+
+
 @torch.no_grad()
 def greedy_manual(model_dir, ids):
-    """Cached greedy loop over model.forward: prefill, then one token per step."""
+    """Cached greedy loop over model.forward: prefill, then one token per step. LongRoPE:
+    the step whose sequence first runs past the original length computes the whole sequence
+    again into a fresh cache (what ninfer's Generator does, and Phi-3's generate)."""
     model = load(model_dir)
+    switch = longrope_switch(model.config)
     cache = DynamicCache(config=model.config)
     out = model(torch.tensor([ids]), past_key_values=cache, use_cache=True)
+    seq = list(ids)
     new = []
     for step in range(NEW_TOKENS):
         tok = int(torch.argmax(out.logits[0, -1]))
         new.append(tok)
+        seq.append(tok)
         if step + 1 == NEW_TOKENS:
             break
         pos = len(ids) + step
+        if switch is not None and pos == switch:
+            out = model(torch.tensor([seq]), past_key_values=DynamicCache(config=model.config),
+                        use_cache=True)
+            continue
         out = model(torch.tensor([[tok]]), past_key_values=out.past_key_values, use_cache=True,
                     position_ids=torch.tensor([[pos]]))
     return new

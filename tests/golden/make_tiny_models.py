@@ -16,6 +16,9 @@ ninfer are driven with --prompt-ids). They exercise one family feature each:
   tiny-phi3           fused qkv_proj (4 heads / 2 KV) and gate_up_proj, sliding_window 12
   tiny-phi3-longrope  rope_type longrope within its original length (128 of 512: the short
                       factors per frequency and an attention factor of 1.13)
+  tiny-phi3-longrope-switch  rope_type longrope past its original length (32 of 128): every
+                      golden sequence runs past it, where transformers computes the sequence
+                      again with the long factors (one prompt starts past it)
   tiny-smollm3        no RoPE in layer 1 of 3 (no_rope_layers [1, 0, 1]), a sliding window of
                       8 on that layer only, tied embeddings
   tiny-smollm3-nope4  the default layout, which llama.cpp's smollm3 assumes: 4 layers, no
@@ -159,6 +162,17 @@ MODELS = {
             rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
                              "short_factor": [1.0, 1.2, 1.5, 2.0, 2.6, 3.3, 4.0, 5.0],
                              "long_factor": [1.0, 1.5, 2.0, 3.0, 4.0, 5.5, 7.0, 8.0]}),
+    ),
+    "tiny-phi3-longrope-switch": (
+        1313,
+        common(
+            model_type="phi3", architectures=["Phi3ForCausalLM"],
+            vocab_size=256, hidden_size=64, intermediate_size=96,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+            original_max_position_embeddings=32, tie_word_embeddings=False,
+            rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                             "short_factor": [1.0, 1.0, 1.1, 1.2, 1.3, 1.5, 1.7, 2.0],
+                             "long_factor": [2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0, 16.0]}),
     ),
     "tiny-smollm3": (
         1010,

@@ -251,7 +251,8 @@ TEST(Nvrtc, DecodeAttentionRotatesAndAppendsItself) {
     const std::string &source = t.plan.kernels->source;
     const bool decodeRopes = variant == kSm90;
     EXPECT_EQ(rope[0]->min_tokens, decodeRopes ? 2u : 0u) << variant;
-    EXPECT_EQ(source.find("ninfer::dev::DecodeRope<16, false>{") != std::string::npos,
+    EXPECT_EQ(source.find("ninfer::dev::DecodeRope<16, ninfer::dev::kRopeFixed>{") !=
+                  std::string::npos,
               decodeRopes)
         << variant;
     EXPECT_EQ(source.find("attentionDecodeMma<4, 2, 16") != std::string::npos,

@@ -367,16 +367,20 @@ TEST(OpParity, LinearTernary) {
 }
 
 // RoPE of base 10000 over an original context of 16 positions: its inv_freq weight and
-// the op's attributes.
+// the op's attributes. longFactors: LongRoPE's second table (other angles) past them.
 struct TestRope {
   float factor = 1.0f, dynamic = 0.0f;
+  bool longFactors = false;
 };
 
-uint32_t addInvFreq(TestPlan &t, int headDim) {
-  std::vector<float> inv(size_t(headDim / 2));
-  for (int i = 0; i < headDim / 2; ++i)
+uint32_t addInvFreq(TestPlan &t, int headDim, const TestRope &r) {
+  const int half = headDim / 2;
+  std::vector<float> inv(size_t(r.longFactors ? headDim : half));
+  for (int i = 0; i < half; ++i)
     inv[size_t(i)] = 1.0f / std::pow(10000.0f, float(2 * i) / float(headDim));
-  return t.addWeight("inv_freq", DType::F32, {headDim / 2}, inv);
+  for (int i = half; i < int(inv.size()); ++i)
+    inv[size_t(i)] = inv[size_t(i - half)] / float(2 + i);
+  return t.addWeight("inv_freq", DType::F32, {int64_t(inv.size())}, inv);
 }
 
 plan::RopeAttrsT ropeAttrs(int heads, int headDim, const TestRope &r) {
@@ -387,6 +391,7 @@ plan::RopeAttrsT ropeAttrs(int heads, int headDim, const TestRope &r) {
   a.theta = 10000.0f;
   a.dynamic_factor = r.dynamic;
   a.original_max_positions = 16;
+  a.long_factors = r.longFactors;
   return a;
 }
 
@@ -394,21 +399,21 @@ TEST(OpParity, Rope) {
   REQUIRE_GPU();
   struct Case {
     int heads, headDim;
-    float factor, dynamic;
+    TestRope rope;
   };
-  for (Case c : {Case{4, 64, 1.0f, 0.0f}, Case{2, 128, 1.25f, 0.0f}, Case{4, 64, 1.0f, 2.0f},
-                 Case{3, 32, 1.1f, 4.0f}}) {
+  for (Case c : {Case{4, 64, {1.0f, 0.0f}}, Case{2, 128, {1.25f, 0.0f}}, Case{4, 64, {1.0f, 2.0f}},
+                 Case{3, 32, {1.1f, 4.0f}}, Case{4, 96, {1.2f, 0.0f, true}}}) {
     std::mt19937 rng(c.headDim);
     TestPlan t(64, 128);
     const int width = c.heads * c.headDim;
     const uint32_t x = inputRows(t, "x", width, rng);
-    const uint32_t invFreq = addInvFreq(t, c.headDim);
-    t.addOp("rope", ropeAttrs(c.heads, c.headDim, TestRope{c.factor, c.dynamic}), {x, invFreq},
-            {x});
+    const uint32_t invFreq = addInvFreq(t, c.headDim, c.rope);
+    t.addOp("rope", ropeAttrs(c.heads, c.headDim, c.rope), {x, invFreq}, {x});
     t.addReadout(x, width);
     char what[128];
-    std::snprintf(what, sizeof(what), "Rope heads %d head_dim %d factor %.2f dynamic %.1f", c.heads,
-                  c.headDim, c.factor, c.dynamic);
+    std::snprintf(what, sizeof(what), "Rope heads %d head_dim %d factor %.2f dynamic %.1f%s",
+                  c.heads, c.headDim, c.rope.factor, c.rope.dynamic,
+                  c.rope.longFactors ? " long factors" : "");
     expectParity(t, kSteps, 1e-8, what);
   }
 }
@@ -437,7 +442,7 @@ void expectAttentionParity(const AttentionCase &c, int context, int maxStep,
       "workspace", attentionWorkspaceBytes(c.heads, c.kvHeads, c.headDim, context));
   const uint32_t o = t.addActivation("o", c.heads * c.headDim);
   if (rope) {
-    const uint32_t invFreq = addInvFreq(t, c.headDim);
+    const uint32_t invFreq = addInvFreq(t, c.headDim, *rope);
     t.addOp("rope_q", ropeAttrs(c.heads, c.headDim, *rope), {q, invFreq}, {q});
     t.addOp("rope_k", ropeAttrs(c.kvHeads, c.headDim, *rope), {k, invFreq}, {k});
   }
@@ -448,8 +453,8 @@ void expectAttentionParity(const AttentionCase &c, int context, int maxStep,
   t.addReadout(o, c.heads * c.headDim);
   char ropeWhat[64] = "";
   if (rope)
-    std::snprintf(ropeWhat, sizeof(ropeWhat), ", after RoPE factor %.2f dynamic %.1f",
-                  rope->factor, rope->dynamic);
+    std::snprintf(ropeWhat, sizeof(ropeWhat), ", after RoPE factor %.2f dynamic %.1f%s",
+                  rope->factor, rope->dynamic, rope->longFactors ? " long factors" : "");
   char what[200];
   std::snprintf(what, sizeof(what), "Attention %s heads %d kv_heads %d head_dim %d window %d ctx %d%s",
                 typeName(c.cache), c.heads, c.kvHeads, c.headDim, c.window, context, ropeWhat);
@@ -485,8 +490,8 @@ TEST(OpParity, AttentionLongContext) {
 // RoPE of q and k, then attention over f16 caches: the emitter fuses the three into one
 // launch, and in one-token steps into the tensor-core decode kernel (head_dim 16..128 in
 // steps of 16), which rotates and appends itself; head_dim 80 keeps the launch in every
-// step. GQA up to 16 (two head chunks write the same cache row), windows, dynamic NTK past
-// the original 16 positions, decode at split counts 1 to 26.
+// step. GQA up to 16 (two head chunks write the same cache row), windows, dynamic NTK and
+// LongRoPE's long factors past the original 16 positions, decode at split counts 1 to 26.
 TEST(OpParity, RopeIntoDecodeAttention) {
   REQUIRE_GPU();
   const DType f16 = DType::F16;
@@ -495,6 +500,8 @@ TEST(OpParity, RopeIntoDecodeAttention) {
         std::pair{AttentionCase{32, 8, 128, 0, f16}, TestRope{1.0f, 2.0f}},
         std::pair{AttentionCase{4, 4, 16, 0, f16}, TestRope{1.1f, 0.0f}},
         std::pair{AttentionCase{6, 3, 96, 5, f16}, TestRope{1.0f, 4.0f}},
+        std::pair{AttentionCase{8, 2, 64, 0, f16}, TestRope{1.1f, 0.0f, true}},
+        std::pair{AttentionCase{6, 3, 96, 0, f16}, TestRope{1.0f, 0.0f, true}},
         std::pair{AttentionCase{16, 1, 64, 0, f16}, TestRope{}},
         std::pair{AttentionCase{4, 2, 80, 0, f16}, TestRope{}}})
     expectAttentionParity(c, 160, 64, {7, 1, 1, 64, 1, 9, 1, 33, 1}, rope);

@@ -91,6 +91,12 @@ INSTANTIATE_TEST_SUITE_P(
                                  s.heads = 2;
                                  s.kvHeads = 1;
                                }),
+                      makeCase("long_factors",
+                               [](TinyModelSpec& s) {
+                                 s.longFactors = true;
+                                 s.originalMaxPositions = 10;
+                                 s.attentionFactor = 1.1f;
+                               }),
                       makeCase("attention_factor",
                                [](TinyModelSpec& s) { s.attentionFactor = 1.2f; })),
     [](const ::testing::TestParamInfo<SpecCase>& info) { return std::string(info.param.name); });
@@ -111,6 +117,42 @@ TEST(CpuExecutor, DecodeStepsEqualOneShotPrefillAndThreadsDoNotMatter) {
   EXPECT_EQ(prefill[0], mixed.back());
   // A second run from position 0 overwrites the cache and repeats itself.
   EXPECT_EQ(runSteps(*three.executor, tokens, {8}, spec.vocab)[0], prefill[0]);
+}
+
+// Steps that are chunks of one forward pass (Executor::setSequenceLength) scale RoPE by the
+// whole pass's length, as one step over all of it would: dynamic NTK and LongRoPE past the
+// original 10 positions, a prompt of 12 in steps of 8 and 4.
+TEST(CpuExecutor, ChunksOfOneForwardPassTakeItsLength) {
+  for (const bool longFactors : {false, true}) {
+    TinyModelSpec spec;
+    spec.originalMaxPositions = 10;
+    spec.headDim = 8;
+    spec.heads = 2;
+    spec.kvHeads = 1;
+    spec.longFactors = longFactors;
+    spec.dynamicFactor = longFactors ? 0.0f : 8.0f;
+    TinyModel model = buildTinyModel(spec);
+    Loaded l = load(model, longFactors ? "chunks_long.nplan" : "chunks_ntk.nplan");
+    ASSERT_TRUE(l.executor);
+    const std::vector<int32_t> tokens = promptTokens(12, spec.vocab);
+    const std::vector<double> whole = referenceStepLogits(model, tokens, {12})[0];
+    const std::vector<double> chunked = referenceStepLogits(model, tokens, {8, 4})[1];
+    l.executor->setSequenceLength(0, 12);
+    const std::vector<float> actual = runSteps(*l.executor, tokens, {8, 4}, spec.vocab)[1];
+    l.executor->setSequenceLength(0, 0);
+    const std::vector<float> own = runSteps(*l.executor, tokens, {8, 4}, spec.vocab)[1];
+    double wholeError = 0, ownError = 0, apart = 0;
+    for (int i = 0; i < spec.vocab; ++i) {
+      wholeError = std::max(wholeError, std::fabs(actual[i] - whole[i]));
+      ownError = std::max(ownError, std::fabs(own[i] - chunked[i]));
+      apart = std::max(apart, std::fabs(whole[i] - chunked[i]));
+    }
+    SCOPED_TRACE(longFactors ? "LongRoPE" : "dynamic NTK");
+    // f32 against double: about 1e-6 apart (K/V rounded to f16 on both sides).
+    EXPECT_LT(wholeError, 1e-4);
+    EXPECT_LT(ownError, 1e-4); // cleared: each step its own end again
+    EXPECT_GT(apart, 1e-2) << "the test cannot tell the two apart";
+  }
 }
 
 TEST(CpuExecutor, RejectsBadSteps) {

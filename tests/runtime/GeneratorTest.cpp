@@ -21,6 +21,7 @@ public:
   Status forwardSequence(int /*sequence: one*/, const int32_t* tokens, int n, int pos,
                          float* logits) override {
     calls.push_back({n, pos});
+    forwardEnds.push_back(forwardEnd(0));
     std::fill(logits, logits + vocab_, 0.0f);
     logits[(tokens[n - 1] + 1) % vocab_] = 1.0f;
     logits[0] = 0.5f + 0.001f * float(pos); // marks which step produced these logits
@@ -28,6 +29,7 @@ public:
   }
   std::string name() const override { return "counting"; }
   std::vector<std::pair<int, int>> calls;
+  std::vector<int> forwardEnds; // setSequenceLength's length at each call
 
 private:
   int vocab_;
@@ -83,6 +85,39 @@ TEST(Generator, PrefillsInChunksThenDecodesOneTokenPerStep) {
   ASSERT_EQ(generator.promptLogits().size(), 100u);
   EXPECT_FLOAT_EQ(generator.promptLogits()[0], 0.508f);
   EXPECT_FLOAT_EQ(generator.promptLogits()[11], 1.0f);
+}
+
+// The prompt's chunks are one forward pass: each step sees the prompt's length.
+TEST(Generator, PrefillChunksTakeThePromptsLength) {
+  CountingExecutor executor(100);
+  Generator generator(executor, config(64, 4, 100, 3));
+  collect(generator, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  EXPECT_EQ(executor.forwardEnds, (std::vector<int>{10, 10, 10, 0, 0}));
+}
+
+// LongRoPE (original length 6): the step whose token takes the sequence past 6 positions
+// computes the whole sequence again, one forward pass from position 0, then decoding goes
+// on; a prompt already past 6 positions never does.
+TEST(Generator, LongRopeComputesTheSequenceAgainPastTheOriginalLength) {
+  CountingExecutor executor(100);
+  GenerationConfig c = config(64, 4, 100, 7);
+  c.longRopeLength = 6;
+  Generator generator(executor, c);
+  GenerationStats stats;
+  EXPECT_EQ(collect(generator, {1, 2, 3}, &stats), (std::vector<int32_t>{4, 5, 6, 7, 8, 9, 10}));
+  const std::vector<std::pair<int, int>> expected = {{3, 0}, {1, 3}, {1, 4}, {1, 5},
+                                                     {4, 0}, {3, 4}, {1, 7}, {1, 8}};
+  EXPECT_EQ(executor.calls, expected);
+  EXPECT_EQ(executor.forwardEnds, (std::vector<int>{3, 0, 0, 0, 7, 7, 0, 0}));
+  EXPECT_EQ(stats.decodeSteps, 6);
+  // The prompt's logits stay those of the prompt.
+  EXPECT_FLOAT_EQ(generator.promptLogits()[0], 0.5f);
+
+  CountingExecutor longPrompt(100);
+  Generator past(longPrompt, c);
+  EXPECT_EQ(collect(past, {1, 2, 3, 4, 5, 6, 7}), (std::vector<int32_t>{8, 9, 10, 11, 12, 13, 14}));
+  for (const auto& [n, pos] : longPrompt.calls)
+    EXPECT_TRUE(pos > 0 || n == 4) << "a second pass at " << pos;
 }
 
 TEST(Generator, StopsAtEosWithoutEmittingIt) {

@@ -117,10 +117,14 @@ TinyModel buildTinyModel(const TinyModelSpec& s) {
   const int qWidth = s.heads * s.headDim, kvWidth = s.kvHeads * s.headDim;
   m.embed = values(size_t(s.vocab) * s.hidden, 1.0f, 0.0f);
   const uint32_t embed = weight("embed", {s.vocab, s.hidden}, m.embed);
-  m.invFreq.resize(s.headDim / 2);
-  for (int i = 0; i < s.headDim / 2; ++i)
+  const int half = s.headDim / 2;
+  m.invFreq.resize(s.longFactors ? 2 * half : half);
+  for (int i = 0; i < half; ++i)
     m.invFreq[i] = float(1.0 / std::pow(double(s.theta), 2.0 * i / s.headDim));
-  const uint32_t invFreq = pm.addWeight("inv_freq", DType::F32, {s.headDim / 2}, m.invFreq);
+  for (int i = half; i < int(m.invFreq.size()); ++i) // LongRoPE's long table: other angles
+    m.invFreq[i] = m.invFreq[i - half] / float(2 + i);
+  const uint32_t invFreq =
+      pm.addWeight("inv_freq", DType::F32, {int64_t(m.invFreq.size())}, m.invFreq);
 
   const uint32_t x = pm.addActivation("x", s.hidden);
   const uint32_t h = pm.addActivation("h", s.hidden);
@@ -157,6 +161,7 @@ TinyModel buildTinyModel(const TinyModelSpec& s) {
   rope.theta = s.theta;
   rope.dynamic_factor = s.dynamicFactor;
   rope.original_max_positions = s.originalMaxPositions;
+  rope.long_factors = s.longFactors;
   plan::AttentionAttrsT attention;
   attention.heads = s.heads;
   attention.kv_heads = s.kvHeads;
@@ -249,9 +254,13 @@ std::vector<std::vector<double>> referenceStepLogits(const TinyModel& m,
   int pos = 0;
   for (int n : steps) {
     // RoPE frequencies for this step: dynamic NTK rescales the base by the
-    // sequence length at the end of the step.
-    std::vector<double> invFreq(m.invFreq.begin(), m.invFreq.end());
+    // sequence length at the end of the step; LongRoPE takes its long table past the
+    // original length.
     const int seqLen = pos + n;
+    const size_t table =
+        s.longFactors && seqLen > s.originalMaxPositions ? size_t(s.headDim / 2) : 0;
+    std::vector<double> invFreq(m.invFreq.begin() + table,
+                                m.invFreq.begin() + table + s.headDim / 2);
     if (s.dynamicFactor > 0 && seqLen > s.originalMaxPositions) {
       const double f = s.dynamicFactor, d = s.headDim;
       const double base =

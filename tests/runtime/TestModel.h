@@ -34,6 +34,7 @@ struct TinyModelSpec {
   float attentionFactor = 1.0f;
   float dynamicFactor = 0.0f; // > 0: dynamic NTK RoPE
   int originalMaxPositions = 0;
+  bool longFactors = false; // LongRoPE: a long inv_freq table past originalMaxPositions
   plan::DType weightDtype = plan::DType::F32;
   plan::DType kvDtype = plan::DType::F16; // F16 or Q8_KV (the reference model ignores it)
   uint32_t seed = 1;

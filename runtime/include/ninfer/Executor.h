@@ -9,9 +9,11 @@
 
 #include "ninfer/Sampler.h"
 #include "ninfer/Status.h"
+#include "ninfer/StepAbi.h"
 #include "ninfer/TraceAbi.h"
 
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +53,15 @@ public:
   // last token.
   virtual Status forwardSequence(int sequence, const int32_t* tokens, int n, int pos,
                                  float* logits) = 0;
+  // The length of the forward pass the next single-sequence steps of `sequence` are chunks
+  // of: RoPE whose scaling depends on the sequence's length (dynamic NTK, LongRoPE) takes
+  // it for every chunk, as transformers takes the whole prompt's length for each of its
+  // tokens (a step that runs past it takes its own end). 0, the start: each step's own end.
+  // Callers that split one forward pass into steps set it first and clear it after.
+  void setSequenceLength(int sequence, int length) {
+    if (sequence >= 0 && sequence < int(std::size(forwardEnds_)))
+      forwardEnds_[sequence] = length;
+  }
   // forwardSequence() of sequence 0, the only one of most plans.
   Status forward(const int32_t* tokens, int n, int pos, float* logits) {
     return forwardSequence(0, tokens, n, pos, logits);
@@ -176,6 +187,15 @@ public:
     (void)tokens, (void)positions, (void)sequences, (void)batch;
     return Status::error(name() + " cannot trace kernels (timelines need the CUDA executor)");
   }
+
+protected:
+  // setSequenceLength()'s length for a sequence slot (0 outside the plan's slots).
+  int forwardEnd(int sequence) const {
+    return sequence >= 0 && sequence < int(std::size(forwardEnds_)) ? forwardEnds_[sequence] : 0;
+  }
+
+private:
+  int forwardEnds_[kMaxBatch] = {};
 };
 
 // Hooks into the CPU executor for the compiler's calibration (activation

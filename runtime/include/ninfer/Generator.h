@@ -1,6 +1,9 @@
-// The generation loop: prefill the prompt in chunks of max_step_tokens, then
-// decode one token per step until EOS, the token budget or the context ends.
-// Works on any Executor; the limits come from the plan (or a test).
+// The generation loop: prefill the prompt in chunks of max_step_tokens (one forward pass:
+// Executor::setSequenceLength), then decode one token per step until EOS, the token budget
+// or the context ends. Works on any Executor; the limits come from the plan (or a test).
+// LongRoPE plans: when the sequence grows past the original length, the whole sequence is
+// computed again (its keys then rotate with the long factors), as transformers' Phi-3
+// generation does.
 #pragma once
 
 #include "ninfer/Executor.h"
@@ -22,8 +25,10 @@ struct GenerationConfig {
   int maxNewTokens = 128;
   std::vector<int32_t> eosIds; // generation stops at these (they are not emitted)
   bool ignoreEos = false;
+  // LongRoPE: the original length, past which the sequence is computed again; 0: none.
+  int longRopeLength = 0;
 
-  // context, maxStepTokens, vocabSize and eosIds from the plan.
+  // context, maxStepTokens, vocabSize, eosIds and longRopeLength from the plan.
   static GenerationConfig fromPlan(const PlanFile& plan);
 };
 
@@ -53,6 +58,9 @@ public:
   const std::vector<float>& promptLogits() const { return promptLogits_; }
 
 private:
+  // One forward pass over `tokens` from position 0; logits: its last position's.
+  Status forwardFromStart(const std::vector<int32_t>& tokens, float* logits);
+
   Executor& executor_;
   GenerationConfig config_;
   std::vector<float> promptLogits_;

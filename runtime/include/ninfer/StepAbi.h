@@ -34,6 +34,9 @@ struct StepState {
   // Row t's uniform in [0, 1) for temperature sampling on the device (Sampler::nextUniform,
   // read by ninfer_sample_rows only). After the fields above, which plans' kernels read.
   double uniform[kMaxBatch];
+  // Single-sequence step: the length of the forward pass it is a chunk of
+  // (Executor::setSequenceLength; 0: the step's own end). Last, for plans compiled before it.
+  int forwardEnd;
 };
 
 // Position of row t's token.
@@ -46,11 +49,16 @@ NINFER_HD inline int stepSequence(const StepState* s, int t) {
   return s->batch ? s->rowSeq[t] : s->seq;
 }
 
-// Length of row t's sequence as far as this step takes it (dynamic NTK RoPE
-// rescales from it): a batch row ends its sequence, a single-sequence step's
-// rows all see the step's end, as transformers does for one forward call.
+// Length of row t's sequence as far as this forward takes it (dynamic NTK RoPE rescales
+// from it, LongRoPE picks its factors by it): a batch row ends its sequence; a
+// single-sequence step's rows all see the end of the forward pass the step is a chunk of
+// (at least the step's own end), as transformers does for one forward call over the
+// whole prompt.
 NINFER_HD inline int stepSequenceEnd(const StepState* s, int t) {
-  return s->batch ? s->rowPos[t] + 1 : s->pos + s->nTokens;
+  if (s->batch)
+    return s->rowPos[t] + 1;
+  const int end = s->pos + s->nTokens;
+  return s->forwardEnd > end ? s->forwardEnd : end;
 }
 
 constexpr int kMaxKernelArgs = 16;

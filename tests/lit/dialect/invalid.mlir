@@ -123,8 +123,19 @@ func.func @rope_width(%x: tensor<?x64xf32>) {
 // -----
 
 func.func @rope_inv_freq_size(%x: tensor<?x64xf32>) {
+  %f = ninfer.weight "inv_freq" : tensor<24xf32>
+  // expected-error @+1 {{inv_freq size 24 is neither head_dim / 2 = 16 nor head_dim (LongRoPE's two tables)}}
+  %y = ninfer.rope %x, %f {heads = 2 : i32, head_dim = 32 : i32, attention_factor = 1.0 : f32,
+      theta = 10000.0 : f32, dynamic_factor = 0.0 : f32, original_max_positions = 0 : i32}
+      : (tensor<?x64xf32>, tensor<24xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @rope_long_factors_need_original_length(%x: tensor<?x64xf32>) {
   %f = ninfer.weight "inv_freq" : tensor<32xf32>
-  // expected-error @+1 {{inv_freq size 32 != head_dim / 2 = 16}}
+  // expected-error @+1 {{LongRoPE's two tables need 'original_max_positions' > 0 and no dynamic NTK scaling}}
   %y = ninfer.rope %x, %f {heads = 2 : i32, head_dim = 32 : i32, attention_factor = 1.0 : f32,
       theta = 10000.0 : f32, dynamic_factor = 0.0 : f32, original_max_positions = 0 : i32}
       : (tensor<?x64xf32>, tensor<32xf32>) -> tensor<?x64xf32>
