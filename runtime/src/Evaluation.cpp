@@ -277,25 +277,25 @@ Status ChunkRunner::start(const std::vector<int32_t>& chunk, int firstScored) {
     return Status::error("chunk position " + std::to_string(firstScored) + " is outside the chunk");
   chunk_ = &chunk;
   firstScored_ = firstScored;
+  // Every step of the chunk, the one-token steps of advance() too, is part of one forward
+  // pass over all of it, as a reference scores a chunk: RoPE scaled by the sequence's length
+  // (dynamic NTK, LongRoPE) takes the chunk's for every position.
+  executor_.setSequenceLength(0, int(chunk.size()));
   if (allRows_) {
     // Positions 0..size-2: the last token's logits would predict past the chunk.
     const int end = std::max(int(chunk.size()) - 1, firstScored + 1);
     const size_t vocab = size_t(limits_.vocabSize);
     kept_.resize(size_t(end - firstScored) * vocab);
-    // One forward pass over the chunk (RoPE scaled by the sequence's length takes all of it).
-    executor_.setSequenceLength(0, end);
-    Status status = Status::ok();
-    for (int pos = 0; pos < end && status.isOk(); pos += limits_.maxStepTokens) {
+    for (int pos = 0; pos < end; pos += limits_.maxStepTokens) {
       const int n = std::min(limits_.maxStepTokens, end - pos);
-      status = executor_.forwardAllRows(chunk.data() + pos, n, pos, logits_.data());
-      for (int t = std::max(pos, firstScored); status.isOk() && t < pos + n; ++t)
+      NINFER_RETURN_IF_ERROR(executor_.forwardAllRows(chunk.data() + pos, n, pos, logits_.data()));
+      for (int t = std::max(pos, firstScored); t < pos + n; ++t)
         std::copy(logits_.begin() + ptrdiff_t(size_t(t - pos) * vocab),
                   logits_.begin() + ptrdiff_t(size_t(t - pos + 1) * vocab),
                   kept_.begin() + ptrdiff_t(size_t(t - firstScored) * vocab));
     }
-    executor_.setSequenceLength(0, 0);
     position_ = firstScored;
-    return status;
+    return Status::ok();
   }
   const int prefill = firstScored + 1;
   for (int pos = 0; pos < prefill; pos += limits_.maxStepTokens) {

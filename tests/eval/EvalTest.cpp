@@ -449,6 +449,9 @@ public:
                          float* logits) override {
     return inner_.forwardSequence(sequence, tokens, n, pos, logits);
   }
+  void setSequenceLength(int sequence, int length) override {
+    inner_.setSequenceLength(sequence, length);
+  }
   std::string name() const override { return inner_.name(); }
 
 private:
@@ -484,10 +487,22 @@ TEST(EvalTinyPlan, AllRowsLogitsMatchTheReferenceModel) {
     EXPECT_EQ(last[size_t(v)], rows[size_t(2 * n - 1) * vocab + size_t(v)]);
 }
 
-TEST(EvalTinyPlan, AllRowsEvaluationMatchesOneStepPerToken) {
-  TinyModel a = buildTinyModel(tinySpec(1)), b = buildTinyModel(tinySpec(2));
-  Loaded ref = load(a.maker.write("eval_rows_a.nplan"));
-  Loaded plan = load(b.maker.write("eval_rows_b.nplan"));
+// Also with RoPE scaled by the sequence's length past 12 positions (dynamic NTK, LongRoPE):
+// the one-token steps then take the chunk's length, as the all-rows steps do.
+class EvalScaledRope : public ::testing::TestWithParam<int> {};
+
+TEST_P(EvalScaledRope, AllRowsEvaluationMatchesOneStepPerToken) {
+  auto spec = [](uint32_t seed) {
+    TinyModelSpec s = tinySpec(seed);
+    s.originalMaxPositions = GetParam() ? 12 : 0;
+    s.dynamicFactor = GetParam() == 1 ? 4.0f : 0.0f;
+    s.longFactors = GetParam() == 2;
+    return s;
+  };
+  TinyModel a = buildTinyModel(spec(1)), b = buildTinyModel(spec(2));
+  const std::string name = "eval_rows_" + std::to_string(GetParam());
+  Loaded ref = load(a.maker.write(name + "_a.nplan"));
+  Loaded plan = load(b.maker.write(name + "_b.nplan"));
   ASSERT_TRUE(ref.executor && plan.executor);
   std::vector<int32_t> tokens(130);
   for (size_t i = 0; i < tokens.size(); ++i)
@@ -510,6 +525,13 @@ TEST(EvalTinyPlan, AllRowsEvaluationMatchesOneStepPerToken) {
   EXPECT_NEAR(f.refPpl.value, s.refPpl.value, 1e-5 * s.refPpl.value);
   EXPECT_EQ(f.sameTop.value, s.sameTop.value);
 }
+
+INSTANTIATE_TEST_SUITE_P(Scalings, EvalScaledRope, ::testing::Values(0, 1, 2),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::string(info.param == 0   ? "plain"
+                                              : info.param == 1 ? "dynamic_ntk"
+                                                                : "long_factors");
+                         });
 
 // ---- the CLI, on tiny plans with a character tokenizer ----
 

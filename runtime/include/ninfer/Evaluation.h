@@ -131,6 +131,8 @@ struct ExecutorLimits {
 // With an executor that returns the logits of every row (hasAllRowsLogits),
 // start() instead runs positions 0..size-2 in steps of maxStepTokens and keeps
 // the logits of positions firstScored..size-2; advance() only moves along them.
+// Either way the chunk is one forward pass to RoPE scaled by the sequence's length
+// (Executor::setSequenceLength: the chunk's length, until the next start()).
 class ChunkRunner {
 public:
   ChunkRunner(Executor& executor, const ExecutorLimits& limits);

@@ -58,7 +58,7 @@ public:
   // it for every chunk, as transformers takes the whole prompt's length for each of its
   // tokens (a step that runs past it takes its own end). 0, the start: each step's own end.
   // Callers that split one forward pass into steps set it first and clear it after.
-  void setSequenceLength(int sequence, int length) {
+  virtual void setSequenceLength(int sequence, int length) {
     if (sequence >= 0 && sequence < int(std::size(forwardEnds_)))
       forwardEnds_[sequence] = length;
   }
