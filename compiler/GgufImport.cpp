@@ -17,6 +17,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -121,12 +122,11 @@ const GgufTensor* Importer::tensor(const std::string& name) const {
 }
 
 llvm::Error Importer::readConfig(ModelConfig& config) {
-  if (arch_ == "llama" || arch_ == "qwen2" || arch_ == "qwen3" || arch_ == "phi3" ||
-      arch_ == "smollm3" || arch_ == "olmo2")
-    config.family = arch_;
-  else
+  const std::vector<std::string> families = supportedFamilies(true);
+  if (std::find(families.begin(), families.end(), arch_) == families.end())
     return fail("architecture '" + arch_ +
-                "' is not supported (supported: llama, qwen2, qwen3, phi3, smollm3, olmo2)");
+                "' is not supported (supported: " + supportedFamiliesList(true) + ")");
+  config.family = arch_;
   NINFER_GGUF_TRY(requirePositive(archKey("embedding_length"), config.hiddenSize));
   NINFER_GGUF_TRY(requirePositive(archKey("block_count"), config.layers));
   NINFER_GGUF_TRY(requirePositive(archKey("feed_forward_length"), config.intermediateSize));
@@ -169,8 +169,7 @@ llvm::Error Importer::readConfig(ModelConfig& config) {
   config.vocabSize = static_cast<int>(embedding->dims[1]);
   // llama.cpp's smollm3 leaves RoPE out of every fourth layer (its files do not say so).
   if (config.family == "smollm3")
-    for (int layer = 0; layer < config.layers; ++layer)
-      config.ropeLayers.push_back((layer + 1) % 4 != 0);
+    config.ropeLayers = ropeLayersWithoutEvery(config.layers);
   config.tieWordEmbeddings = tensor("output.weight") == nullptr;
   config.qkvBias = tensor("blk.0.attn_q.bias") != nullptr;
   config.outputBias = tensor("blk.0.attn_output.bias") != nullptr;

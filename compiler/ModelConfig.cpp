@@ -310,15 +310,14 @@ llvm::Error parseSmolLm3Layers(const Fields& fields, ModelConfig& config) {
         std::any_of(ropeFlags.begin(), ropeFlags.end(), [](int f) { return f > 1; }))
       return fields.illTyped("no_rope_layers", "a list of num_hidden_layers 0s and 1s (" +
                                                    llvm::Twine(config.layers) + ")");
+    config.ropeLayers.assign(ropeFlags.begin(), ropeFlags.end());
   } else {
-    int interval = 4;
+    int interval = kSmolLm3NoRopeInterval;
     NINFER_TRY(fields.optionalInt("no_rope_layer_interval", interval));
     if (interval <= 0)
       return fields.illTyped("no_rope_layer_interval", "a positive integer");
-    for (int layer = 0; layer < config.layers; ++layer)
-      ropeFlags.push_back((layer + 1) % interval != 0);
+    config.ropeLayers = ropeLayersWithoutEvery(config.layers, interval);
   }
-  config.ropeLayers.assign(ropeFlags.begin(), ropeFlags.end());
 
   bool useSlidingWindow = false;
   int window = 0;
@@ -390,11 +389,10 @@ llvm::Expected<ModelConfig> loadModelConfig(const std::string& path) {
   if (!fields.has("model_type"))
     return fields.missing("model_type");
   NINFER_TRY(fields.optionalString("model_type", config.family));
-  if (config.family != "llama" && config.family != "mistral" && config.family != "qwen2" &&
-      config.family != "qwen3" && config.family != "phi3" && config.family != "smollm3" &&
-      config.family != "olmo2")
+  const std::vector<std::string> families = supportedFamilies(false);
+  if (std::find(families.begin(), families.end(), config.family) == families.end())
     return makeError(configPath + ": unsupported architecture '" + config.family +
-                     "' (supported: llama, mistral, qwen2, qwen3, phi3, smollm3, olmo2)");
+                     "' (supported: " + supportedFamiliesList(false) + ")");
 
   NINFER_TRY(fields.requirePositiveInt("vocab_size", config.vocabSize));
   NINFER_TRY(fields.requirePositiveInt("hidden_size", config.hiddenSize));
@@ -585,6 +583,28 @@ RopeTables computeRopeTables(const ModelConfig& config) {
   tables.invFreq.assign(invFreq.begin(), invFreq.end());
   tables.invFreq.insert(tables.invFreq.end(), longInvFreq.begin(), longInvFreq.end());
   return tables;
+}
+
+std::vector<std::string> supportedFamilies(bool gguf) {
+  std::vector<std::string> families = {"llama", "mistral", "qwen2", "qwen3",
+                                       "phi3",  "smollm3", "olmo2"};
+  if (gguf)
+    families.erase(std::find(families.begin(), families.end(), "mistral"));
+  return families;
+}
+
+std::string supportedFamiliesList(bool gguf) {
+  std::string list;
+  for (const std::string& family : supportedFamilies(gguf))
+    list += (list.empty() ? "" : ", ") + family;
+  return list;
+}
+
+std::vector<bool> ropeLayersWithoutEvery(int layers, int interval) {
+  std::vector<bool> rotates;
+  for (int layer = 0; layer < layers; ++layer)
+    rotates.push_back((layer + 1) % interval != 0);
+  return rotates;
 }
 
 std::string contextWarning(const ModelConfig& config, int context) {

@@ -28,7 +28,7 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string family; // model_type: llama, mistral, qwen2, qwen3, phi3, smollm3, olmo2
+  std::string family; // model_type, one of supportedFamilies()
   int vocabSize = 0;
   int hiddenSize = 0;
   int intermediateSize = 0;
@@ -64,6 +64,12 @@ struct ModelConfig {
   std::string torchDtype;
 };
 
+// The architectures ninferc compiles: `model_type` in a config.json; a GGUF file's
+// general.architecture names the same ones except mistral (its files say llama).
+std::vector<std::string> supportedFamilies(bool gguf);
+// "llama, mistral, ...", for messages and --help.
+std::string supportedFamiliesList(bool gguf);
+
 // Reads `path` (a config.json, or a directory holding one). Unsupported
 // architectures, missing fields and unknown rope_scaling types are errors that
 // name the field.
@@ -79,6 +85,12 @@ struct RopeTables {
   int originalMaxPositions = 0; // dynamic NTK and LongRoPE: where their scaling changes
 };
 RopeTables computeRopeTables(const ModelConfig& config);
+
+// SmolLM3's layers without RoPE when its config does not list them: every `interval`-th
+// (transformers' no_rope_layer_interval, 4 by default, which llama.cpp's smollm3 assumes).
+// Element i: whether layer i rotates q and k (ModelConfig::ropeLayers).
+constexpr int kSmolLm3NoRopeInterval = 4;
+std::vector<bool> ropeLayersWithoutEvery(int layers, int interval = kSmolLm3NoRopeInterval);
 
 // A warning where a plan's context runs past the positions the model was trained for
 // (max_position_embeddings, or a GGUF file's context_length) and its RoPE does not stretch

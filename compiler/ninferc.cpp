@@ -53,8 +53,9 @@ usage: ninferc <model-dir | model.gguf | config.json> --target T -o OUT.nplan [o
 
   <model-dir>            Hugging Face checkpoint: config.json + model.safetensors (or a sharded
                          model.safetensors.index.json); tokenizer.json when present
-  model.gguf             llama.cpp GGUF file (llama, qwen2, qwen3) with its tokenizer and chat
-                         template: F32/F16/BF16 weights as they are, Q8_0/Q4_0/Q5_0 as
+  model.gguf             llama.cpp GGUF file with its tokenizer and chat template
+                         (architectures %s):
+                         F32/F16/BF16 weights as they are, Q8_0/Q4_0/Q5_0 as
                          q8/q4/q5_g32 (the same values), Q4_1, Q5_1, Q2_K..Q6_K decoded to
                          f16 (pack them again with --quant, which decodes all of them)
   config.json            with --dummy-weights: compile the shape alone
@@ -113,13 +114,14 @@ quantization:
                          moved to the level of least output error given the others (4: GPTQ's
                          error 5 percent lower at 3 bits; every candidate of --bpw, so slower)
 
-families: llama, mistral, qwen2, qwen3, phi3, smollm3, olmo2 (bf16, f16, f32 weights)
+families: %s (bf16, f16, f32 weights)
 targets:
 %s
 example:
   ninferc examples/pycode-llama-3m --target h200 --ctx 2048 -o pycode.nplan
 )",
-              kVersion, knownTargetsHelp().c_str());
+              kVersion, supportedFamiliesList(true).c_str(), supportedFamiliesList(false).c_str(),
+              knownTargetsHelp().c_str());
 }
 
 [[noreturn]] void fail(const std::string& message, int code = 1) {
