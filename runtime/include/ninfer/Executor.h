@@ -57,7 +57,8 @@ public:
   // of: RoPE whose scaling depends on the sequence's length (dynamic NTK, LongRoPE) takes
   // it for every chunk, as transformers takes the whole prompt's length for each of its
   // tokens (a step that runs past it takes its own end). 0, the start: each step's own end.
-  // Callers that split one forward pass into steps set it first and clear it after.
+  // It holds until set again: callers that split one forward pass into steps set it before
+  // the pass (Generator clears it after; ChunkRunner sets it again for each chunk).
   virtual void setSequenceLength(int sequence, int length) {
     if (sequence >= 0 && sequence < int(std::size(forwardEnds_)))
       forwardEnds_[sequence] = length;
