@@ -27,7 +27,7 @@ struct KernelOptions {
   bool trace = false;
   // Every target card streams at least gemv::kDeepRingBandwidth (an H200): the wide
   // one-token GEMVs keep more bytes in flight (GemvShapes.h bulkLayout's deepRing).
-  // ninferc sets it from --target with NINFER_DEEP_RING=1; sm_90+ targets only.
+  // ninferc sets it from --target (unless NINFER_NO_DEEP_RING=1); sm_90+ targets only.
   bool deepBulkRing = false;
   // Called with (done, total) while compiling, for progress display.
   std::function<void(int, int)> progress;

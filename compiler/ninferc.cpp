@@ -335,10 +335,10 @@ int main(int argc, char** argv) {
         compile.kernels.archs.end())
       compile.kernels.archs.push_back(target.arch);
   // Cards that stream at H200 rates keep more bytes in flight in the wide one-token GEMVs
-  // (GemvShapes.h bulkLayout's deepRing). Opt-in (NINFER_DEEP_RING=1) until the deep ring's
-  // GPU tests have run on an H200: it was measured for speed only (docs/performance.md).
-  const char* deepRing = std::getenv("NINFER_DEEP_RING");
-  compile.kernels.deepBulkRing = deepRing && std::string(deepRing) != "0" &&
+  // (GemvShapes.h bulkLayout's deepRing); NINFER_NO_DEEP_RING=1 keeps the shallower ring, as
+  // an A/B switch (docs/performance.md).
+  const char* noDeepRing = std::getenv("NINFER_NO_DEEP_RING");
+  compile.kernels.deepBulkRing = !(noDeepRing && std::string(noDeepRing) != "0") &&
                                  everyTargetStreams(*targets, gemv::kDeepRingBandwidth);
   compile.kernels.embedPtx = options.embedPtx;
   compile.kernels.fuseLaunches = options.fuse;

@@ -10,7 +10,6 @@
 #       bench-8b-tq1.nplan        --quant ternary (TQ1 linears), context 4096
 #       bench-23m.nplan           shared/models/pycode-llama-23m's shape, dummy weights
 #       trace-8b-q4.nplan, trace-8b-q4-b8.nplan   the q4 and q4 --batch 8 plans with --trace
-#       (NINFER_DEEP_RING=1 in the environment: the H200's deep ring, docs/performance.md)
 #   scripts/bench_8b.sh run PLAN_DIR [NINFER]       (on the GPU machine) runs `ninfer bench` on
 #       each plan: prompt 512 + 128 decode steps, 3 warm-ups, 5 measured runs, with --profile
 #       (kernel by kernel), then NINFER_PDL=0 as an A/B, then decode at 8K context (f16, q4,
