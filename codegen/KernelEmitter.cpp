@@ -1576,6 +1576,11 @@ uint64_t attentionWorkspaceBytes(int heads, int kvHeads, int headDim, int contex
   return (4 * (partials * uint64_t(headDim + 2) + counters) + 15) / 16 * 16; // rows stay aligned
 }
 
+bool abSwitchSet(const char *name) {
+  const char *value = std::getenv(name);
+  return value && std::string(value) != "0";
+}
+
 Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {
   if (options.archs.empty())
     return Status::error("no target GPU architecture given (e.g. sm_90)");
@@ -1598,20 +1603,14 @@ Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {
     }
   }
 
-  const char *noTensorCores = std::getenv("NINFER_NO_TENSOR_CORES"); // A/B switch
-  const bool tensorCoreGemm =
-      lowest >= 80 && !(noTensorCores && std::string(noTensorCores) != "0");
-  const char *noBulkGemv = std::getenv("NINFER_NO_BULK_GEMV"); // A/B switch
-  const bool bulkGemv = lowest >= 90 && !(noBulkGemv && std::string(noBulkGemv) != "0");
+  const bool tensorCoreGemm = lowest >= 80 && !abSwitchSet("NINFER_NO_TENSOR_CORES");
+  const bool bulkGemv = lowest >= 90 && !abSwitchSet("NINFER_NO_BULK_GEMV");
   // wgmma needs the architecture-specific sm_90a code (the h100/h200 targets).
   bool allSm90a = true;
   for (const std::string &arch : options.archs)
     allSm90a = allSm90a && arch == "sm_90a";
-  const char *noWgmma = std::getenv("NINFER_NO_WGMMA"); // A/B switch
-  const bool wgmmaGemm =
-      tensorCoreGemm && allSm90a && !(noWgmma && std::string(noWgmma) != "0");
-  const char *noNormFusion = std::getenv("NINFER_NO_NORM_FUSION"); // A/B switch
-  const bool fuseNorms = !(noNormFusion && std::string(noNormFusion) != "0");
+  const bool wgmmaGemm = tensorCoreGemm && allSm90a && !abSwitchSet("NINFER_NO_WGMMA");
+  const bool fuseNorms = !abSwitchSet("NINFER_NO_NORM_FUSION");
   FusionChoices choices;
   choices.fuseLaunches = options.fuseLaunches;
   choices.tensorCoreGemm = tensorCoreGemm;

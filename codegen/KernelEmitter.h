@@ -36,6 +36,10 @@ struct KernelOptions {
   std::function<Status(const plan::PlanT &)> beforeCompile;
 };
 
+// Whether the compile-time A/B switch `name` (NINFER_NO_TENSOR_CORES, ...; docs/performance.md)
+// is set in the environment, to anything but "0".
+bool abSwitchSet(const char* name);
+
 // Builds without LLVM/MLIR: the GPU op tests use it on the GPU machine.
 Status emitKernels(plan::PlanT& plan, const KernelOptions& options);
 

@@ -337,9 +337,8 @@ int main(int argc, char** argv) {
   // Cards that stream at H200 rates keep more bytes in flight in the wide one-token GEMVs
   // (GemvShapes.h bulkLayout's deepRing); NINFER_NO_DEEP_RING=1 keeps the shallower ring, as
   // an A/B switch (docs/performance.md).
-  const char* noDeepRing = std::getenv("NINFER_NO_DEEP_RING");
-  compile.kernels.deepBulkRing = !(noDeepRing && std::string(noDeepRing) != "0") &&
-                                 everyTargetStreams(*targets, gemv::kDeepRingBandwidth);
+  compile.kernels.deepBulkRing =
+      !abSwitchSet("NINFER_NO_DEEP_RING") && everyTargetStreams(*targets, gemv::kDeepRingBandwidth);
   compile.kernels.embedPtx = options.embedPtx;
   compile.kernels.fuseLaunches = options.fuse;
   compile.kernels.trace = options.trace;

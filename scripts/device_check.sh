@@ -87,7 +87,7 @@ done
 ids=$(python3 -c "print(','.join(str(3 + (i * 7919) % 4000) for i in range(512)))")
 for plan in "$plans"/bench-*.nplan; do
   [ -f "$plan" ] || continue
-  echo "== timing of $(basename "$plan") (median of 5 runs after 2 warm-ups; prompt 512 ids, 128 new tokens)"
+  echo "== timing of $(basename "$plan") (the last 5 of 7 runs; prompt 512 ids, 128 new tokens)"
   for run in 1 2 3 4 5 6 7; do
     "$build/bin/ninfer" "$plan" --device cuda --prompt-ids "$ids" -n 128 --ignore-eos --print-ids \
       2>&1 >/dev/null | grep "decode" | tail -1

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # ninferc's per-card choice of the deep ring (GemvShapes.h bulkLayout's deepRing): an `h200`
-# plan of the 8B shape (its gate/up pair and lm_head are wide one-token launches) takes it and
-# says so in its summary line; NINFER_NO_DEEP_RING=1 gives another plan without it, and an
-# `h100` plan (3.35e12 B/s) never takes it. Compiling the same plan twice gives the same
-# bytes, so a difference is the switch's.
+# plan of the 8B shape (its gate/up pair and lm_head are wide one-token launches) is compiled
+# with it and says so in its summary line; NINFER_NO_DEEP_RING=1 gives another plan without
+# it, and an `h100` plan (3.35e12 B/s) never takes it. Compiling the same plan twice gives the
+# same bytes, so a difference is the switch's. That the option reaches the wide launches'
+# kernels and shared memory is Nvrtc.DeepBulkRingReachesKernelAndLaunch's part.
 #   tests/cli/deep_ring.sh NINFERC CONFIG_JSON
 set -u
 ninferc=$1 config=$2
