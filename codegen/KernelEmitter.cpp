@@ -170,8 +170,14 @@ public:
   std::string source() const { return source_.str(); }
   const std::vector<plan::TensorMapT> &tensorMaps() const { return tensorMaps_; }
   std::vector<std::string> &functions() { return functions_; }
+  const KernelReport &report() const { return report_; }
 
 private:
+  // Only the deep ring's layout has its barrier block (gemv::bulkLayoutOf with deep).
+  void noteDeepRing(const gemv::BulkLayout &layout) {
+    report_.deepBulkRing |= layout.barrierSlots == gemv::kBulkDeepMaxSlots;
+  }
+
   std::string label(const OpT &op) const {
     return "op " + std::to_string(opIndex_) + " '" + op.name + "' (" +
            plan::EnumNameOpAttrs(op.attrs.type) + ")";
@@ -796,6 +802,7 @@ private:
                              choices_.deepBulkRing);
         if (!layout.fits)
           return "";
+        noteDeepRing(layout);
         *shared = static_cast<uint32_t>(layout.sharedBytes);
         blocks = std::min<uint32_t>(gemv::kBulkGridBlocks, a.out_features / 8);
       } else {
@@ -1167,6 +1174,7 @@ private:
     const gemv::BulkLayout layout = gemv::bulkLayout(traits.bits, traits.groupSize, a.in_features,
                                                      a.out_features, false, choices_.deepBulkRing);
     if (choices_.bulkGemv && layout.fits) {
+      noteDeepRing(layout);
       k.oneTokenCall =
           linearCall(op, a, "ninfer::dev::linearQuantOneToken<" + args.str(), "", true);
       k.bulkTiles = static_cast<uint32_t>(a.out_features / gemv::kBulkTileRows);
@@ -1547,6 +1555,7 @@ private:
   size_t opIndex_ = 0;
   FusionChoices choices_;
   bool trace_ = false; // KernelOptions::trace
+  KernelReport report_;
   // The 16-bit workspace buffers (reserveX16, reserveAct16), once a GEMM reads them.
   std::optional<uint32_t> x16_, act16_, splitPartials_, splitTickets_;
   std::vector<plan::TensorMapT> tensorMaps_; // the GEMMs' weight tensor maps (tensorMapOf)
@@ -1620,6 +1629,8 @@ Status emitKernels(plan::PlanT &plan, const KernelOptions &options) {
   choices.deepBulkRing = bulkGemv && options.deepBulkRing;
   Emitter emitter(plan, choices, options.trace);
   NINFER_RETURN_IF_ERROR(emitter.emitAll());
+  if (options.report)
+    options.report(emitter.report());
   if (options.beforeCompile)
     NINFER_RETURN_IF_ERROR(options.beforeCompile(plan));
   const std::string source = emitter.source();

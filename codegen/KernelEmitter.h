@@ -12,6 +12,11 @@
 
 namespace ninfer {
 
+// What emission chose, for the compiler's summary.
+struct KernelReport {
+  bool deepBulkRing = false; // some one-token GEMV launch took the deep ring's layout
+};
+
 struct KernelOptions {
   std::vector<std::string> archs; // "sm_90", "sm_89", ...
   bool embedPtx = true;
@@ -29,6 +34,8 @@ struct KernelOptions {
   // one-token GEMVs keep more bytes in flight (GemvShapes.h bulkLayout's deepRing).
   // ninferc sets it from --target (unless NINFER_NO_DEEP_RING=1); sm_90+ targets only.
   bool deepBulkRing = false;
+  // Called once every launch is emitted, before NVRTC runs.
+  std::function<void(const KernelReport &)> report;
   // Called with (done, total) while compiling, for progress display.
   std::function<void(int, int)> progress;
   // Called once every launch and the memory plan are final (emission may grow the workspace:

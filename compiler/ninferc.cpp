@@ -339,6 +339,8 @@ int main(int argc, char** argv) {
   // an A/B switch (docs/performance.md).
   compile.kernels.deepBulkRing =
       !abSwitchSet("NINFER_NO_DEEP_RING") && everyTargetStreams(*targets, gemv::kDeepRingBandwidth);
+  bool tookDeepRing = false; // whether some launch took it (the summary says so)
+  compile.kernels.report = [&](const KernelReport& report) { tookDeepRing = report.deepBulkRing; };
   compile.kernels.embedPtx = options.embedPtx;
   compile.kernels.fuseLaunches = options.fuse;
   compile.kernels.trace = options.trace;
@@ -363,7 +365,7 @@ int main(int argc, char** argv) {
                  options.output.c_str(), size / 1048576.0, planT.ops.size(),
                  planT.kernels ? planT.kernels->functions.size() : 0,
                  llvm::join(compile.kernels.archs, ",").c_str(), options.embedPtx ? " + PTX" : "",
-                 compile.kernels.deepBulkRing ? " (deep ring)" : "", total.seconds());
+                 tookDeepRing ? " (deep ring)" : "", total.seconds());
   }
   return 0;
 }
