@@ -1437,15 +1437,15 @@ private:
     // copies of cache rows (attentionDecodeMma).
     const std::string rope = decodeRope(op, a);
     // batch: the tensor-core kernel's split rule of batch steps (AttentionShapes.h). The
-    // CUDA-core kernel (int8 caches) keeps every split in batch steps: with kSplitBatch, the
-    // 8B q4 int8-KV batch plan's step at batch 2 took 2.95-2.97 against 2.59-2.61 ms at 512
-    // keys and 4.74 against 3.33 at 3,968; at batch 8, the same at 512 and 7.44 against 6.27
-    // at 3,968 (H200).
+    // CUDA-core kernel keeps every split in batch steps: with kSplitBatch, the 8B q4 int8-KV
+    // batch plan's step (int8 caches took that kernel then) at batch 2 took 2.95-2.97
+    // against 2.59-2.61 ms at 512 keys and 4.74 against 3.33 at 3,968; at batch 8, the same
+    // at 512 and 7.44 against 6.27 at 3,968 (H200).
     const auto decode = [&](bool batch) {
       std::ostringstream call;
       call << "ninfer::dev::" << (mmaDecode ? "attentionDecodeMma<" : "attentionDecode<")
            << a.heads << ", " << a.kv_heads << ", " << a.head_dim << ", " << a.window << ", "
-           << a.context << ", " << (mmaDecode ? "" : kvDtype + ", ") << splits
+           << a.context << ", " << kvDtype << ", " << splits
            << (mmaDecode && batch ? ", ninfer::attn::kSplitBatch" : "") << ">("
            << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[3]) << ", "
            << raw(op.inputs[4]) << ", " << ptr("float*", op.outputs[0]) << ", "
@@ -1486,11 +1486,12 @@ private:
       NINFER_RETURN_IF_ERROR(addKernel(op, "attention_decode", decode(true) + ")", decodeShape));
     }
 
-    // Prefill: the tensor-core kernel where decode takes it (f16 caches, head_dim 16..128);
-    // one block per (head, query tile), tiles past the step return.
+    // Prefill: the tensor-core kernel where decode takes it with an f16 cache (head_dim
+    // 16..128); one block per (head, query tile), tiles past the step return.
+    const bool mmaPrefill = mmaDecode && kvType == DType::F16;
     std::ostringstream prefill;
     LaunchShape prefillShape;
-    if (mmaDecode) {
+    if (mmaPrefill) {
       prefill << "ninfer::dev::attentionPrefillMma<" << a.heads << ", " << a.kv_heads << ", "
               << a.head_dim << ", " << a.window << ", " << a.context << x16Type() << ">(";
       const uint32_t tiles = static_cast<uint32_t>(ceilDiv(maxRows(), attn::kPrefillMmaQueries));
@@ -1513,7 +1514,7 @@ private:
     prefill << ptr("const float*", op.inputs[0]) << ", " << raw(op.inputs[3]) << ", "
             << raw(op.inputs[4]) << ", " << ptr("float*", op.outputs[0]) << ", "
             << floatLiteral(a.scale) << ", state"
-            << (mmaDecode ? x16Argument(int64_t(a.heads) * a.head_dim) : std::string()) << ")";
+            << (mmaPrefill ? x16Argument(int64_t(a.heads) * a.head_dim) : std::string()) << ")";
     prefillShape.steps = plan::LaunchSteps::Sequence;
     return addKernel(op, "attention_prefill", prefill.str(), prefillShape);
   }

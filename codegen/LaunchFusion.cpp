@@ -423,8 +423,8 @@ private:
 } // namespace
 
 bool tensorCoreDecode(const FusionChoices &choices, plan::DType kvType, int headDim) {
-  return choices.tensorCoreGemm && kvType == plan::DType::F16 && headDim % 16 == 0 &&
-         headDim <= 128;
+  return choices.tensorCoreGemm && (kvType == plan::DType::F16 || kvType == plan::DType::Q8_KV) &&
+         headDim % 16 == 0 && headDim <= 128;
 }
 
 LaunchFusions findLaunchFusions(const plan::PlanT &plan, const FusionChoices &choices) {

@@ -49,7 +49,8 @@ struct FusionChoices {
 };
 
 // Whether decode attention runs on tensor cores (attentionDecodeMma): sm_80+ targets, f16
-// caches, head_dim 16..128 in steps of 16.
+// or int8 caches, head_dim 16..128 in steps of 16. (Prefill attention takes tensor cores
+// for f16 caches only.)
 bool tensorCoreDecode(const FusionChoices &choices, plan::DType kvType, int headDim);
 
 struct LaunchFusions {

@@ -34,8 +34,8 @@
 //   one round of loads for the split weights, float4 partials eight splits at
 //   a time; a combine that walked the splits one load after another took 4.5
 //   of the kernel's 11 us on the H200). attentionDecodeMma (below) is the same
-//   kernel on tensor cores for f16 caches; in single-sequence one-token steps it
-//   also takes the RoPE of q and k and the append (rope.cuh DecodeRope).
+//   kernel on tensor cores for f16 and int8 caches; in single-sequence one-token steps
+//   over f16 caches it also takes the RoPE of q and k and the append (rope.cuh DecodeRope).
 //   Workspace (f32 units): acc [HEADS][SPLITS][HD], max [HEADS][SPLITS],
 //   sum [HEADS][SPLITS], then KVH * HCH u32 counters (zeroed at load), padded to 16 bytes;
 //   attentionWorkspaceBytes in KernelEmitter.cpp sizes it the same way. A batch
@@ -503,6 +503,34 @@ __device__ __forceinline__ void splitHalves(float a, float b, unsigned int &hi, 
                       b - f16ToF32(static_cast<unsigned short>(hi >> 16)));
 }
 
+// A warp widens a tile of kDecodeTileKeys rows of HD int8 codes (rows HD bytes apart) into
+// f16 rows LD halves apart: per 4 codes, the biased bytes (code + 128) become the low bytes
+// of 0x64xx halves (1024 + code + 128, exact) and one HSUB2 per pair removes 1152.
+template <int HD, int LD>
+__device__ __forceinline__ void widenCodes(const unsigned char *codes, unsigned short *tile,
+                                           int lane) {
+  const unsigned int bias = 0x64806480u; // 1152 in both halves
+#pragma unroll
+  for (int c = lane; c < kDecodeTileKeys * HD / 16; c += kWarpSize) {
+    const int r = c / (HD / 16), col = (c % (HD / 16)) * 16;
+    const uint4 w = *reinterpret_cast<const uint4 *>(codes + r * HD + col);
+    const unsigned int words[4] = {w.x ^ 0x80808080u, w.y ^ 0x80808080u, w.z ^ 0x80808080u,
+                                   w.w ^ 0x80808080u};
+    unsigned int h[8];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      unsigned int lo, hi;
+      asm("prmt.b32 %0, %1, 0x64646464, 0x7170;" : "=r"(lo) : "r"(words[i]));
+      asm("prmt.b32 %0, %1, 0x64646464, 0x7372;" : "=r"(hi) : "r"(words[i]));
+      asm("sub.f16x2 %0, %1, %2;" : "=r"(h[2 * i]) : "r"(lo), "r"(bias));
+      asm("sub.f16x2 %0, %1, %2;" : "=r"(h[2 * i + 1]) : "r"(hi), "r"(bias));
+    }
+    uint4 *dst = reinterpret_cast<uint4 *>(tile + r * LD + col);
+    dst[0] = make_uint4(h[0], h[1], h[2], h[3]);
+    dst[1] = make_uint4(h[4], h[5], h[6], h[7]);
+  }
+}
+
 // The rotations of decodeRopeAppend's pairs: thread t's query pairs t + j kDecodeThreads
 // (q[j]) and, in the last split's blocks, the key's pair t (k). Constants of the step
 // (its position, the inverse frequencies), so the kernel computes them before its wait,
@@ -599,13 +627,17 @@ __device__ __forceinline__ int decodeRopeAppend(const DecodeRope<HD, SCALING> &r
   return appends ? (position - slice.j0) / kDecodeTileKeys : -1;
 }
 
-// attentionDecode on tensor cores, for f16 caches with HD % 16 == 0 and
+// attentionDecode on tensor cores, for f16 and int8 caches with HD % 16 == 0 and
 // HD <= 128 (the emitter picks it on sm_80+): same grid, block, workspace and
 // split combine, splits of whole rounds of kDecodeMmaMinKeys keys. Warp w takes the
 // 16-key tiles w, w + 4, ... of its block's split, each copied into its own
 // two-stage shared ring with cp.async (rows padded to HD + 8 halves, so
 // ldmatrix's 8 rows fall in distinct banks), the next one in flight while it
-// computes this one:
+// computes this one. An int8 cache's tiles travel as codes with their row scales
+// into a two-stage int8 ring after the f16 tiles, and the warp widens a tile's codes
+// into one f16 K and V tile before its mma (codes of -127..127 are exact in f16); a
+// key's scale multiplies its score after Q K^T and its probability before P V (the
+// softmax sum takes the unscaled probability):
 //   S = Q K^T  as m16n8k16 with the block's heads as the 16 rows (the first
 //              HPB used), two key tiles of 8 as n, HD / 16 k-steps; q is
 //              scaled by scale * log2(e) and split into f16 hi + lo parts
@@ -616,9 +648,9 @@ __device__ __forceinline__ int decodeRopeAppend(const DecodeRope<HD, SCALING> &r
 //              next mma (hi + lo again), V fragments by ldmatrix.trans.
 // Then the warps' states go through finishDecodeBlock in natural-log units.
 // With a DecodeRope (rope.cuh) q and k come unrotated, and the block rotates and appends
-// them first (decodeRopeAppend). RULE: how the keys are split (decodeSlice; batch steps take
-// kSplitBatch).
-template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int SPLITS,
+// them first (decodeRopeAppend; f16 caches). RULE: how the keys are split (decodeSlice;
+// batch steps take kSplitBatch).
+template <int HEADS, int KVH, int HD, int WINDOW, int CONTEXT, int KVT, int SPLITS,
           int RULE = attn::kSplitBalanced,
           class ROPE = NoDecodeRope>
 __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *kCache,
@@ -627,6 +659,9 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
                                                    const StepState *state,
                                                    const ROPE &rope = {}) {
   static_assert(HD % 16 == 0 && HD <= 128, "tensor-core decode: head_dim % 16 == 0, <= 128");
+  static_assert(KVT == kKvF16 || (KVT == kKvQ8 && !ROPE::kOn),
+                "f16 caches, or int8 caches with their own RoPE and append launches");
+  constexpr bool kInt8 = KVT == kKvQ8;
   constexpr int kGroup = HEADS / KVH;
   constexpr int kHpb = decodeHeadsPerBlock(kGroup);
   constexpr int kWarps = kDecodeThreads / kWarpSize;
@@ -636,7 +671,7 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
   extern __shared__ __align__(16) unsigned char decodeShared[];
 
   DecodeSlice slice;
-  if (!decodeSlice<HEADS, KVH, HD, WINDOW, CONTEXT, kKvF16, SPLITS, RULE>(
+  if (!decodeSlice<HEADS, KVH, HD, WINDOW, CONTEXT, KVT, SPLITS, RULE>(
           kDecodeMmaMinKeys, q, kCache, vCache, out, workspace, state, slice))
     return;
   const int lane = threadIdx.x % kWarpSize;
@@ -645,22 +680,51 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
   const int t = lane % 4;
   const float negInf = __int_as_float(0xff800000);
 
-  // This warp's ring: stage st holds K at ring + 2 st kTile, V after it.
+  // This warp's ring of 4 kTile halves: f16 caches' stage st holds K at ring + 2 st kTile, V
+  // after it. Int8 caches: the f16 K and V tiles of the tile in use at ring, then from byte
+  // 4 kTile two stages of kStage8 bytes: K codes, V codes (16 rows of HD), K scales, V scales.
   unsigned short *ring = reinterpret_cast<unsigned short *>(decodeShared) + warp * 4 * kTile;
+  constexpr int kStage8 = 2 * kDecodeTileKeys * HD + 2 * kDecodeTileKeys * 4;
+  static_assert(2 * kStage8 <= 4 * kTile, "two int8 stages fit beside the f16 tiles");
+  unsigned char *stage8 = reinterpret_cast<unsigned char *>(ring + 2 * kTile);
   const unsigned short *kc = static_cast<const unsigned short *>(kCache);
   const unsigned short *vc = static_cast<const unsigned short *>(vCache);
   const int tiles = (slice.j1 - slice.j0 + kDecodeTileKeys - 1) / kDecodeTileKeys;
   const auto fetch = [&](int tile, int st) {
     const int t0 = slice.j0 + tile * kDecodeTileKeys;
-    unsigned short *kS = ring + 2 * st * kTile;
+    if constexpr (kInt8) {
+      unsigned char *codes = stage8 + st * kStage8;
+      const signed char *kc8 = static_cast<const signed char *>(kCache);
+      const signed char *vc8 = static_cast<const signed char *>(vCache);
 #pragma unroll
-    for (int c = lane; c < kDecodeTileKeys * HD / 8; c += kWarpSize) {
-      const int r = c / (HD / 8), col = (c % (HD / 8)) * 8;
-      const int j = t0 + r;
+      for (int c = lane; c < kDecodeTileKeys * HD / 16; c += kWarpSize) {
+        const int r = c / (HD / 16), col = (c % (HD / 16)) * 16;
+        const int j = t0 + r;
+        const bool in = j < slice.j1;
+        const long long at =
+            (static_cast<long long>(in ? j : slice.j0) * KVH + slice.kvh) * HD + col;
+        cpAsync16(codes + r * HD + col, kc8 + at, in ? 16 : 0);
+        cpAsync16(codes + (kDecodeTileKeys + r) * HD + col, vc8 + at, in ? 16 : 0);
+      }
+      // Lane l < 16 copies key l's K scale, lane 16 + l its V scale.
+      const int r = lane % kDecodeTileKeys, j = t0 + r;
       const bool in = j < slice.j1;
-      const long long at = (static_cast<long long>(in ? j : slice.j0) * KVH + slice.kvh) * HD + col;
-      cpAsync16(kS + r * kLd + col, kc + at, in ? 16 : 0);
-      cpAsync16(kS + kTile + r * kLd + col, vc + at, in ? 16 : 0);
+      const long long row = static_cast<long long>(in ? j : slice.j0) * KVH + slice.kvh;
+      cpAsync4(codes + 2 * kDecodeTileKeys * HD + 4 * lane,
+               q8Scales<CONTEXT, KVH, HD>(lane < kDecodeTileKeys ? kCache : vCache) + row,
+               in ? 4 : 0);
+    } else {
+      unsigned short *kS = ring + 2 * st * kTile;
+#pragma unroll
+      for (int c = lane; c < kDecodeTileKeys * HD / 8; c += kWarpSize) {
+        const int r = c / (HD / 8), col = (c % (HD / 8)) * 8;
+        const int j = t0 + r;
+        const bool in = j < slice.j1;
+        const long long at =
+            (static_cast<long long>(in ? j : slice.j0) * KVH + slice.kvh) * HD + col;
+        cpAsync16(kS + r * kLd + col, kc + at, in ? 16 : 0);
+        cpAsync16(kS + kTile + r * kLd + col, vc + at, in ? 16 : 0);
+      }
     }
     cpAsyncCommit();
   };
@@ -733,7 +797,16 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
       }
       __syncwarp();
     }
-    const unsigned short *kS = ring + 2 * st * kTile;
+    const float *kScale = nullptr, *vScale = nullptr; // int8: the tile's row scales
+    if constexpr (kInt8) {
+      const unsigned char *codes = stage8 + st * kStage8;
+      widenCodes<HD, kLd>(codes, ring, lane);
+      widenCodes<HD, kLd>(codes + kDecodeTileKeys * HD, ring + kTile, lane);
+      kScale = reinterpret_cast<const float *>(codes + 2 * kDecodeTileKeys * HD);
+      vScale = kScale + kDecodeTileKeys;
+      __syncwarp();
+    }
+    const unsigned short *kS = kInt8 ? ring : ring + 2 * st * kTile;
     const unsigned short *vS = kS + kTile;
 
     float sHi[2][4] = {}, sLo[2][4] = {};
@@ -756,7 +829,8 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const bool in = t0 + 8 * n + 2 * t + e < slice.j1;
-        s[n][e] = in ? sHi[n][e] + sLo[n][e] : negInf;
+        const float score = sHi[n][e] + sLo[n][e];
+        s[n][e] = in ? (kInt8 ? score * kScale[8 * n + 2 * t + e] : score) : negInf;
         mx = fmaxf(mx, s[n][e]);
       }
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
@@ -774,6 +848,12 @@ __device__ __forceinline__ void attentionDecodeMma(const float *q, const void *k
         sum += p[n][e];
       }
     l = l * correction + sum;
+    if constexpr (kInt8)
+#pragma unroll
+      for (int n = 0; n < 2; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          p[n][e] *= vScale[8 * n + 2 * t + e];
     unsigned int pHi[4] = {0u, 0u, 0u, 0u}, pLo[4] = {0u, 0u, 0u, 0u};
     splitHalves(p[0][0], p[0][1], pHi[0], pLo[0]);
     splitHalves(p[1][0], p[1][1], pHi[2], pLo[2]);

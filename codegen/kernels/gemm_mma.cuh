@@ -84,6 +84,13 @@ __device__ __forceinline__ void cpAsync16(void *sharedDst, const void *globalSrc
                "r"(bytes)
                : "memory");
 }
+// 4-byte global -> shared copy (through L1: .cg takes 16 bytes only); bytes = 0 writes zeros.
+__device__ __forceinline__ void cpAsync4(void *sharedDst, const void *globalSrc, int bytes) {
+  const unsigned int dst = static_cast<unsigned int>(__cvta_generic_to_shared(sharedDst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(globalSrc),
+               "r"(bytes)
+               : "memory");
+}
 __device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most N of this thread's committed groups are still in flight.
 template <int N> __device__ __forceinline__ void cpAsyncWait() {

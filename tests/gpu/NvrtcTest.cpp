@@ -1548,8 +1548,8 @@ TEST(Nvrtc, AttentionVariantsCompile) {
       {16, 2, 128, 0, DType::Q8_KV, 2}, {8, 1, 256, 100, DType::F16, 1},
       {32, 1, 64, 0, DType::Q8_KV, 4},  {6, 3, 96, 7, DType::Q8_KV, 3},
       {4, 2, 48, 0, DType::F16, 2},     {12, 2, 80, 0, DType::Q8_KV, 2}};
-  // sm_75 among the targets: CUDA-core decode and prefill everywhere. sm_80+ only: f16
-  // caches of head_dim % 16 == 0 and <= 128 decode and prefill on tensor cores.
+  // sm_75 among the targets: CUDA-core decode and prefill everywhere. sm_80+ only: caches of
+  // head_dim % 16 == 0 and <= 128 decode on tensor cores, and f16 ones prefill there too.
   for (bool tensorCores : {false, true}) {
     TestPlan t(512, context);
     const uint32_t workspace = t.addWorkspace("workspace", 8u << 20);
@@ -1575,8 +1575,8 @@ TEST(Nvrtc, AttentionVariantsCompile) {
       const Case &c = cases[i];
       const auto &launches = t.plan.ops[i]->launches;
       ASSERT_EQ(launches.size(), 3u);
-      const bool mma = tensorCores && c.cache == DType::F16 && c.headDim % 16 == 0 &&
-                       c.headDim <= 128;
+      const bool mma = tensorCores && c.headDim % 16 == 0 && c.headDim <= 128;
+      const bool mmaPrefill = mma && c.cache == DType::F16;
       // A layer of blocks (grid z) per split: up to 64 (kMaxDecodeSplits), and on tensor cores
       // up to 32, the most its rule takes (kDecodeMmaMaxSplits).
       EXPECT_EQ(launches[1]->grid_base,
@@ -1591,20 +1591,23 @@ TEST(Nvrtc, AttentionVariantsCompile) {
       // Prefill: on tensor cores a block per (head, 64 queries of the longest step), two
       // stages of a 64-key K and V tile; else a block row per token.
       EXPECT_EQ(launches[2]->grid_base[0], uint32_t(c.heads));
-      EXPECT_EQ(launches[2]->grid_base[1], mma ? 512u / 64 : 0u);
-      EXPECT_EQ(launches[2]->grid_per_token, (std::vector<uint32_t>{0, mma ? 0u : 1u, 0}));
-      if (mma)
+      EXPECT_EQ(launches[2]->grid_base[1], mmaPrefill ? 512u / 64 : 0u);
+      EXPECT_EQ(launches[2]->grid_per_token, (std::vector<uint32_t>{0, mmaPrefill ? 0u : 1u, 0}));
+      if (mmaPrefill)
         EXPECT_EQ(launches[2]->shared_bytes, 2u * 2 * 64 * (c.headDim + 8) * 2);
       else
         EXPECT_LE(launches[2]->shared_bytes, 64u * 1024);
       EXPECT_GT(launches[2]->shared_bytes, 0u);
-      const std::string prefill = std::string(mma ? "attentionPrefillMma<" : "attentionPrefill<") +
-                                  std::to_string(c.heads) + ", " + std::to_string(c.kvHeads) +
-                                  ", " + std::to_string(c.headDim) + ", ";
+      const std::string prefill =
+          std::string(mmaPrefill ? "attentionPrefillMma<" : "attentionPrefill<") +
+          std::to_string(c.heads) + ", " + std::to_string(c.kvHeads) + ", " +
+          std::to_string(c.headDim) + ", ";
       EXPECT_NE(t.plan.kernels->source.find(prefill), std::string::npos) << prefill;
       const std::string decode = std::string(mma ? "attentionDecodeMma<" : "attentionDecode<") +
-                                 std::to_string(c.heads) + ", " + std::to_string(c.kvHeads) +
-                                 ", " + std::to_string(c.headDim) + ", ";
+                                 std::to_string(c.heads) + ", " + std::to_string(c.kvHeads) + ", " +
+                                 std::to_string(c.headDim) + ", " + std::to_string(c.window) +
+                                 ", " + std::to_string(context) + ", " +
+                                 std::to_string(int(c.cache)) + ", ";
       EXPECT_NE(t.plan.kernels->source.find(decode), std::string::npos) << decode;
       // Batch rows' partials are read as float4: every row's workspace stays aligned.
       EXPECT_EQ(attentionWorkspaceBytes(c.heads, c.kvHeads, c.headDim, context) % 16, 0u);

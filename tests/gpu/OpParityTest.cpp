@@ -474,8 +474,8 @@ TEST(OpParity, Attention) {
 }
 
 // Long sequences: decode at positions that use 1, 2, 8 and all 64 splits of the
-// CUDA-core kernel (int8 caches), 1, 4 and 26 splits of 3 rounds on tensor cores (f16),
-// prefill chunks of 512 rows far into the cache, a window of 1000.
+// CUDA-core kernel (head_dim 256), 1, 4 and 26 splits of 3 rounds on tensor cores (f16 and
+// int8 caches), prefill chunks of 512 rows far into the cache, a window of 1000.
 TEST(OpParity, AttentionLongContext) {
   REQUIRE_GPU();
   const std::vector<int> steps = {1, 1, 30, 1, 200, 1, 512, 512, 512, 512, 512,
