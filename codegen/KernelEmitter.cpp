@@ -1486,9 +1486,9 @@ private:
       NINFER_RETURN_IF_ERROR(addKernel(op, "attention_decode", decode(true) + ")", decodeShape));
     }
 
-    // Prefill: the tensor-core kernel where decode takes it with an f16 cache (head_dim
-    // 16..128); one block per (head, query tile), tiles past the step return.
-    const bool mmaPrefill = mmaDecode && kvType == DType::F16;
+    // Prefill: the tensor-core kernel where it takes the cache; one block per (head, query
+    // tile), tiles past the step return.
+    const bool mmaPrefill = tensorCorePrefill(choices_, kvType, a.head_dim);
     std::ostringstream prefill;
     LaunchShape prefillShape;
     if (mmaPrefill) {

@@ -285,8 +285,8 @@ private:
         fits = producer.inputs.size() == 2 && !overlaps(producer.inputs[0], out) &&
                out_.normRunsFrom[p] <= kLinearGemvRows + 1 && norm->dim > 0;
       if (const plan::AttentionAttrsT *att = producer.attrs.AsAttentionAttrs())
-        fits = producer.inputs.size() >= 5 && buf(producer.inputs[3]).dtype == DType::F16 &&
-               att->head_dim % 16 == 0 && att->head_dim <= 128; // attentionPrefillMma
+        fits = producer.inputs.size() >= 5 &&
+               tensorCorePrefill(choices_, buf(producer.inputs[3]).dtype, att->head_dim);
       const LinearGroup &group = out_.linearGroups[p + 1];
       if (!fits || group.head != p + 1)
         continue;
@@ -425,6 +425,10 @@ private:
 bool tensorCoreDecode(const FusionChoices &choices, plan::DType kvType, int headDim) {
   return choices.tensorCoreGemm && (kvType == plan::DType::F16 || kvType == plan::DType::Q8_KV) &&
          headDim % 16 == 0 && headDim <= 128;
+}
+
+bool tensorCorePrefill(const FusionChoices &choices, plan::DType kvType, int headDim) {
+  return kvType == plan::DType::F16 && tensorCoreDecode(choices, kvType, headDim);
 }
 
 LaunchFusions findLaunchFusions(const plan::PlanT &plan, const FusionChoices &choices) {

@@ -49,9 +49,11 @@ struct FusionChoices {
 };
 
 // Whether decode attention runs on tensor cores (attentionDecodeMma): sm_80+ targets, f16
-// or int8 caches, head_dim 16..128 in steps of 16. (Prefill attention takes tensor cores
-// for f16 caches only.)
+// or int8 caches, head_dim 16..128 in steps of 16.
 bool tensorCoreDecode(const FusionChoices &choices, plan::DType kvType, int headDim);
+// Whether prefill attention does (attentionPrefillMma, which also writes the 16-bit x of
+// the GEMM after it): where decode does, with f16 caches.
+bool tensorCorePrefill(const FusionChoices &choices, plan::DType kvType, int headDim);
 
 struct LaunchFusions {
   // Op index -> its group (a group of one where it has none).
